@@ -1,0 +1,105 @@
+/**
+ * The ports activities depend on: the database and the two providers. Activities never import Nest
+ * or HTTP code; the worker wires real implementations in, unit tests wire fakes.
+ */
+import type { PrismaClient } from '../prisma/generated/client.js';
+
+/** The Prisma client (PostgreSQL through `@prisma/adapter-pg`). */
+export type Db = PrismaClient;
+
+/** An email to send. */
+export interface EmailMessage {
+  /** Recipient address. */
+  to: string;
+  subject: string;
+  /** Plain-text body. */
+  text: string;
+  /** Free-form tags the provider stores with the message (e.g. `{ orderId }`). */
+  metadata?: Record<string, string>;
+}
+
+/** The provider's answer to an accepted email. */
+export interface EmailSendResult {
+  /** The provider's message id, e.g. `msg_3f2a...`. Stable for a given idempotency key. */
+  messageId: string;
+}
+
+/**
+ * A transactional email provider.
+ * `send` must be called with an idempotency key derived from the work (e.g.
+ * `order-confirmation:<orderId>`); the implementation sends it as the `Idempotency-Key` header on every
+ * attempt, so the provider performs the send at most once per key.
+ * @throws ProviderError on any failure, classified by `kind`.
+ */
+export interface EmailProvider {
+  send(message: EmailMessage, idempotencyKey: string): Promise<EmailSendResult>;
+}
+
+/** An invoice as the accounting system stores it. Amounts in integer minor units. */
+export interface AccountingInvoice {
+  /** Our id for the invoice in the accounting system: the invoice number, e.g. `INV-000042`. */
+  externalId: string;
+  orderId: string;
+  customerEmail: string;
+  /** ISO 4217 code, e.g. `EUR`. */
+  currency: string;
+  /** Total in minor units (cents). */
+  totalMinor: number;
+  /** ISO 8601 timestamp of issue. */
+  issuedAt: string;
+  lines: Array<{ sku: string; quantity: number; unitPriceMinor: number }>;
+}
+
+/** The accounting system's answer to an upsert. */
+export interface AccountingUpsertResult {
+  /** The accounting system's own id for the invoice, e.g. `acc_inv_...`. */
+  accountingId: string;
+}
+
+/**
+ * An accounting system reachable over HTTP. `upsertInvoice` creates or replaces the invoice by
+ * `externalId` (PUT semantics) and sends `idempotencyKey` as the `Idempotency-Key` header.
+ * @throws ProviderError on any failure, classified by `kind`.
+ */
+export interface AccountingProvider {
+  upsertInvoice(invoice: AccountingInvoice, idempotencyKey: string): Promise<AccountingUpsertResult>;
+}
+
+/**
+ * How a provider call failed:
+ * - `unavailable`: 5xx, 408, 425, 429, timeout or network error. Transient: retry.
+ * - `conflict`: 409, the same idempotency key is still in flight at the provider. Transient: retry.
+ * - `unauthorized`: 401/403. Permanent until credentials change.
+ * - `rejected`: any other 4xx (invalid request). Permanent.
+ */
+export type ProviderFailureKind = 'unavailable' | 'conflict' | 'unauthorized' | 'rejected';
+
+/** Error thrown by provider clients. `status` is the HTTP status when there was a response. */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly kind: ProviderFailureKind,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+/** Tunables of the activities. */
+export interface ActivitySettings {
+  /**
+   * How long a `sending` claim protects its owner, in ms. A claim older than this whose owner is not
+   * the current activity is reclaimed by a conditional UPDATE. Must exceed the provider profile's
+   * start-to-close timeout (30 s) so a live attempt is never reclaimed. Default 120000.
+   */
+  claimLeaseMs: number;
+}
+
+/** Everything `createActivities` needs. */
+export interface ActivityDeps {
+  db: Db;
+  email: EmailProvider;
+  accounting: AccountingProvider;
+  settings: ActivitySettings;
+}

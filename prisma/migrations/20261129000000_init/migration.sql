@@ -1,0 +1,165 @@
+-- CreateSchema
+CREATE SCHEMA IF NOT EXISTS "public";
+
+-- CreateTable
+CREATE TABLE "products" (
+    "sku" TEXT NOT NULL,
+    "name" TEXT NOT NULL,
+    "price_minor" INTEGER NOT NULL,
+    "currency" CHAR(3) NOT NULL,
+    "on_hand" INTEGER NOT NULL,
+    "reserved" INTEGER NOT NULL DEFAULT 0,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updated_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "products_pkey" PRIMARY KEY ("sku")
+);
+
+-- CreateTable
+CREATE TABLE "inventory_movements" (
+    "id" TEXT NOT NULL,
+    "sku" TEXT NOT NULL,
+    "order_id" UUID,
+    "reason" TEXT NOT NULL,
+    "on_hand_delta" INTEGER NOT NULL,
+    "reserved_delta" INTEGER NOT NULL,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "inventory_movements_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "orders" (
+    "id" UUID NOT NULL,
+    "customer_email" TEXT NOT NULL,
+    "customer_name" TEXT,
+    "status" TEXT NOT NULL,
+    "status_step" INTEGER NOT NULL DEFAULT 0,
+    "failure_reason" TEXT,
+    "currency" CHAR(3) NOT NULL,
+    "total_minor" INTEGER NOT NULL,
+    "workflow_id" TEXT NOT NULL,
+    "workflow_started_at" TIMESTAMPTZ(3),
+    "completed_at" TIMESTAMPTZ(3),
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updated_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "orders_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "order_lines" (
+    "id" UUID NOT NULL,
+    "order_id" UUID NOT NULL,
+    "line_no" INTEGER NOT NULL,
+    "sku" TEXT NOT NULL,
+    "quantity" INTEGER NOT NULL,
+    "unit_price_minor" INTEGER NOT NULL,
+
+    CONSTRAINT "order_lines_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "invoices" (
+    "id" UUID NOT NULL,
+    "order_id" UUID NOT NULL,
+    "number" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "currency" CHAR(3) NOT NULL,
+    "total_minor" INTEGER NOT NULL,
+    "issued_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "voided_at" TIMESTAMPTZ(3),
+
+    CONSTRAINT "invoices_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "invoice_counters" (
+    "series" TEXT NOT NULL,
+    "next" INTEGER NOT NULL,
+
+    CONSTRAINT "invoice_counters_pkey" PRIMARY KEY ("series")
+);
+
+-- CreateTable
+CREATE TABLE "side_effect_claims" (
+    "key" TEXT NOT NULL,
+    "kind" TEXT NOT NULL,
+    "status" TEXT NOT NULL,
+    "owner" TEXT NOT NULL,
+    "attempts" INTEGER NOT NULL DEFAULT 1,
+    "claimed_at" TIMESTAMPTZ(3) NOT NULL,
+    "provider_id" TEXT,
+    "completed_at" TIMESTAMPTZ(3),
+
+    CONSTRAINT "side_effect_claims_pkey" PRIMARY KEY ("key")
+);
+
+-- CreateTable
+CREATE TABLE "accounting_syncs" (
+    "order_id" UUID NOT NULL,
+    "external_id" TEXT NOT NULL,
+    "accounting_id" TEXT NOT NULL,
+    "synced_at" TIMESTAMPTZ(3) NOT NULL,
+
+    CONSTRAINT "accounting_syncs_pkey" PRIMARY KEY ("order_id")
+);
+
+-- CreateIndex
+CREATE INDEX "inventory_movements_sku_created_at_idx" ON "inventory_movements"("sku", "created_at");
+
+-- CreateIndex
+CREATE INDEX "inventory_movements_order_id_idx" ON "inventory_movements"("order_id");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "orders_workflow_id_key" ON "orders"("workflow_id");
+
+-- CreateIndex
+CREATE INDEX "orders_created_at_id_idx" ON "orders"("created_at", "id");
+
+-- CreateIndex
+CREATE INDEX "orders_workflow_started_at_idx" ON "orders"("workflow_started_at");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "order_lines_order_id_sku_key" ON "order_lines"("order_id", "sku");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "order_lines_order_id_line_no_key" ON "order_lines"("order_id", "line_no");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "invoices_order_id_key" ON "invoices"("order_id");
+
+-- CreateIndex
+CREATE UNIQUE INDEX "invoices_number_key" ON "invoices"("number");
+
+-- CreateIndex
+CREATE INDEX "side_effect_claims_status_claimed_at_idx" ON "side_effect_claims"("status", "claimed_at");
+
+-- AddForeignKey
+ALTER TABLE "inventory_movements" ADD CONSTRAINT "inventory_movements_sku_fkey" FOREIGN KEY ("sku") REFERENCES "products"("sku") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "inventory_movements" ADD CONSTRAINT "inventory_movements_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE SET NULL ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "order_lines" ADD CONSTRAINT "order_lines_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "order_lines" ADD CONSTRAINT "order_lines_sku_fkey" FOREIGN KEY ("sku") REFERENCES "products"("sku") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "invoices" ADD CONSTRAINT "invoices_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "accounting_syncs" ADD CONSTRAINT "accounting_syncs_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+
+-- Invariants the application relies on, enforced by the database as the last line of defence.
+ALTER TABLE "products" ADD CONSTRAINT "products_stock_check" CHECK ("on_hand" >= 0 AND "reserved" >= 0 AND "reserved" <= "on_hand");
+ALTER TABLE "products" ADD CONSTRAINT "products_price_check" CHECK ("price_minor" >= 0);
+ALTER TABLE "order_lines" ADD CONSTRAINT "order_lines_quantity_check" CHECK ("quantity" > 0 AND "unit_price_minor" >= 0);
+ALTER TABLE "side_effect_claims" ADD CONSTRAINT "side_effect_claims_status_check" CHECK ("status" IN ('sending', 'sent'));
+ALTER TABLE "invoices" ADD CONSTRAINT "invoices_status_check" CHECK ("status" IN ('issued', 'void'));
+
+-- The single invoice number series: numbers are INV-000001, INV-000002, ... without gaps.
+INSERT INTO "invoice_counters" ("series", "next") VALUES ('INV', 1);

@@ -1,0 +1,57 @@
+/**
+ * Process configuration, read once from environment variables and validated with zod.
+ * Every variable has a development default that matches `npm start` (the local stack), so a fresh
+ * checkout runs without a `.env` file. Invalid values fail fast at start-up with a readable message.
+ */
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(1).max(65535);
+const url = z.string().url();
+
+/** Schema of the environment this service reads; see README "Configuration" for each variable. */
+export const configSchema = z.object({
+  /** HTTP port of the API. */
+  PORT: port.default(3000),
+  /** PostgreSQL connection string. `npm start` sets it to the embedded database when unset. */
+  DATABASE_URL: z.string().min(1).default('postgresql://postgres@127.0.0.1:5432/order_fulfilment'),
+  /** host:port of the Temporal frontend (gRPC). */
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('order-fulfilment'),
+  /** Base URL of the Temporal Web UI, used to build each order's workflow link. */
+  TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
+  /** Base URL of the email provider (the simulator by default). */
+  EMAIL_PROVIDER_URL: url.default('http://127.0.0.1:4010'),
+  EMAIL_PROVIDER_API_KEY: z.string().min(1).default('dev-email-key'),
+  /** Sender address of order confirmations. */
+  EMAIL_FROM: z.string().email().default('orders@shop.example'),
+  /** Base URL of the accounting system (the simulator by default). */
+  ACCOUNTING_PROVIDER_URL: url.default('http://127.0.0.1:4020'),
+  ACCOUNTING_PROVIDER_API_KEY: z.string().min(1).default('dev-accounting-key'),
+  /** Per-request HTTP timeout of provider calls, ms. Keep below the provider profile's 30 s start-to-close. */
+  PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(25_000).default(10_000),
+  /** Lease of a `sending` side-effect claim, ms (see ActivitySettings.claimLeaseMs). */
+  CLAIM_LEASE_MS: z.coerce.number().int().min(31_000).default(120_000),
+  /** Interval of the reconciler that starts workflows for committed orders that have none, ms. 0 disables. */
+  RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(15_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+/** Validated configuration. */
+export type AppConfig = z.infer<typeof configSchema>;
+
+/**
+ * Parses configuration from `env`.
+ * @throws Error listing every invalid variable, e.g. `PORT: Too big: expected number to be <=65535`.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** Nest injection token of AppConfig. */
+export const APP_CONFIG = Symbol('APP_CONFIG');

@@ -1,0 +1,66 @@
+/**
+ * Named retry profiles for every activity call. Sandbox-safe.
+ *
+ * Each profile is finite (Temporal's default retry policy retries forever: we never rely on it) and its
+ * schedule-to-close timeout leaves room for every attempt:
+ *   scheduleToClose >= maximumAttempts x startToClose + sum of backoff intervals.
+ * Permanent error types (workflows/errors.ts) are never retried.
+ * See https://docs.temporal.io/encyclopedia/retry-policies and
+ * https://docs.temporal.io/encyclopedia/detecting-activity-failures
+ */
+import type { ActivityOptions } from '@temporalio/workflow';
+import { PERMANENT_ERROR_TYPES } from './errors.js';
+
+const nonRetryableErrorTypes = [...PERMANENT_ERROR_TYPES];
+
+/**
+ * Local database steps (reserve, invoice, status writes): fast, so short attempts.
+ * 5 attempts x 10 s + backoff 1+2+4+8 s = 65 s <= 90 s.
+ */
+export const databaseStep: ActivityOptions = {
+  startToCloseTimeout: '10 seconds',
+  scheduleToCloseTimeout: '90 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes,
+  },
+};
+
+/**
+ * Calls to external providers (email, accounting) over HTTP: longer attempts (the client's own HTTP
+ * timeout is 10 s by default), more of them, capped backoff for provider outages.
+ * 6 attempts x 30 s + backoff 2+4+8+16+30 s = 240 s <= 300 s.
+ */
+export const providerCall: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '300 seconds',
+  retry: {
+    initialInterval: '2 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 6,
+    nonRetryableErrorTypes,
+  },
+};
+
+/**
+ * Compensations (release stock, void invoice) and the final failure status: they must succeed, so more
+ * attempts, still finite. 10 attempts x 10 s + backoff 1+2+4+8+15x5 s = 190 s <= 240 s.
+ */
+export const compensation: ActivityOptions = {
+  startToCloseTimeout: '10 seconds',
+  scheduleToCloseTimeout: '240 seconds',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '15 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes,
+  },
+};
+
+/** All profiles by name, for documentation and tests. */
+export const RETRY_PROFILES = { databaseStep, providerCall, compensation } as const;

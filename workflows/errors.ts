@@ -1,0 +1,36 @@
+/**
+ * Application failure type names shared by activities and workflows.
+ *
+ * Sandbox-safe: plain string constants, no imports. Activities throw
+ * `ApplicationFailure.nonRetryable(message, ErrorType.X)` for permanent errors; workflows read
+ * `failure.cause.type` (never `instanceof`, which fails across the workflow sandbox).
+ * See https://docs.temporal.io/references/failures#application-failure
+ */
+export const ErrorType = {
+  /** Input that can never become valid (malformed order, bad quantity). Permanent. */
+  Validation: 'ValidationError',
+  /** A record the step needs does not exist (order, product, invoice). Permanent. */
+  NotFound: 'NotFoundError',
+  /** Not enough available stock for at least one line. Permanent for this order. */
+  InsufficientStock: 'InsufficientStockError',
+  /** The provider rejected our credentials (HTTP 401/403). Permanent until reconfigured. */
+  Unauthorized: 'UnauthorizedError',
+  /** The provider rejected the request itself (HTTP 4xx other than 401/403/408/409/425/429). Permanent. */
+  ProviderRejected: 'ProviderRejectedError',
+  /** Another execution holds a fresh claim on the same side effect. Transient: retry later. */
+  ClaimInProgress: 'ClaimInProgressError',
+  /** The provider is unavailable or timed out (HTTP 5xx, 408, 429, network). Transient. */
+  ProviderUnavailable: 'ProviderUnavailableError',
+  /** The workflow's own deliberate failure after compensating a permanently failed order. */
+  OrderFailed: 'OrderFailedError',
+} as const;
+export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
+
+/** Error types that no retry can fix; used as `nonRetryableErrorTypes` in every retry profile. */
+export const PERMANENT_ERROR_TYPES: readonly ErrorType[] = [
+  ErrorType.Validation,
+  ErrorType.NotFound,
+  ErrorType.InsufficientStock,
+  ErrorType.Unauthorized,
+  ErrorType.ProviderRejected,
+];
