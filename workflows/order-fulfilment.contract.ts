@@ -2,10 +2,11 @@
  * The order fulfilment workflow's public contract: task queue, workflow id, query, input and result.
  *
  * Imported by the API (to start and query workflows) and by the workflow itself. Sandbox-safe: it
- * depends on `@temporalio/workflow` definitions only (no Node built-ins), so `src/` may import it as a
+ * depends on `@temporalio/workflow` and `@temporalio/common` definitions only (no Node built-ins), so `src/` may import it as a
  * value without pulling the workflow implementation.
  */
-import { defineQuery, defineSearchAttributeKey } from '@temporalio/workflow';
+import { defineSearchAttributeKey } from '@temporalio/common';
+import { defineQuery } from '@temporalio/workflow';
 
 /** Default task queue of the order worker; override with `TEMPORAL_TASK_QUEUE`. */
 export const ORDER_TASK_QUEUE = 'order-fulfilment';

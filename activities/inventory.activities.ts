@@ -1,0 +1,126 @@
+/**
+ * Inventory activities: reserve an order's stock and release it (the compensation).
+ *
+ * Every stock change is a movement in `inventory_movements` with a deterministic id
+ * (`reserve:<orderId>:<sku>`, `release:<orderId>:<sku>`), inserted with ON CONFLICT DO NOTHING in the
+ * same transaction as the product update it describes. A re-run, or a concurrent run, finds the movement
+ * and changes nothing; increments are never replayed.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { ErrorType } from '../workflows/errors.js';
+import { notFound } from './failures.js';
+import type { Db } from './ports.js';
+
+/** Input of reserveInventory / releaseInventory. */
+export interface ReserveInventoryInput {
+  orderId: string;
+}
+export type ReleaseInventoryInput = ReserveInventoryInput;
+
+/** One ledger movement of an order. `applied` is true when this run inserted it (false: found). */
+export interface MovementOutcome {
+  id: string;
+  sku: string;
+  /** Signed change of `reserved`, in units. */
+  quantity: number;
+  applied: boolean;
+}
+
+/** Result of reserveInventory / releaseInventory. */
+export interface ReserveInventoryResult {
+  orderId: string;
+  movements: MovementOutcome[];
+}
+export type ReleaseInventoryResult = ReserveInventoryResult;
+
+/** A line that could not be reserved, with the stock seen at the time (units). */
+export interface StockShortage {
+  sku: string;
+  requested: number;
+  available: number;
+}
+
+/** Builds the inventory activities over the database port. */
+export function createInventoryActivities(db: Db) {
+  return {
+    /**
+     * Reserves every line of the order, all or nothing: one `reserve:<orderId>:<sku>` movement per line,
+     * each with `reserved += quantity` under the condition `on_hand - reserved >= quantity`.
+     * Lines are processed in SKU order so concurrent orders lock products in one order (no deadlock).
+     * @throws ApplicationFailure `NotFoundError` (order missing) or `InsufficientStockError` with
+     *   `StockShortage[]` as details; both non-retryable, and the transaction leaves no partial reservation.
+     */
+    async reserveInventory(input: ReserveInventoryInput): Promise<ReserveInventoryResult> {
+      const { orderId } = input;
+      return db.$transaction(async (tx) => {
+        const lines = await tx.orderLine.findMany({ where: { orderId }, orderBy: { sku: 'asc' } });
+        if (lines.length === 0) throw notFound('order', orderId);
+        const movements: MovementOutcome[] = [];
+        const shortages: StockShortage[] = [];
+        for (const line of lines) {
+          const id = `reserve:${orderId}:${line.sku}`;
+          const inserted = await tx.$executeRaw`
+            INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+            VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'reservation', 0, ${line.quantity})
+            ON CONFLICT (id) DO NOTHING`;
+          if (inserted === 0) {
+            movements.push({ id, sku: line.sku, quantity: line.quantity, applied: false });
+            continue;
+          }
+          const updated = await tx.$executeRaw`
+            UPDATE products SET reserved = reserved + ${line.quantity}, updated_at = now()
+            WHERE sku = ${line.sku} AND on_hand - reserved >= ${line.quantity}`;
+          if (updated === 0) {
+            const product = await tx.product.findUnique({ where: { sku: line.sku } });
+            shortages.push({
+              sku: line.sku,
+              requested: line.quantity,
+              available: product ? product.onHand - product.reserved : 0,
+            });
+          }
+          movements.push({ id, sku: line.sku, quantity: line.quantity, applied: true });
+        }
+        if (shortages.length > 0) {
+          const detail = shortages.map((s) => `${s.sku}: requested ${s.requested}, available ${s.available}`);
+          // Throwing rolls the whole transaction back: no movement and no reservation remain.
+          throw ApplicationFailure.nonRetryable(
+            `insufficient stock for ${detail.join('; ')}`,
+            ErrorType.InsufficientStock,
+            ...shortages,
+          );
+        }
+        return { orderId, movements };
+      });
+    },
+
+    /**
+     * Compensation of reserveInventory: for each `reserve:<orderId>:<sku>` movement, records
+     * `release:<orderId>:<sku>` with the opposite quantity and `reserved -= quantity`. Releases only
+     * what was reserved; a second run finds the release movements and changes nothing.
+     */
+    async releaseInventory(input: ReleaseInventoryInput): Promise<ReleaseInventoryResult> {
+      const { orderId } = input;
+      return db.$transaction(async (tx) => {
+        const reservations = await tx.inventoryMovement.findMany({
+          where: { orderId, reason: 'reservation' },
+          orderBy: { sku: 'asc' },
+        });
+        const movements: MovementOutcome[] = [];
+        for (const r of reservations) {
+          const id = `release:${orderId}:${r.sku}`;
+          const inserted = await tx.$executeRaw`
+            INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+            VALUES (${id}, ${r.sku}, ${orderId}::uuid, 'release', 0, ${-r.reservedDelta})
+            ON CONFLICT (id) DO NOTHING`;
+          if (inserted === 1) {
+            await tx.$executeRaw`
+              UPDATE products SET reserved = reserved - ${r.reservedDelta}, updated_at = now()
+              WHERE sku = ${r.sku}`;
+          }
+          movements.push({ id, sku: r.sku, quantity: -r.reservedDelta, applied: inserted === 1 });
+        }
+        return { orderId, movements };
+      });
+    },
+  };
+}

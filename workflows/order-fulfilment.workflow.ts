@@ -1,0 +1,126 @@
+/**
+ * The order fulfilment workflow: reserve inventory → create invoice → send the order confirmation →
+ * sync the invoice to accounting, writing the order's status (an absolute value) after each step.
+ *
+ * Every activity is idempotent (see activities/), so Temporal's at-least-once execution is safe; each is
+ * called through a named, finite retry profile (activity-options.ts). When a step fails for good
+ * (a non-retryable error type, or its retries exhausted), the completed steps are compensated in reverse
+ * order in a non-cancellable scope, the order is marked `failed` with the reason, and the workflow fails
+ * on purpose with `OrderFailedError`.
+ * Workflow id: `order-<orderId>` (orderWorkflowId). See https://docs.temporal.io/workflows
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  TemporalFailure,
+  log,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { OrderActivities } from '../activities/index.js';
+import { compensation, databaseStep, providerCall } from './activity-options.js';
+import { ErrorType } from './errors.js';
+import {
+  OrderStatus,
+  SEARCH_ATTRIBUTES,
+  orderStatusQuery,
+  type OrderFulfilmentInput,
+  type OrderFulfilmentResult,
+  type OrderFulfilmentState,
+} from './order-fulfilment.contract.js';
+
+const local = proxyActivities<OrderActivities>(databaseStep);
+const remote = proxyActivities<OrderActivities>(providerCall);
+const compensating = proxyActivities<OrderActivities>(compensation);
+
+/**
+ * Describes why a step failed, from the failure chain's types (never `instanceof` on error classes of
+ * activities: they do not cross the sandbox). E.g. `InsufficientStockError: insufficient stock for ...`.
+ */
+export function describeFailure(err: unknown): string {
+  let cause: unknown = err;
+  // Walk to the innermost failure: ActivityFailure → ApplicationFailure / TimeoutFailure.
+  while (cause instanceof TemporalFailure && cause.cause) cause = cause.cause;
+  if (cause instanceof ApplicationFailure) return `${cause.type ?? 'Error'}: ${cause.message}`;
+  if (cause instanceof Error) return `${cause.name}: ${cause.message}`;
+  return String(cause);
+}
+
+/** Runs one order to completion or to a compensated failure. */
+export async function orderFulfilment(input: OrderFulfilmentInput): Promise<OrderFulfilmentResult> {
+  const { orderId } = input;
+  const state: OrderFulfilmentState = {
+    orderId,
+    status: OrderStatus.Received,
+    currentStep: null,
+    completedSteps: [],
+    invoiceNumber: null,
+    failureReason: null,
+  };
+  setHandler(orderStatusQuery, () => state);
+
+  const setStatus = async (status: OrderStatus, failureReason?: string) => {
+    const activities = status === OrderStatus.Failed ? compensating : local;
+    await activities.setOrderStatus({ orderId, status, failureReason });
+    state.status = status;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.OrderStatus, value: status }]);
+  };
+  const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+    state.currentStep = name;
+    const result = await run();
+    state.completedSteps.push(name);
+    state.currentStep = null;
+    return result;
+  };
+  /** Compensations of completed steps, most recent first. */
+  const compensations: Array<{ name: string; run: () => Promise<unknown> }> = [];
+
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
+    { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
+  ]);
+
+  try {
+    await step('reserveInventory', () => local.reserveInventory({ orderId }));
+    compensations.unshift({ name: 'releaseInventory', run: () => compensating.releaseInventory({ orderId }) });
+    await setStatus(OrderStatus.InventoryReserved);
+
+    const invoice = await step('createInvoice', () => local.createInvoice({ orderId }));
+    compensations.unshift({ name: 'voidInvoice', run: () => compensating.voidInvoice({ orderId }) });
+    state.invoiceNumber = invoice.invoiceNumber;
+    await setStatus(OrderStatus.Invoiced);
+
+    const confirmation = await step('sendOrderConfirmation', () => remote.sendOrderConfirmation({ orderId }));
+    await setStatus(OrderStatus.ConfirmationSent);
+
+    const sync = await step('syncInvoiceToAccounting', () => remote.syncInvoiceToAccounting({ orderId }));
+    await setStatus(OrderStatus.Completed);
+
+    return {
+      orderId,
+      status: OrderStatus.Completed,
+      invoiceNumber: invoice.invoiceNumber,
+      confirmationMessageId: confirmation.messageId,
+      accountingId: sync.accountingId,
+    };
+  } catch (err) {
+    const reason = describeFailure(err);
+    state.failureReason = reason;
+    log.warn('order failed; compensating', { orderId, step: state.currentStep, reason });
+    // Compensations run even if the workflow was cancelled: the scope ignores cancellation.
+    await CancellationScope.nonCancellable(async () => {
+      for (const c of compensations) {
+        state.currentStep = c.name;
+        await c.run();
+        state.completedSteps.push(c.name);
+      }
+      state.currentStep = null;
+      await setStatus(OrderStatus.Failed, reason);
+    });
+    throw ApplicationFailure.nonRetryable(`order ${orderId} failed: ${reason}`, ErrorType.OrderFailed, {
+      orderId,
+      reason,
+    });
+  }
+}
