@@ -1,0 +1,64 @@
+/**
+ * Vitest global setup: one PostgreSQL template database and one Temporal dev server for all suites.
+ *
+ * PostgreSQL: `TEST_DATABASE_URL` (a URL to any database on the server, e.g.
+ * `postgresql://postgres@127.0.0.1:5432/postgres`) when set; otherwise an embedded PostgreSQL in
+ * `.data/test-postgres`. A template database gets every migration through `prisma migrate deploy`
+ * (the same command production uses); suites clone it with `CREATE DATABASE ... TEMPLATE`.
+ *
+ * Temporal: `TEMPORAL_ADDRESS` when set; otherwise `TestWorkflowEnvironment.createLocal` on the
+ * project's Temporal CLI (TEMPORAL_CLI_PATH, PATH, .tools, or a Go build; see scripts/lib/temporal-cli.ts).
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { TestProject } from 'vitest/node';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { adminQuery, databaseUrl, startTestPostgres } from './postgres.js';
+
+const run = promisify(execFile);
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** URL of a maintenance database on the test PostgreSQL server. */
+    pgAdminUrl: string;
+    /** Name of the migrated template database. */
+    templateDatabase: string;
+    /** host:port of the Temporal frontend. */
+    temporalAddress: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const pg = await startTestPostgres();
+  const templateDatabase = `of_template_${process.pid}`;
+  await adminQuery(pg.adminUrl, `DROP DATABASE IF EXISTS "${templateDatabase}"`);
+  await adminQuery(pg.adminUrl, `CREATE DATABASE "${templateDatabase}"`);
+  await run('npx', ['prisma', 'migrate', 'deploy'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl(pg.adminUrl, templateDatabase) },
+  });
+
+  let env: TestWorkflowEnvironment | undefined;
+  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  if (!temporalAddress) {
+    const { temporalServerExecutable } = await import('../../scripts/lib/temporal-cli.js');
+    env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: await temporalServerExecutable(),
+        searchAttributes: Object.values(SEARCH_ATTRIBUTES),
+        extraArgs: ['--log-level', 'error'],
+      },
+    });
+    temporalAddress = env.address;
+  }
+
+  project.provide('pgAdminUrl', pg.adminUrl);
+  project.provide('templateDatabase', templateDatabase);
+  project.provide('temporalAddress', temporalAddress);
+
+  return async () => {
+    await env?.teardown();
+    await adminQuery(pg.adminUrl, `DROP DATABASE IF EXISTS "${templateDatabase}" WITH (FORCE)`);
+    await pg.stop();
+  };
+}

