@@ -21,6 +21,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.spec.ts', 'test/**/*.e2e-spec.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/setup-runtime.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
