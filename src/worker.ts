@@ -1,0 +1,82 @@
+/**
+ * The worker process: a Nest application context (no HTTP server) → `createActivities(deps)` →
+ * a Temporal Worker polling the order task queue.
+ *
+ * SIGTERM/SIGINT: `worker.shutdown()` (stop polling, let running activities finish within the grace
+ * time), then close the Nest context (Prisma pool) and exit 0. A second signal exits at once.
+ * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, DATABASE_URL,
+ * EMAIL_PROVIDER_URL, ACCOUNTING_PROVIDER_URL, ...).
+ */
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
+import { pino } from 'pino';
+import { createActivities } from '../activities/index.js';
+import type { ActivityDeps } from '../activities/ports.js';
+import { APP_CONFIG, type AppConfig } from './config/config.js';
+import { createOrderWorker, ensureSearchAttributes } from './worker/order-worker.js';
+import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
+
+const temporalLevels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+async function main(): Promise<void> {
+  const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error', 'warn'] });
+  const config = app.get<AppConfig>(APP_CONFIG);
+  const logger = pino({ name: 'worker', level: config.LOG_LEVEL });
+  Runtime.install({
+    logger: new DefaultLogger('INFO', (entry) => {
+      logger[temporalLevels[entry.level]]({ ...entry.meta }, entry.message);
+    }),
+  });
+
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const registered = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE).catch((err: Error) => {
+    logger.warn({ err: err.message }, 'could not check search attributes; register OrderId and OrderStatus (Keyword)');
+    return [];
+  });
+  if (registered.length) logger.info({ registered }, 'registered search attributes');
+
+  const deps = app.get<ActivityDeps>(ACTIVITY_DEPS);
+  const worker = await createOrderWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities: createActivities(deps),
+  });
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'shutting down: draining the worker');
+    worker.shutdown();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  logger.info(
+    { address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE },
+    'worker running',
+  );
+  try {
+    await worker.run();
+  } finally {
+    await connection.close();
+    await app.close();
+    logger.info('worker stopped');
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
