@@ -1,0 +1,551 @@
+/**
+ * A reusable building block for small, real HTTP servers that behave like hosted providers (email,
+ * accounting): bearer authentication, `Idempotency-Key` semantics, a ledger of side effects per key, and
+ * injectable faults. Tests start one in-process on port 0; `main.ts` files start one as a process.
+ *
+ * Idempotency rules (draft-ietf-httpapi-idempotency-key-header, "the draft" below), applied to every
+ * effectful route (POST/PUT/PATCH/DELETE under the provider API):
+ * - no `Idempotency-Key` header → 400 problem+json (draft §2.7);
+ * - same key, same fingerprint (method, request target, canonical JSON body) and the first request has
+ *   completed → the stored status and body are replayed with `Idempotent-Replayed: true`, no new effect;
+ * - same key, different fingerprint → 422 problem+json (draft §2.7);
+ * - same key while the first request is still being processed → 409 problem+json (draft §2.7).
+ * Keys are scoped to the simulator (it has one client). Stored responses are kept until `POST /_sim/reset`
+ * or process exit (the retention this simulator publishes). Like hosted providers do, a request whose handler
+ * fails validation or that meets an error fault stores nothing, so the key may be used again.
+ *
+ * Authentication (RFC 6750): every provider route needs `Authorization: Bearer <token>`; a missing header,
+ * or a token other than the configured `apiKey`, is answered 401 with `WWW-Authenticate: Bearer`.
+ * The `/_sim` control API needs no credentials.
+ *
+ * Control API:
+ * - `GET /_sim/health` → 200 `{ status: 'ok', name }`
+ * - `GET /_sim/ledger` → `{ effects: LedgerEffect[], countsByKey: { [key]: n } }`
+ * - `GET /_sim/ledger/:key` (key URL-encoded) → `{ key, count, effects }`
+ * - `GET /_sim/faults` → `{ faults: QueuedFault[] }`
+ * - `POST /_sim/faults` body {@link FaultSpec} → 201 the {@link QueuedFault}
+ * - `DELETE /_sim/faults` → 204
+ * - `POST /_sim/reset` → 204 (clears ledger, stored responses, faults and the provider's own state)
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { requestFingerprint } from './canonical-json.js';
+import { HttpProblem, problem, sendProblem, type ProblemDetails } from './problem.js';
+
+/** Longest accepted `Idempotency-Key` value, in characters (the limit hosted providers commonly publish). */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+/** Fault modes: what the next matching effectful request(s) meet. */
+export const FaultMode = {
+  /** 503 problem+json, no effect. */
+  Unavailable: 'unavailable',
+  /** Wait `delayMs`, then handle normally (the effect happens even if the client has given up). */
+  Slow: 'slow',
+  /** Perform the effect and store the response, then destroy the socket without answering. */
+  DropResponse: 'drop-response',
+  /** 422 problem+json, no effect. */
+  Reject: 'reject',
+  /** 401 problem+json, no effect. */
+  Unauthorized: 'unauthorized',
+} as const;
+/** One of {@link FaultMode}'s values. */
+export type FaultMode = (typeof FaultMode)[keyof typeof FaultMode];
+
+/** Default wait of a `slow` fault, ms. */
+export const DEFAULT_SLOW_DELAY_MS = 5_000;
+
+/** Body of `POST /_sim/faults`, validated. */
+export const faultSpecSchema = z.object({
+  mode: z.enum(['unavailable', 'slow', 'drop-response', 'reject', 'unauthorized']),
+  /** How many matching requests consume the fault. Default 1. */
+  times: z.number().int().min(1).max(10_000).optional(),
+  /** Wait of a `slow` fault, ms. Default 5000. */
+  delayMs: z.number().int().min(0).max(600_000).optional(),
+  /** Only requests whose `Idempotency-Key` starts with this prefix match. */
+  keyPrefix: z.string().min(1).optional(),
+});
+
+/** A fault to queue: `{ mode, times?: number (default 1), delayMs?: number ms (default 5000), keyPrefix? }`. */
+export type FaultSpec = z.infer<typeof faultSpecSchema>;
+
+/** A queued fault and how many more matching requests will consume it. */
+export interface QueuedFault {
+  id: string;
+  mode: FaultMode;
+  /** Matching requests still to consume this fault (> 0 while queued). */
+  remaining: number;
+  /** Wait of a `slow` fault, ms. */
+  delayMs: number;
+  keyPrefix?: string;
+}
+
+/** A response as stored for replay: HTTP status and JSON body. */
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
+
+/** One side effect the simulator performed, recorded under the idempotency key that caused it. */
+export interface LedgerEffect {
+  /** The `Idempotency-Key` of the request. */
+  key: string;
+  /** Unique id of this effect, `eff_<hex>`. */
+  effectId: string;
+  /** What happened, e.g. `email.sent`, `invoice.created`. */
+  kind: string;
+  /** When it happened, ISO 8601. */
+  at: string;
+  /** The request's JSON body. */
+  request: unknown;
+  /** The response the request produced (also what replays return). */
+  response: StoredResponse;
+}
+
+/** What an effectful handler sees. */
+export interface EffectfulContext {
+  /** The request's `Idempotency-Key` (unquoted). */
+  key: string;
+  /** The parsed JSON body (`undefined` when there was none): validate it. */
+  body: unknown;
+  /** Route parameters, decoded. */
+  params: Record<string, string>;
+}
+
+/** What an effectful handler returns: the response, and the kinds of the effects it performed. */
+export interface EffectfulResult {
+  status: number;
+  body: unknown;
+  /** Effect kinds performed for this request, recorded in the ledger in order (usually exactly one). */
+  effects: string[];
+}
+
+/** A provider route with side effects, guarded by authentication, idempotency and faults. */
+export interface EffectfulRoute {
+  method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Express 5 path, e.g. `/v1/invoices/:externalId`. */
+  path: string;
+  /**
+   * Performs the effect. Runs at most once per idempotency key (unless it throws).
+   * @throws HttpProblem to answer with a problem document; nothing is recorded or stored then.
+   */
+  handle(ctx: EffectfulContext): EffectfulResult | Promise<EffectfulResult>;
+}
+
+/** A provider route without side effects (GET), guarded by authentication only. */
+export interface ReadRoute {
+  /** Express 5 path, e.g. `/v1/messages/:id`. */
+  path: string;
+  /** @throws HttpProblem to answer with a problem document (e.g. 404). */
+  handle(ctx: { params: Record<string, string> }): StoredResponse | Promise<StoredResponse>;
+}
+
+/** Options of {@link startIdempotentSimulator}. */
+export interface IdempotentSimulatorOptions {
+  /** Name used in logs and the health answer, e.g. `email`. */
+  name: string;
+  /** When set, the only bearer token accepted; otherwise any non-empty bearer token is accepted. */
+  apiKey?: string;
+  /** Interface to bind. Default `127.0.0.1`. */
+  host?: string;
+  /** TCP port; 0 (the default) picks a free one. */
+  port?: number;
+  effectful: EffectfulRoute[];
+  reads?: ReadRoute[];
+  /** Clears the provider's own state (messages, invoices) on `POST /_sim/reset` and `reset()`. */
+  onReset?: () => void;
+}
+
+/** Read access to the effect ledger. */
+export interface SimulatorLedger {
+  /** All effects in the order they happened, or only those of `key`. Copies. */
+  effects(key?: string): LedgerEffect[];
+  /** Number of effects recorded under `key` (0 when none). */
+  count(key: string): number;
+  /** `{ [key]: number of effects }` over every key with at least one effect. */
+  countsByKey(): Record<string, number>;
+}
+
+/** A simulator listening on a real port. */
+export interface RunningSimulator {
+  name: string;
+  /** Base URL, e.g. `http://127.0.0.1:40123` (no trailing slash). */
+  url: string;
+  port: number;
+  ledger: SimulatorLedger;
+  /** Queues a fault, like `POST /_sim/faults`. @throws ZodError when `spec` is invalid. */
+  injectFault(spec: FaultSpec): QueuedFault;
+  /** Removes every queued fault, like `DELETE /_sim/faults`. */
+  clearFaults(): void;
+  /** Clears ledger, stored responses, faults and provider state, like `POST /_sim/reset`. */
+  reset(): void;
+  /** Idempotency keys whose first request is still being processed (their retries get 409). */
+  inFlightKeys(): string[];
+  /** Stops listening, drops open connections and cancels pending `slow` waits. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Idempotency record of one key. */
+type KeyRecord =
+  { state: 'processing'; fingerprint: string } | { state: 'done'; fingerprint: string; response: StoredResponse };
+
+/** Thrown into pending `slow` waits when the simulator closes. */
+class SimulatorClosedError extends Error {}
+
+/**
+ * Starts an idempotent provider simulator over real HTTP.
+ * @returns once the server listens; `url` carries the actual port (useful with `port: 0`).
+ * @throws the listen error (e.g. `EADDRINUSE`).
+ */
+export async function startIdempotentSimulator(options: IdempotentSimulatorOptions): Promise<RunningSimulator> {
+  const host = options.host ?? '127.0.0.1';
+  const records = new Map<string, KeyRecord>();
+  const ledger: LedgerEffect[] = [];
+  let faults: QueuedFault[] = [];
+  const closing = new AbortController();
+
+  const ledgerApi: SimulatorLedger = {
+    effects: (key) => (key === undefined ? [...ledger] : ledger.filter((e) => e.key === key)),
+    count: (key) => ledger.reduce((n, e) => (e.key === key ? n + 1 : n), 0),
+    countsByKey: () => {
+      const counts: Record<string, number> = {};
+      for (const e of ledger) counts[e.key] = (counts[e.key] ?? 0) + 1;
+      return counts;
+    },
+  };
+
+  const injectFault = (spec: FaultSpec): QueuedFault => {
+    const parsed = faultSpecSchema.parse(spec);
+    const fault: QueuedFault = {
+      id: `flt_${randomUUID().replace(/-/g, '').slice(0, 12)}`,
+      mode: parsed.mode,
+      remaining: parsed.times ?? 1,
+      delayMs: parsed.delayMs ?? DEFAULT_SLOW_DELAY_MS,
+      ...(parsed.keyPrefix === undefined ? {} : { keyPrefix: parsed.keyPrefix }),
+    };
+    faults.push(fault);
+    return { ...fault };
+  };
+  const clearFaults = (): void => {
+    faults = [];
+  };
+  const reset = (): void => {
+    records.clear();
+    ledger.length = 0;
+    clearFaults();
+    options.onReset?.();
+  };
+
+  /** Takes one use of the first queued fault matching `key`, if any. */
+  const consumeFault = (key: string): QueuedFault | undefined => {
+    const fault = faults.find((f) => f.keyPrefix === undefined || key.startsWith(f.keyPrefix));
+    if (!fault) return undefined;
+    fault.remaining -= 1;
+    if (fault.remaining <= 0) faults = faults.filter((f) => f !== fault);
+    return fault;
+  };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
+
+  // ---- control API ---------------------------------------------------------------------------------
+  const control = express.Router();
+  control.get('/health', (_req, res) => {
+    res.json({ status: 'ok', name: options.name });
+  });
+  control.get('/ledger', (_req, res) => {
+    res.json({ effects: ledgerApi.effects(), countsByKey: ledgerApi.countsByKey() });
+  });
+  control.get('/ledger/:key', (req, res) => {
+    const key = String(req.params.key);
+    const effects = ledgerApi.effects(key);
+    res.json({ key, count: effects.length, effects });
+  });
+  control.get('/faults', (_req, res) => {
+    res.json({ faults: faults.map((f) => ({ ...f })) });
+  });
+  control.post('/faults', (req, res) => {
+    const parsed = faultSpecSchema.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      sendProblem(
+        res,
+        problem(400, 'invalid-fault', 'Invalid fault', z.prettifyError(parsed.error), {
+          errors: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+        }),
+      );
+      return;
+    }
+    res.status(201).json(injectFault(parsed.data));
+  });
+  control.delete('/faults', (_req, res) => {
+    clearFaults();
+    res.status(204).end();
+  });
+  control.post('/reset', (_req, res) => {
+    reset();
+    res.status(204).end();
+  });
+  app.use('/_sim', control);
+
+  // ---- provider API --------------------------------------------------------------------------------
+  /** RFC 6750 bearer check; answers 401 and returns false when it fails. */
+  const authorize = (req: Request, res: Response): boolean => {
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(req.get('authorization') ?? '');
+    const token = match?.[1];
+    let detail: string | undefined;
+    if (token === undefined) detail = 'An Authorization: Bearer <token> header is required.';
+    else if (options.apiKey !== undefined && token !== options.apiKey) detail = 'The bearer token is not valid.';
+    if (detail === undefined) return true;
+    res.set('WWW-Authenticate', `Bearer realm="${options.name}"`);
+    sendProblem(res, problem(401, 'unauthorized', 'Unauthorized', detail));
+    return false;
+  };
+
+  for (const route of options.reads ?? []) {
+    app.get(route.path, async (req, res) => {
+      if (!authorize(req, res)) return;
+      const result = await route.handle({ params: stringParams(req.params) });
+      res.status(result.status).json(result.body);
+    });
+  }
+
+  for (const route of options.effectful) {
+    const method = route.method.toLowerCase() as 'post' | 'put' | 'patch' | 'delete';
+    app[method](route.path, async (req, res) => {
+      if (!authorize(req, res)) return;
+
+      const key = parseIdempotencyKey(req.get('idempotency-key'));
+      if (typeof key !== 'string') {
+        sendProblem(res, key);
+        return;
+      }
+
+      const fingerprint = requestFingerprint(req.method, req.originalUrl, req.body);
+      const existing = records.get(key);
+      if (existing && existing.fingerprint !== fingerprint) {
+        sendProblem(
+          res,
+          problem(
+            422,
+            'idempotency-key-reused',
+            'Idempotency key reused with a different request',
+            `Idempotency-Key "${key}" was first used with a different method, path or body.`,
+          ),
+        );
+        return;
+      }
+      if (existing?.state === 'processing') {
+        sendProblem(
+          res,
+          problem(
+            409,
+            'idempotency-key-in-flight',
+            'Request with this idempotency key is in progress',
+            `A request with Idempotency-Key "${key}" is still being processed; retry later.`,
+          ),
+        );
+        return;
+      }
+
+      const fault = consumeFault(key);
+      switch (fault?.mode) {
+        case FaultMode.Unavailable:
+          res.set('Retry-After', '1');
+          sendProblem(
+            res,
+            problem(503, 'unavailable', 'Service unavailable', 'Injected fault: the provider is unavailable.'),
+          );
+          return;
+        case FaultMode.Reject:
+          sendProblem(
+            res,
+            problem(422, 'rejected', 'Request rejected', 'Injected fault: the provider rejected the request.'),
+          );
+          return;
+        case FaultMode.Unauthorized:
+          res.set('WWW-Authenticate', `Bearer realm="${options.name}", error="invalid_token"`);
+          sendProblem(
+            res,
+            problem(401, 'unauthorized', 'Unauthorized', 'Injected fault: the credentials were refused.'),
+          );
+          return;
+        default:
+          break;
+      }
+
+      if (existing?.state === 'done') {
+        if (fault?.mode === FaultMode.Slow && !(await wait(fault.delayMs, closing.signal))) return;
+        if (fault?.mode === FaultMode.DropResponse) {
+          dropResponse(req);
+          return;
+        }
+        res.set('Idempotent-Replayed', 'true');
+        res.status(existing.response.status).json(existing.response.body);
+        return;
+      }
+
+      records.set(key, { state: 'processing', fingerprint });
+      let result: EffectfulResult;
+      try {
+        if (fault?.mode === FaultMode.Slow && !(await wait(fault.delayMs, closing.signal))) {
+          records.delete(key);
+          return;
+        }
+        result = await route.handle({ key, body: req.body, params: stringParams(req.params) });
+      } catch (error) {
+        records.delete(key);
+        throw error;
+      }
+
+      const response: StoredResponse = { status: result.status, body: result.body };
+      records.set(key, { state: 'done', fingerprint, response });
+      const at = new Date().toISOString();
+      for (const kind of result.effects) {
+        ledger.push({
+          key,
+          effectId: `eff_${randomUUID().replace(/-/g, '')}`,
+          kind,
+          at,
+          request: req.body,
+          response,
+        });
+      }
+
+      if (fault?.mode === FaultMode.DropResponse) {
+        dropResponse(req);
+        return;
+      }
+      res.status(response.status).json(response.body);
+    });
+  }
+
+  app.use((req: Request, res: Response) => {
+    sendProblem(res, problem(404, 'not-found', 'Not found', `No route for ${req.method} ${req.path}.`));
+  });
+  // Express recognises error middleware by its four parameters.
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (error instanceof HttpProblem) {
+      sendProblem(res, error.toJSON());
+      return;
+    }
+    const status = httpErrorStatus(error);
+    if (status !== undefined && status >= 400 && status < 500) {
+      const detail = error instanceof Error ? error.message : 'Malformed request.';
+      sendProblem(res, problem(status, 'bad-request', 'Bad request', detail));
+      return;
+    }
+    sendProblem(
+      res,
+      problem(500, 'internal-error', 'Internal error', error instanceof Error ? error.message : String(error)),
+    );
+  });
+
+  const server = createServer(app);
+  await listen(server, options.port ?? 0, host);
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= new Promise<void>((resolve, reject) => {
+      closing.abort(new SimulatorClosedError('simulator closed'));
+      server.close((error) => (error ? reject(error) : resolve()));
+      server.closeAllConnections();
+    });
+    return closed;
+  };
+
+  return {
+    name: options.name,
+    url: `http://${urlHost}:${port}`,
+    port,
+    ledger: ledgerApi,
+    injectFault,
+    clearFaults,
+    reset,
+    inFlightKeys: () => [...records].filter(([, r]) => r.state === 'processing').map(([key]) => key),
+    close,
+  };
+}
+
+/**
+ * Reads the `Idempotency-Key` header. The draft defines it as a Structured Field string (RFC 8941
+ * sf-string, i.e. quoted); a bare token is accepted too, as hosted providers do.
+ * @returns the key, or a 400 problem when it is missing, empty or longer than
+ *   {@link MAX_IDEMPOTENCY_KEY_LENGTH}.
+ */
+export function parseIdempotencyKey(header: string | undefined): string | ProblemDetails {
+  let value = header?.trim() ?? '';
+  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) {
+    value = value.slice(1, -1).replace(/\\(["\\])/g, '$1');
+  }
+  if (header === undefined || value === '') {
+    return problem(
+      400,
+      'idempotency-key-missing',
+      'Idempotency-Key header missing',
+      'This operation is idempotent and requires an Idempotency-Key header (draft-ietf-httpapi-idempotency-key-header).',
+    );
+  }
+  if (value.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    return problem(
+      400,
+      'idempotency-key-invalid',
+      'Idempotency-Key header invalid',
+      `The Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters long.`,
+    );
+  }
+  return value;
+}
+
+/** Waits `ms`; resolves false instead when `signal` aborts first (the simulator closed). */
+async function wait(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch (error) {
+    if (signal.aborted) return false;
+    throw error;
+  }
+}
+
+/** Ends the exchange without an answer: the client sees the connection reset or closed. */
+function dropResponse(req: Request): void {
+  req.socket.destroy();
+}
+
+function stringParams(params: Request['params']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(params as Record<string, unknown>)) {
+    out[name] = Array.isArray(value) ? value.join('/') : String(value);
+  }
+  return out;
+}
+
+/** The `status` of errors raised by body-parser/http-errors (e.g. 400 for malformed JSON, 413, 415). */
+function httpErrorStatus(error: unknown): number | undefined {
+  if (error !== null && typeof error === 'object' && 'status' in error && typeof error.status === 'number') {
+    return error.status;
+  }
+  return undefined;
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error): void => reject(error);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
