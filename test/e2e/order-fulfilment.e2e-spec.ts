@@ -1,0 +1,88 @@
+/**
+ * The whole order path: POST /orders over HTTP → PostgreSQL → Temporal workflow on a real dev server →
+ * four activities against real PostgreSQL and the provider simulators over real HTTP. Effects are
+ * counted where they land: the inventory ledger, the invoices table and the simulators' ledgers.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stockOf } from '../helpers/fixtures.js';
+import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(async () => stack?.close());
+
+async function placeOrder(lines: Array<{ sku: string; quantity: number }>): Promise<string> {
+  const res = await stack.http
+    .post('/orders')
+    .send({ customer: { email: 'grace@example.com', name: 'Grace Hopper' }, lines })
+    .expect(202);
+  expect(res.headers.location).toBe(`/orders/${res.body.id}`);
+  return res.body.id as string;
+}
+
+describe('order fulfilment, end to end', () => {
+  it('completes an order with exactly one effect per step', async () => {
+    const [, reservedBefore] = await stockOf(stack.db.prisma, 'TEE-BLK-M');
+    const id = await placeOrder([
+      { sku: 'TEE-BLK-M', quantity: 2 },
+      { sku: 'MUG-WHT', quantity: 1 },
+    ]);
+    const order = await stack.waitForOrder(id);
+    expect(order.status).toBe('completed');
+    expect(order.invoiceNumber).toMatch(/^INV-\d{6}$/);
+    expect(order.totalMinor).toBe(2 * 1999 + 1250);
+    expect(order.workflowId).toBe(`order-${id}`);
+    expect(order.temporalUiUrl).toBe(`${stack.config.TEMPORAL_UI_URL}/namespaces/default/workflows/order-${id}`);
+
+    const movements = await stack.db.prisma.inventoryMovement.findMany({ where: { orderId: id }, orderBy: { id: 'asc' } });
+    expect(movements.map((m) => [m.id, m.reservedDelta])).toEqual([
+      [`reserve:${id}:MUG-WHT`, 1],
+      [`reserve:${id}:TEE-BLK-M`, 2],
+    ]);
+    expect((await stockOf(stack.db.prisma, 'TEE-BLK-M'))[1]).toBe(reservedBefore + 2);
+    expect(await stack.db.prisma.invoice.count({ where: { orderId: id } })).toBe(1);
+    expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
+    expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
+    const sync = await stack.db.prisma.accountingSync.findUniqueOrThrow({ where: { orderId: id } });
+    expect(order.accountingId).toBe(sync.accountingId);
+
+    const description = await stack.client.workflow.getHandle(`order-${id}`).describe();
+    expect(description.status.name).toBe('COMPLETED');
+  });
+
+  it('fails an order for more than the stock, with the reason, and leaves stock unchanged', async () => {
+    const before = await stockOf(stack.db.prisma, 'CAP-RED');
+    const id = await placeOrder([{ sku: 'CAP-RED', quantity: before[0] + 1 }]);
+    const order = await stack.waitForOrder(id);
+    expect(order.status).toBe('failed');
+    expect(order.failureReason).toContain('InsufficientStockError');
+    expect(order.failureReason).toContain(`CAP-RED: requested ${before[0] + 1}, available ${before[0] - before[1]}`);
+    expect(await stockOf(stack.db.prisma, 'CAP-RED')).toEqual(before);
+    expect(await stack.db.prisma.inventoryMovement.count({ where: { orderId: id } })).toBe(0);
+    expect(await stack.db.prisma.invoice.count({ where: { orderId: id } })).toBe(0);
+    expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(0);
+    const description = await stack.client.workflow.getHandle(`order-${id}`).describe();
+    expect(description.status.name).toBe('FAILED');
+  });
+
+  it('sends one email when the provider succeeds but the response is lost', async () => {
+    stack.email.injectFault({ mode: 'drop-response', times: 1 });
+    const id = await placeOrder([{ sku: 'MUG-WHT', quantity: 1 }]);
+    const order = await stack.waitForOrder(id);
+    expect(order.status).toBe('completed');
+    expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
+    const claim = await stack.db.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key: `order-confirmation:${id}` } });
+    expect([claim.status, claim.attempts]).toEqual(['sent', 2]);
+  });
+
+  it('rides out a provider outage (503s) with one effect per key', async () => {
+    stack.accounting.injectFault({ mode: 'unavailable', times: 2 });
+    const id = await placeOrder([{ sku: 'TEE-BLK-M', quantity: 1 }]);
+    const order = await stack.waitForOrder(id);
+    expect(order.status).toBe('completed');
+    expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
+  });
+});

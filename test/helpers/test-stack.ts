@@ -1,0 +1,111 @@
+/**
+ * The whole order path in one test process, with real parts: the Nest API (supertest), a Temporal
+ * Worker on its own task queue of the shared dev server, a fresh PostgreSQL database, and both provider
+ * simulators over real HTTP on free ports.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import request from 'supertest';
+import { inject } from 'vitest';
+import { createActivities } from '../../activities/index.js';
+import { startAccountingSimulator } from '../../simulators/accounting/accounting-simulator.js';
+import { startEmailSimulator } from '../../simulators/email/email-simulator.js';
+import type { RunningSimulator } from '../../simulators/shared/idempotent-simulator.js';
+import { createApiApp } from '../../src/bootstrap.js';
+import { loadConfig, type AppConfig } from '../../src/config/config.js';
+import { HttpAccountingProvider } from '../../src/providers/http-accounting-provider.js';
+import { HttpEmailProvider } from '../../src/providers/http-email-provider.js';
+import { createOrderWorker } from '../../src/worker/order-worker.js';
+import { seedTestCatalogue } from './fixtures.js';
+import { createTestDatabase, type TestDatabase } from './postgres.js';
+
+/** A running stack. `http` is a supertest agent on the API. */
+export interface TestStack {
+  config: AppConfig;
+  db: TestDatabase;
+  email: RunningSimulator;
+  accounting: RunningSimulator;
+  api: NestExpressApplication;
+  http: ReturnType<typeof request>;
+  client: Client;
+  /** Polls GET /orders/:id until the status is terminal; returns the last body. */
+  waitForOrder(id: string, timeoutMs?: number): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/** Starts the stack; `overrides` change the configuration (e.g. RECONCILE_INTERVAL_MS). */
+export async function startTestStack(overrides: Partial<Record<keyof AppConfig, string>> = {}): Promise<TestStack> {
+  const db = await createTestDatabase();
+  await seedTestCatalogue(db.prisma);
+  const email = await startEmailSimulator({ apiKey: 'test-email-key' });
+  const accounting = await startAccountingSimulator({ apiKey: 'test-accounting-key' });
+  const config = loadConfig({
+    ...process.env,
+    DATABASE_URL: db.url,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: `e2e-${randomUUID()}`,
+    EMAIL_PROVIDER_URL: email.url,
+    EMAIL_PROVIDER_API_KEY: 'test-email-key',
+    ACCOUNTING_PROVIDER_URL: accounting.url,
+    ACCOUNTING_PROVIDER_API_KEY: 'test-accounting-key',
+    PROVIDER_TIMEOUT_MS: '2000',
+    RECONCILE_INTERVAL_MS: '0',
+    LOG_LEVEL: 'warn',
+    ...overrides,
+  });
+
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const worker: Worker = await createOrderWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities: createActivities({
+      db: db.prisma,
+      email: new HttpEmailProvider({ baseUrl: email.url, apiKey: 'test-email-key', timeoutMs: config.PROVIDER_TIMEOUT_MS }),
+      accounting: new HttpAccountingProvider({
+        baseUrl: accounting.url,
+        apiKey: 'test-accounting-key',
+        timeoutMs: config.PROVIDER_TIMEOUT_MS,
+      }),
+      settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
+    }),
+  });
+  const running = worker.run();
+
+  const api = await createApiApp({ config, shutdownHooks: false });
+  await api.init();
+  const http = request(api.getHttpServer());
+  const client = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS }) });
+
+  return {
+    config,
+    db,
+    email,
+    accounting,
+    api,
+    http,
+    client,
+    async waitForOrder(id, timeoutMs = 45_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const res = await http.get(`/orders/${id}`);
+        if (res.status !== 200) throw new Error(`GET /orders/${id} answered ${res.status}: ${res.text}`);
+        if (['completed', 'failed'].includes(res.body.status)) return res.body;
+        if (Date.now() > deadline) throw new Error(`order ${id} still ${res.body.status} after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async close() {
+      await api.close();
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await client.connection.close();
+      await email.close();
+      await accounting.close();
+      await db.drop();
+    },
+  };
+}
