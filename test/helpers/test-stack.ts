@@ -35,8 +35,17 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack; `overrides` change the configuration (e.g. RECONCILE_INTERVAL_MS). */
-export async function startTestStack(overrides: Partial<Record<keyof AppConfig, string>> = {}): Promise<TestStack> {
+/** Options of startTestStack. */
+export interface TestStackOptions {
+  /** Configuration overrides (e.g. RECONCILE_INTERVAL_MS), as environment strings. */
+  overrides?: Partial<Record<keyof AppConfig, string>>;
+  /** Run a Worker in this process (default true). Fault tests run theirs as child processes. */
+  worker?: boolean;
+}
+
+/** Starts the stack. */
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const overrides = options.overrides ?? {};
   const db = await createTestDatabase();
   await seedTestCatalogue(db.prisma);
   const email = await startEmailSimulator({ apiKey: 'test-email-key' });
@@ -57,7 +66,7 @@ export async function startTestStack(overrides: Partial<Record<keyof AppConfig, 
   });
 
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  const worker: Worker = await createOrderWorker({
+  const worker: Worker | undefined = options.worker === false ? undefined : await createOrderWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -72,7 +81,7 @@ export async function startTestStack(overrides: Partial<Record<keyof AppConfig, 
       settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
     }),
   });
-  const running = worker.run();
+  const running = worker?.run();
 
   const api = await createApiApp({ config, shutdownHooks: false });
   await api.init();
@@ -99,7 +108,7 @@ export async function startTestStack(overrides: Partial<Record<keyof AppConfig, 
     },
     async close() {
       await api.close();
-      worker.shutdown();
+      worker?.shutdown();
       await running;
       await connection.close();
       await client.connection.close();
