@@ -1,0 +1,65 @@
+/**
+ * Builds and configures the Nest HTTP application, shared by `main.ts` and the e2e tests:
+ * - the nestjs-pino logger (level `LOG_LEVEL`),
+ * - the global StandardSchemaValidationPipe (zod schemas on `@Body/@Query/@Param({ schema })`),
+ * - the global {@link ProblemDetailsFilter} (every error as RFC 9457 `application/problem+json`),
+ * - the OpenAPI document: Swagger UI at `/docs`, JSON at `/docs-json`,
+ * - shutdown hooks (SIGTERM/SIGINT close the app: reconciler, Temporal connection, Prisma pool).
+ */
+import { HttpAdapterHost, NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module.js';
+import { addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
+import { ProblemDetailsFilter } from './common/problem-details.filter.js';
+import { createValidationPipe } from './common/validation.js';
+import { type AppConfig, loadConfig } from './config/config.js';
+
+/** Options of {@link createApiApp}. */
+export interface CreateApiAppOptions {
+  /** Configuration; default `loadConfig(process.env)`. */
+  config?: AppConfig;
+  /** Register SIGTERM/SIGINT handlers that close the app (default true; tests with several apps may turn it off). */
+  shutdownHooks?: boolean;
+}
+
+/**
+ * Creates the configured, not yet listening, API application. Call `app.listen(port)` (or `app.init()`
+ * for supertest against `app.getHttpServer()`), and `app.close()` to stop it.
+ * @throws Error when the configuration is invalid or a module fails to initialise.
+ */
+export async function createApiApp(options: CreateApiAppOptions = {}): Promise<NestExpressApplication> {
+  const config = options.config ?? loadConfig();
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
+    bufferLogs: true,
+    abortOnError: false,
+  });
+  app.useLogger(app.get(Logger));
+  app.disable('x-powered-by');
+  app.useGlobalPipes(createValidationPipe());
+  app.useGlobalFilters(new ProblemDetailsFilter(app.get(HttpAdapterHost)));
+  if (options.shutdownHooks ?? true) app.enableShutdownHooks();
+
+  SwaggerModule.setup(
+    'docs',
+    app,
+    () => addProblemDetailsComponent(SwaggerModule.createDocument(app, openApiConfig())),
+    {
+      jsonDocumentUrl: 'docs-json',
+    },
+  );
+  return app;
+}
+
+function openApiConfig() {
+  return new DocumentBuilder()
+    .setTitle('Order fulfilment API')
+    .setDescription(
+      'Accepts orders (202 + Location) and fulfils them with a Temporal workflow: reserve inventory, invoice, ' +
+        'confirm by email, sync to accounting. Money is in integer minor currency units. ' +
+        'Errors are RFC 9457 problem details (application/problem+json).',
+    )
+    .setVersion('0.1.0')
+    .build();
+}

@@ -1,0 +1,93 @@
+/**
+ * The global exception filter: renders EVERY error as `application/problem+json` (RFC 9457).
+ *
+ * - {@link ProblemException}: its problem document as is.
+ * - A malformed JSON body (body-parser's SyntaxError, mapped by Nest to a 400): `malformed-json`.
+ * - Any other Nest `HttpException` (unknown route 404, 405, 413, ...): `about:blank` with the reason phrase
+ *   as `title` and the exception message as `detail`.
+ * - Anything else: 500 `internal-error` with a generic detail; the error itself goes to the log only.
+ */
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { HttpAdapterHost } from '@nestjs/core';
+import { defaultTitle, PROBLEM_JSON, type ProblemDetails, ProblemException, ProblemType } from './problem-details.js';
+
+interface RequestLike {
+  method?: string;
+  originalUrl?: string;
+  url?: string;
+}
+
+@Catch()
+export class ProblemDetailsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ProblemDetails');
+
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const ctx = host.switchToHttp();
+    const request = ctx.getRequest<RequestLike>();
+    const response = ctx.getResponse<unknown>();
+    const { httpAdapter } = this.adapterHost;
+
+    const problem: ProblemDetails = { ...toProblem(exception), instance: requestPath(request) };
+    if (problem.status >= 500) {
+      const message = `${request.method ?? ''} ${problem.instance} failed with ${problem.status}: ${
+        exception instanceof Error ? exception.message : String(exception)
+      }`;
+      // A ProblemException is an expected, described failure (e.g. 503 from /health); anything else is a bug.
+      if (exception instanceof ProblemException) this.logger.warn({ instance: problem.instance }, message);
+      else this.logger.error({ err: exception, instance: problem.instance }, message);
+    }
+    if (httpAdapter.isHeadersSent(response)) return;
+    httpAdapter.setHeader(response, 'Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
+    httpAdapter.reply(response, problem, problem.status);
+  }
+}
+
+/** Converts any thrown value into a problem document (without `instance`). Never exposes internals of 5xx. */
+export function toProblem(exception: unknown): ProblemDetails {
+  if (exception instanceof ProblemException) return { ...exception.problem };
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status === 400 && exception.cause instanceof SyntaxError) {
+      return {
+        type: ProblemType.MalformedJson,
+        title: 'Malformed JSON body',
+        status,
+        detail: `The request body is not valid JSON: ${exception.cause.message}`,
+        errors: [{ path: '', message: exception.cause.message }],
+      };
+    }
+    if (status >= 500) {
+      return { type: ProblemType.AboutBlank, title: defaultTitle(status), status, detail: defaultTitle(status) };
+    }
+    return {
+      type: ProblemType.AboutBlank,
+      title: defaultTitle(status),
+      status,
+      detail: httpExceptionDetail(exception),
+    };
+  }
+  return {
+    type: ProblemType.InternalError,
+    title: 'Internal Server Error',
+    status: 500,
+    detail: 'An unexpected error occurred. It has been logged.',
+  };
+}
+
+function httpExceptionDetail(exception: HttpException): string {
+  const body = exception.getResponse();
+  if (typeof body === 'string') return body;
+  const message = (body as { message?: unknown }).message;
+  if (Array.isArray(message)) return message.map(String).join('; ');
+  if (typeof message === 'string') return message;
+  return exception.message;
+}
+
+/** The request path without its query string (the `instance` member). */
+function requestPath(request: RequestLike): string {
+  const url = request.originalUrl ?? request.url ?? '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}

@@ -1,0 +1,53 @@
+/**
+ * Request and response shapes of the inventory API. Money is integer minor currency units; stock is units.
+ */
+import { z } from 'zod';
+
+/** `PUT /inventory/:sku` body: the new ABSOLUTE on-hand quantity (not a delta). */
+export const setOnHandSchema = z
+  .strictObject({
+    onHand: z.int().min(0).max(2_147_483_647).meta({ description: 'Physical stock, units', example: 25 }),
+  })
+  .meta({ id: 'SetOnHandRequest' });
+export type SetOnHandRequest = z.output<typeof setOnHandSchema>;
+
+/** `:sku` path parameter. */
+export const skuParamsSchema = z.object({ sku: z.string().min(1).max(64).meta({ description: 'Product SKU' }) });
+
+/**
+ * Optional `Idempotency-Key` header of `PUT /inventory/:sku` (draft-ietf-httpapi-idempotency-key-header):
+ * 1..255 visible ASCII characters.
+ */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, 'must be 1..255 visible ASCII characters');
+
+/** A product and its stock; `available = onHand - reserved`. */
+export const productViewSchema = z
+  .object({
+    sku: z.string(),
+    name: z.string(),
+    priceMinor: z.int().meta({ description: 'Unit price, minor units' }),
+    currency: z.string().meta({ description: 'ISO 4217 code', example: 'EUR' }),
+    onHand: z.int().meta({ description: 'Physical stock, units' }),
+    reserved: z.int().meta({ description: 'Units held for open orders' }),
+    available: z.int().meta({ description: 'onHand - reserved' }),
+  })
+  .meta({ id: 'Product' });
+export type ProductView = z.infer<typeof productViewSchema>;
+
+/** A row of the inventory ledger. Deltas are signed units. */
+export const movementViewSchema = z
+  .object({
+    id: z.string().meta({ example: 'reserve:4b1c…:SKU-MUG' }),
+    sku: z.string(),
+    orderId: z.uuid().nullable(),
+    reason: z.string().meta({ example: 'adjustment' }),
+    onHandDelta: z.int(),
+    reservedDelta: z.int(),
+    createdAt: z.iso.datetime(),
+  })
+  .meta({ id: 'InventoryMovement' });
+export type MovementView = z.infer<typeof movementViewSchema>;

@@ -1,0 +1,11 @@
+/** Inventory feature: `GET /inventory`, `PUT /inventory/:sku`, `GET /inventory/:sku/movements`. Needs PRISMA. */
+import { Module } from '@nestjs/common';
+import { InventoryController } from './inventory.controller.js';
+import { InventoryService } from './inventory.service.js';
+
+@Module({
+  controllers: [InventoryController],
+  providers: [InventoryService],
+  exports: [InventoryService],
+})
+export class InventoryModule {}

@@ -1,0 +1,117 @@
+/**
+ * Inventory: the catalogue with stock, absolute stock adjustments and the movement ledger.
+ *
+ * Idempotency layer 3 of DESIGN.md: an adjustment writes its movement (`adjust:<sku>:<requestId>`) and the
+ * new on-hand in one transaction, after locking the product row; a replay finds the movement and changes
+ * nothing.
+ */
+import { Inject, Injectable } from '@nestjs/common';
+import type { InventoryMovement, Product } from '../../prisma/generated/client.js';
+import { ProblemException, ProblemType } from '../common/problem-details.js';
+import { PRISMA } from '../prisma/prisma.module.js';
+import type { PrismaClient } from '../prisma/prisma.js';
+import type { MovementView, ProductView } from './inventory.dto.js';
+
+/** Most movements returned by {@link InventoryService.movements}. */
+export const MOVEMENTS_LIMIT = 100;
+
+/** Result of {@link InventoryService.setOnHand}. */
+export interface SetOnHandResult {
+  product: ProductView;
+  /** True when the movement of this request id already existed: nothing was changed. */
+  replayed: boolean;
+}
+
+@Injectable()
+export class InventoryService {
+  constructor(@Inject(PRISMA) private readonly prisma: PrismaClient) {}
+
+  /** Every product with its stock, ordered by SKU. */
+  async list(): Promise<ProductView[]> {
+    const products = await this.prisma.product.findMany({ orderBy: { sku: 'asc' } });
+    return products.map(toProductView);
+  }
+
+  /**
+   * Sets the on-hand stock of `sku` to the absolute value `onHand` (units) and records an `adjustment`
+   * movement `adjust:<sku>:<requestId>` with `on_hand_delta = onHand - previous`, in one transaction that
+   * first locks the product row (`SELECT … FOR UPDATE`). If that movement already exists (a replayed
+   * request id), nothing changes and the current product is returned.
+   * @param requestId the request's `Idempotency-Key`, or a fresh UUID.
+   * @throws ProblemException 404 for an unknown SKU; 409 `stock-below-reserved` when `onHand` is below the
+   *   reserved quantity.
+   */
+  async setOnHand(sku: string, onHand: number, requestId: string): Promise<SetOnHandResult> {
+    const movementId = `adjust:${sku}:${requestId}`;
+    return this.prisma.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<{ on_hand: number; reserved: number }[]>`
+        SELECT on_hand, reserved FROM products WHERE sku = ${sku} FOR UPDATE`;
+      const current = locked[0];
+      if (!current) throw ProblemException.notFound(`Product ${sku}`);
+
+      const replay = await tx.inventoryMovement.findUnique({ where: { id: movementId }, select: { id: true } });
+      if (replay) {
+        return { product: toProductView(await tx.product.findUniqueOrThrow({ where: { sku } })), replayed: true };
+      }
+      if (onHand < current.reserved) {
+        throw new ProblemException({
+          status: 409,
+          type: ProblemType.StockBelowReserved,
+          title: 'Stock below reserved quantity',
+          detail: `On-hand stock of ${sku} cannot be set to ${onHand}: ${current.reserved} units are reserved for open orders`,
+          extensions: { sku, reserved: current.reserved, requestedOnHand: onHand },
+        });
+      }
+      await tx.inventoryMovement.create({
+        data: {
+          id: movementId,
+          sku,
+          reason: 'adjustment',
+          onHandDelta: onHand - current.on_hand,
+          reservedDelta: 0,
+        },
+      });
+      const product = await tx.product.update({ where: { sku }, data: { onHand } });
+      return { product: toProductView(product), replayed: false };
+    });
+  }
+
+  /**
+   * The ledger of `sku`, newest first, at most {@link MOVEMENTS_LIMIT} rows.
+   * @throws ProblemException 404 for an unknown SKU.
+   */
+  async movements(sku: string): Promise<MovementView[]> {
+    const product = await this.prisma.product.findUnique({ where: { sku }, select: { sku: true } });
+    if (!product) throw ProblemException.notFound(`Product ${sku}`);
+    const rows = await this.prisma.inventoryMovement.findMany({
+      where: { sku },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: MOVEMENTS_LIMIT,
+    });
+    return rows.map(toMovementView);
+  }
+}
+
+function toProductView(p: Product): ProductView {
+  return {
+    sku: p.sku,
+    name: p.name,
+    priceMinor: p.priceMinor,
+    currency: p.currency,
+    onHand: p.onHand,
+    reserved: p.reserved,
+    available: p.onHand - p.reserved,
+  };
+}
+
+function toMovementView(m: InventoryMovement): MovementView {
+  return {
+    id: m.id,
+    sku: m.sku,
+    orderId: m.orderId,
+    reason: m.reason,
+    onHandDelta: m.onHandDelta,
+    reservedDelta: m.reservedDelta,
+    createdAt: m.createdAt.toISOString(),
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * Request body of `POST /orders`, validated by the global StandardSchemaValidationPipe.
+ * Unknown keys are rejected at every level; SKUs must be unique within an order.
+ */
+import { z } from 'zod';
+
+/** Limits of an order, shared by the schema and its documentation. */
+export const ORDER_LIMITS = {
+  maxLines: 50,
+  maxQuantity: 1000,
+  maxSkuLength: 64,
+  maxEmailLength: 254,
+  maxNameLength: 200,
+} as const;
+
+/** One order line: a product and how many units of it. */
+export const createOrderLineSchema = z.strictObject({
+  sku: z.string().min(1).max(ORDER_LIMITS.maxSkuLength).meta({ description: 'Product SKU', example: 'SKU-MUG' }),
+  quantity: z
+    .int()
+    .min(1)
+    .max(ORDER_LIMITS.maxQuantity)
+    .meta({ description: 'Units ordered (whole number)', example: 2 }),
+});
+
+/** The `POST /orders` body: `{ customer: { email, name? }, lines: [{ sku, quantity }] }`. */
+export const createOrderSchema = z
+  .strictObject({
+    customer: z.strictObject({
+      email: z.email().max(ORDER_LIMITS.maxEmailLength).meta({ example: 'ada@example.com' }),
+      name: z.string().trim().min(1).max(ORDER_LIMITS.maxNameLength).optional().meta({ example: 'Ada Lovelace' }),
+    }),
+    lines: z
+      .array(createOrderLineSchema)
+      .min(1)
+      .max(ORDER_LIMITS.maxLines)
+      .meta({ description: `1 to ${ORDER_LIMITS.maxLines} lines, each SKU at most once` }),
+  })
+  .superRefine((order, ctx) => {
+    const seen = new Set<string>();
+    order.lines.forEach((line, index) => {
+      if (seen.has(line.sku)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['lines', index, 'sku'],
+          message: `Duplicate SKU "${line.sku}": each SKU may appear on one line only`,
+        });
+      }
+      seen.add(line.sku);
+    });
+  })
+  .meta({ id: 'CreateOrderRequest' });
+
+/** A validated `POST /orders` body. */
+export type CreateOrderRequest = z.output<typeof createOrderSchema>;

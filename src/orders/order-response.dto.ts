@@ -1,0 +1,46 @@
+/**
+ * Response representations of orders. Money is integer minor currency units (e.g. cents) with an ISO 4217
+ * `currency`; times are ISO 8601 strings (UTC). The zod schemas document the responses in OpenAPI.
+ */
+import { z } from 'zod';
+import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+
+export const orderLineViewSchema = z.object({
+  lineNo: z.int().meta({ description: '1-based position in the order' }),
+  sku: z.string(),
+  quantity: z.int(),
+  unitPriceMinor: z.int().meta({ description: 'Unit price at order time, minor units' }),
+});
+
+const orderSummaryShape = {
+  id: z.uuid(),
+  status: z.enum(Object.values(OrderStatus) as [OrderStatus, ...OrderStatus[]]),
+  failureReason: z.string().nullable(),
+  customer: z.object({ email: z.string(), name: z.string().nullable() }),
+  currency: z.string().meta({ description: 'ISO 4217 code', example: 'EUR' }),
+  totalMinor: z.int().meta({ description: 'Sum of quantity × unitPriceMinor, minor units' }),
+  invoiceNumber: z.string().nullable().meta({ example: 'INV-000042' }),
+  accountingId: z.string().nullable(),
+  workflowId: z.string().meta({ example: 'order-4b1c…' }),
+  temporalUiUrl: z.string().meta({ description: 'Link to the workflow in the Temporal Web UI' }),
+  workflowStartedAt: z.iso.datetime().nullable().meta({ description: 'null until the workflow is started' }),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+  completedAt: z.iso.datetime().nullable(),
+};
+
+/** An order in lists (no lines). */
+export const orderSummaryViewSchema = z.object(orderSummaryShape).meta({ id: 'OrderSummary' });
+/** An order with its lines (`GET /orders/:id`, `POST /orders`). */
+export const orderViewSchema = z
+  .object({ ...orderSummaryShape, lines: z.array(orderLineViewSchema) })
+  .meta({ id: 'Order' });
+/** A page of `GET /orders`: `nextCursor` is null on the last page. */
+export const orderPageViewSchema = z
+  .object({ items: z.array(orderSummaryViewSchema), nextCursor: z.string().nullable() })
+  .meta({ id: 'OrderPage' });
+
+export type OrderLineView = z.infer<typeof orderLineViewSchema>;
+export type OrderSummaryView = z.infer<typeof orderSummaryViewSchema>;
+export type OrderView = z.infer<typeof orderViewSchema>;
+export type OrderPageView = z.infer<typeof orderPageViewSchema>;

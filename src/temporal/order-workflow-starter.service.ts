@@ -1,0 +1,94 @@
+/**
+ * Starts (idempotently) and inspects the fulfilment workflow of an order.
+ *
+ * Idempotency layer 2 of DESIGN.md: the workflow id is `order-<orderId>` ({@link orderWorkflowId}), the
+ * conflict policy `USE_EXISTING` turns a start of a running workflow into a no-op, and the reuse policy
+ * `REJECT_DUPLICATE` makes a start of a closed one fail with `WorkflowExecutionAlreadyStartedError`, which
+ * counts as success. So the API and the reconciler may both start the same order any number of times.
+ */
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+} from '@temporalio/client';
+import {
+  ORDER_WORKFLOW_TYPE,
+  type OrderFulfilmentInput,
+  type OrderFulfilmentResult,
+  type OrderFulfilmentState,
+  OrderStatus,
+  orderStatusQuery,
+  orderWorkflowId,
+  SEARCH_ATTRIBUTES,
+} from '../../workflows/order-fulfilment.contract.js';
+import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { PRISMA } from '../prisma/prisma.module.js';
+import type { PrismaClient } from '../prisma/prisma.js';
+import { TEMPORAL_CLIENT, TEMPORAL_QUERY_TIMEOUT_MS, WORKFLOW_START_TIMEOUT_MS } from './temporal.constants.js';
+
+/** Signature of the workflow, for typing `workflow.start` by name (the function itself is never imported). */
+type OrderFulfilmentWorkflow = (input: OrderFulfilmentInput) => Promise<OrderFulfilmentResult>;
+
+/** Outcome of {@link OrderWorkflowStarter.start}. */
+export interface StartOrderWorkflowResult {
+  workflowId: string;
+  /** True when Temporal reported the id as already used by a closed execution (nothing new started). */
+  alreadyStarted: boolean;
+}
+
+@Injectable()
+export class OrderWorkflowStarter {
+  constructor(
+    @Inject(TEMPORAL_CLIENT) private readonly client: Client,
+    @Inject(PRISMA) private readonly prisma: PrismaClient,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Starts the order's workflow on `TEMPORAL_TASK_QUEUE` (or finds it started), then records
+   * `orders.workflow_started_at` if it is still null.
+   * @param orderId UUID of a committed order.
+   * @throws the client's error when Temporal is unreachable (after {@link WORKFLOW_START_TIMEOUT_MS} ms at
+   *   most) or rejects the request; `orders.workflow_started_at` then stays null for the reconciler.
+   */
+  async start(orderId: string): Promise<StartOrderWorkflowResult> {
+    const workflowId = orderWorkflowId(orderId);
+    let alreadyStarted = false;
+    try {
+      await this.client.withDeadline(Date.now() + WORKFLOW_START_TIMEOUT_MS, () =>
+        this.client.workflow.start<OrderFulfilmentWorkflow>(ORDER_WORKFLOW_TYPE, {
+          taskQueue: this.config.TEMPORAL_TASK_QUEUE,
+          workflowId,
+          args: [{ orderId }],
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          typedSearchAttributes: [
+            { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
+            { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
+          ],
+        }),
+      );
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      alreadyStarted = true;
+    }
+    await this.prisma.order.updateMany({
+      where: { id: orderId, workflowStartedAt: null },
+      data: { workflowStartedAt: new Date() },
+    });
+    return { workflowId, alreadyStarted };
+  }
+
+  /**
+   * Reads the live fulfilment state of the order from its workflow (the `status` query). Needs a worker
+   * polling the task queue to answer.
+   * @throws the client's error when the workflow does not exist (`WorkflowNotFoundError`), Temporal is
+   *   unreachable, or no worker answers within {@link TEMPORAL_QUERY_TIMEOUT_MS} ms.
+   */
+  async describe(orderId: string): Promise<OrderFulfilmentState> {
+    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
+    return this.client.withDeadline(Date.now() + TEMPORAL_QUERY_TIMEOUT_MS, () => handle.query(orderStatusQuery));
+  }
+}

@@ -1,0 +1,442 @@
+/**
+ * E2E: the orders API (Nest app from createApiApp + supertest) on a fresh PostgreSQL database and the real
+ * Temporal dev server of the global setup. No worker polls this suite's task queue, so started workflows stay
+ * pending; the suite checks that they exist with the right id, type, queue and search attributes.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Client, Connection } from '@temporalio/client';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createApiApp } from '../../src/bootstrap.js';
+import { type AppConfig, loadConfig } from '../../src/config/config.js';
+import type { OrderView } from '../../src/orders/order-response.dto.js';
+import { ORDER_WORKFLOW_TYPE, orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+
+const PROBLEM_JSON = /^application\/problem\+json/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+let db: TestDatabase;
+let app: NestExpressApplication;
+let temporal: Client;
+let temporalConnection: Connection;
+const taskQueue = `orders-api-e2e-${randomUUID()}`;
+const extraApps: NestExpressApplication[] = [];
+
+function suiteConfig(overrides: Record<string, string> = {}): AppConfig {
+  return loadConfig({
+    DATABASE_URL: db.url,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    TEMPORAL_UI_URL: 'http://temporal-ui.test:8233',
+    RECONCILE_INTERVAL_MS: '0',
+    LOG_LEVEL: 'silent',
+    ...overrides,
+  });
+}
+
+async function startApp(config: AppConfig): Promise<NestExpressApplication> {
+  const instance = await createApiApp({ config, shutdownHooks: false });
+  await instance.init();
+  return instance;
+}
+
+/** A TCP port nothing listens on. */
+async function unusedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Workflow ids on this suite's task queue (visibility of the dev server). */
+async function workflowsOnQueue(): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const wf of temporal.workflow.list({ query: `TaskQueue = "${taskQueue}"` })) ids.push(wf.workflowId);
+  return ids;
+}
+
+const validOrder = () => ({
+  customer: { email: 'ada@example.com', name: 'Ada Lovelace' },
+  lines: [
+    { sku: 'SKU-MUG', quantity: 2 },
+    { sku: 'SKU-TEE', quantity: 1 },
+  ],
+});
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.prisma.product.createMany({
+    data: [
+      { sku: 'SKU-MUG', name: 'Mug', priceMinor: 1250, currency: 'EUR', onHand: 100 },
+      { sku: 'SKU-TEE', name: 'T-shirt', priceMinor: 1999, currency: 'EUR', onHand: 50 },
+      { sku: 'SKU-CAP', name: 'Cap', priceMinor: 900, currency: 'EUR', onHand: 10 },
+      { sku: 'SKU-USD', name: 'Import', priceMinor: 500, currency: 'USD', onHand: 10 },
+    ],
+  });
+  app = await startApp(suiteConfig());
+  temporalConnection = await Connection.connect({ address: inject('temporalAddress') });
+  temporal = new Client({ connection: temporalConnection });
+});
+
+afterAll(async () => {
+  for (const extra of extraApps) await extra.close();
+  await app?.close();
+  await temporalConnection?.close();
+  await db?.drop();
+});
+
+describe('POST /orders validation', () => {
+  const cases: Array<{ name: string; body: unknown; path: string; type?: string; message?: RegExp }> = [
+    { name: 'missing email', body: { ...validOrder(), customer: { name: 'Ada' } }, path: 'customer.email' },
+    { name: 'bad email', body: { ...validOrder(), customer: { email: 'not-an-email' } }, path: 'customer.email' },
+    {
+      name: 'quantity 0',
+      body: { ...validOrder(), lines: [{ sku: 'SKU-MUG', quantity: 0 }] },
+      path: 'lines.0.quantity',
+    },
+    {
+      name: 'quantity 1.5',
+      body: { ...validOrder(), lines: [{ sku: 'SKU-MUG', quantity: 1.5 }] },
+      path: 'lines.0.quantity',
+    },
+    {
+      name: 'quantity 1001',
+      body: { ...validOrder(), lines: [{ sku: 'SKU-MUG', quantity: 1001 }] },
+      path: 'lines.0.quantity',
+    },
+    { name: 'empty lines', body: { ...validOrder(), lines: [] }, path: 'lines' },
+    {
+      name: 'duplicate sku',
+      body: {
+        ...validOrder(),
+        lines: [
+          { sku: 'SKU-MUG', quantity: 1 },
+          { sku: 'SKU-TEE', quantity: 1 },
+          { sku: 'SKU-MUG', quantity: 3 },
+        ],
+      },
+      path: 'lines.2.sku',
+      message: /SKU-MUG/,
+    },
+    {
+      name: 'unknown sku',
+      body: {
+        ...validOrder(),
+        lines: [
+          { sku: 'SKU-MUG', quantity: 1 },
+          { sku: 'SKU-NOPE', quantity: 1 },
+        ],
+      },
+      path: 'lines.1.sku',
+      type: 'https://order-fulfilment.dev/problems/unknown-sku',
+      message: /SKU-NOPE/,
+    },
+    {
+      name: 'mixed currencies',
+      body: {
+        ...validOrder(),
+        lines: [
+          { sku: 'SKU-MUG', quantity: 1 },
+          { sku: 'SKU-USD', quantity: 1 },
+        ],
+      },
+      path: 'lines.1.sku',
+      type: 'https://order-fulfilment.dev/problems/currency-mismatch',
+    },
+    { name: 'extra top-level key', body: { ...validOrder(), coupon: 'FREE' }, path: '', message: /coupon/ },
+    {
+      name: 'extra line key',
+      body: { ...validOrder(), lines: [{ sku: 'SKU-MUG', quantity: 1, priceMinor: 1 }] },
+      path: 'lines.0',
+      message: /priceMinor/,
+    },
+    { name: 'no body', body: undefined, path: '' },
+  ];
+
+  it.each(cases)('$name → 400 problem+json naming $path', async ({ body, path, type, message }) => {
+    const res = await request(app.getHttpServer())
+      .post('/orders')
+      .send(body as object);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({
+      type: type ?? 'https://order-fulfilment.dev/problems/validation-error',
+      title: expect.any(String),
+      status: 400,
+      detail: expect.any(String),
+      instance: '/orders',
+    });
+    const error = (res.body.errors as Array<{ path: string; message: string }>).find((e) => e.path === path);
+    expect(error, JSON.stringify(res.body.errors)).toBeDefined();
+    if (message) expect(error!.message).toMatch(message);
+    if (type?.endsWith('unknown-sku')) expect(res.body.skus).toEqual(['SKU-NOPE']);
+  });
+
+  it('malformed JSON → 400 problem+json', async () => {
+    const res = await request(app.getHttpServer())
+      .post('/orders')
+      .set('Content-Type', 'application/json')
+      .send('{"customer": {"email": "ada@example.com"}, "lines": [');
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({
+      type: 'https://order-fulfilment.dev/problems/malformed-json',
+      status: 400,
+      instance: '/orders',
+      errors: [expect.objectContaining({ path: '' })],
+    });
+  });
+
+  it('stored nothing and started no workflow', async () => {
+    expect(await db.prisma.order.count()).toBe(0);
+    expect(await db.prisma.orderLine.count()).toBe(0);
+    expect(await workflowsOnQueue()).toEqual([]);
+  });
+});
+
+describe('POST /orders and GET /orders/:id', () => {
+  let created: OrderView;
+
+  it('answers 202 with Location and the order, and starts its workflow', async () => {
+    const res = await request(app.getHttpServer()).post('/orders').send(validOrder());
+    expect(res.status).toBe(202);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    created = res.body;
+    expect(created.id).toMatch(UUID);
+    expect(res.headers.location).toBe(`/orders/${created.id}`);
+    expect(created).toEqual({
+      id: created.id,
+      status: 'received',
+      failureReason: null,
+      customer: { email: 'ada@example.com', name: 'Ada Lovelace' },
+      currency: 'EUR',
+      totalMinor: 2 * 1250 + 1999,
+      lines: [
+        { lineNo: 1, sku: 'SKU-MUG', quantity: 2, unitPriceMinor: 1250 },
+        { lineNo: 2, sku: 'SKU-TEE', quantity: 1, unitPriceMinor: 1999 },
+      ],
+      invoiceNumber: null,
+      accountingId: null,
+      workflowId: `order-${created.id}`,
+      temporalUiUrl: `http://temporal-ui.test:8233/namespaces/default/workflows/order-${created.id}`,
+      workflowStartedAt: expect.any(String),
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      completedAt: null,
+    });
+    expect(new Date(created.workflowStartedAt!).toISOString()).toBe(created.workflowStartedAt);
+
+    const row = await db.prisma.order.findUniqueOrThrow({ where: { id: created.id }, include: { lines: true } });
+    expect(row).toMatchObject({ status: 'received', statusStep: 0, totalMinor: 4499, currency: 'EUR' });
+    expect(row.workflowStartedAt).not.toBeNull();
+    expect(row.lines).toHaveLength(2);
+
+    const description = await temporal.workflow.getHandle(orderWorkflowId(created.id)).describe();
+    expect(description.type).toBe(ORDER_WORKFLOW_TYPE);
+    expect(description.taskQueue).toBe(taskQueue);
+    expect(description.status.name).toBe('RUNNING');
+    expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId)).toBe(created.id);
+    expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe('received');
+  });
+
+  it('GET /orders/:id returns the same representation', async () => {
+    const res = await request(app.getHttpServer()).get(`/orders/${created.id}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(created);
+  });
+
+  it('GET /orders/:id with a non-UUID id → 400 problem', async () => {
+    const res = await request(app.getHttpServer()).get('/orders/not-a-uuid');
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({
+      type: 'https://order-fulfilment.dev/problems/validation-error',
+      status: 400,
+      instance: '/orders/not-a-uuid',
+      errors: [expect.objectContaining({ path: 'id' })],
+    });
+  });
+
+  it('GET /orders/:id for an unknown order → 404 problem', async () => {
+    const id = randomUUID();
+    const res = await request(app.getHttpServer()).get(`/orders/${id}`);
+    expect(res.status).toBe(404);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({
+      type: 'https://order-fulfilment.dev/problems/not-found',
+      title: expect.any(String),
+      status: 404,
+      detail: expect.stringContaining(id),
+      instance: `/orders/${id}`,
+    });
+  });
+
+  it('an unknown route → 404 problem', async () => {
+    const res = await request(app.getHttpServer()).get('/no-such-route?x=1');
+    expect(res.status).toBe(404);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({
+      type: 'about:blank',
+      title: 'Not Found',
+      status: 404,
+      instance: '/no-such-route',
+    });
+  });
+});
+
+describe('GET /orders', () => {
+  it('pages newest first across 3 pages with an opaque cursor', async () => {
+    for (let i = 0; i < 4; i++) {
+      const res = await request(app.getHttpServer())
+        .post('/orders')
+        .send({ customer: { email: `c${i}@example.com` }, lines: [{ sku: 'SKU-CAP', quantity: i + 1 }] });
+      expect(res.status).toBe(202);
+    }
+    // Three orders with one identical createdAt: the id breaks the tie.
+    const sameTime = new Date(Date.now() - 60_000);
+    for (let i = 0; i < 3; i++) {
+      const id = randomUUID();
+      await db.prisma.order.create({
+        data: {
+          id,
+          customerEmail: `tie${i}@example.com`,
+          status: i === 0 ? 'completed' : 'received',
+          currency: 'EUR',
+          totalMinor: 900,
+          workflowId: orderWorkflowId(id),
+          workflowStartedAt: sameTime,
+          createdAt: sameTime,
+          completedAt: i === 0 ? sameTime : null,
+          lines: { create: [{ id: randomUUID(), lineNo: 1, sku: 'SKU-CAP', quantity: 1, unitPriceMinor: 900 }] },
+        },
+      });
+    }
+
+    const expected = (
+      await db.prisma.order.findMany({ orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], select: { id: true } })
+    ).map((o) => o.id);
+    expect(expected.length).toBeGreaterThanOrEqual(7);
+    const limit = Math.ceil(expected.length / 3);
+
+    const pages: Array<{ items: Array<Record<string, unknown>>; nextCursor: string | null }> = [];
+    let cursor: string | null = null;
+    do {
+      const res = await request(app.getHttpServer())
+        .get('/orders')
+        .query(cursor ? { limit, cursor } : { limit });
+      expect(res.status).toBe(200);
+      pages.push(res.body);
+      cursor = res.body.nextCursor;
+      if (cursor) expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    } while (cursor && pages.length < 10);
+
+    expect(pages).toHaveLength(3);
+    expect(pages.map((p) => p.items.length)).toEqual([limit, limit, expected.length - 2 * limit]);
+    expect(pages[2]!.nextCursor).toBeNull();
+    expect(pages.flatMap((p) => p.items.map((o) => o.id))).toEqual(expected);
+    const item = pages[0]!.items[0]!;
+    expect(item).not.toHaveProperty('lines');
+    expect(item).toMatchObject({ status: 'received', currency: 'EUR', workflowId: `order-${item.id}` });
+  });
+
+  it('filters by status', async () => {
+    const res = await request(app.getHttpServer()).get('/orders').query({ status: 'completed' });
+    expect(res.status).toBe(200);
+    expect(res.body.items).toHaveLength(1);
+    expect(res.body.items[0]).toMatchObject({ status: 'completed', completedAt: expect.any(String) });
+    expect(res.body.nextCursor).toBeNull();
+  });
+
+  it.each([
+    { query: { cursor: 'not-a-cursor!' }, path: 'cursor' },
+    { query: { cursor: Buffer.from('["yesterday","x"]').toString('base64url') }, path: 'cursor' },
+    { query: { limit: 0 }, path: 'limit' },
+    { query: { limit: 101 }, path: 'limit' },
+    { query: { limit: 'ten' }, path: 'limit' },
+    { query: { status: 'lost' }, path: 'status' },
+  ])('bad query $query → 400 problem', async ({ query, path }) => {
+    const res = await request(app.getHttpServer()).get('/orders').query(query);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({
+      type: 'https://order-fulfilment.dev/problems/validation-error',
+      instance: '/orders',
+      errors: [expect.objectContaining({ path })],
+    });
+  });
+});
+
+describe('Temporal down at POST time', () => {
+  it('still answers 202, keeps the order, and the reconciler starts its workflow later', async () => {
+    const downApp = await startApp(suiteConfig({ TEMPORAL_ADDRESS: `127.0.0.1:${await unusedPort()}` }));
+    extraApps.push(downApp);
+
+    const res = await request(downApp.getHttpServer()).post('/orders').send(validOrder());
+    expect(res.status).toBe(202);
+    expect(res.headers.location).toBe(`/orders/${res.body.id}`);
+    expect(res.body).toMatchObject({ status: 'received', workflowStartedAt: null });
+    const id: string = res.body.id;
+    expect((await db.prisma.order.findUniqueOrThrow({ where: { id } })).workflowStartedAt).toBeNull();
+    await expect(temporal.workflow.getHandle(orderWorkflowId(id)).describe()).rejects.toThrow();
+
+    const health = await request(downApp.getHttpServer()).get('/health');
+    expect(health.status).toBe(503);
+    expect(health.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(health.body).toMatchObject({
+      type: 'https://order-fulfilment.dev/problems/service-unavailable',
+      status: 503,
+      checks: { database: { status: 'up' }, temporal: { status: 'down' } },
+    });
+
+    // The reconciler leaves orders younger than 5 s to the POST handler; age this one instead of waiting.
+    await db.prisma.order.update({ where: { id }, data: { createdAt: new Date(Date.now() - 10_000) } });
+    const reconcilingApp = await startApp(suiteConfig({ RECONCILE_INTERVAL_MS: '200' }));
+    extraApps.push(reconcilingApp);
+
+    const deadline = Date.now() + 20_000;
+    let startedAt: Date | null = null;
+    while (!startedAt && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      startedAt = (await db.prisma.order.findUniqueOrThrow({ where: { id } })).workflowStartedAt;
+    }
+    expect(startedAt).toBeInstanceOf(Date);
+
+    const description = await temporal.workflow.getHandle(orderWorkflowId(id)).describe();
+    expect(description.type).toBe(ORDER_WORKFLOW_TYPE);
+    expect(description.taskQueue).toBe(taskQueue);
+    expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId)).toBe(id);
+
+    const after = await request(reconcilingApp.getHttpServer()).get(`/orders/${id}`);
+    expect(after.body.workflowStartedAt).toBe(startedAt!.toISOString());
+  });
+});
+
+describe('GET /health and /docs-json', () => {
+  it('reports the database and Temporal up', async () => {
+    const res = await request(app.getHttpServer()).get('/health');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'ok',
+      details: { database: { status: 'up' }, temporal: { status: 'up' } },
+    });
+  });
+
+  it('serves the OpenAPI document with the order schemas', async () => {
+    const res = await request(app.getHttpServer()).get('/docs-json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toMatch(/^3\./);
+    expect(Object.keys(res.body.paths)).toEqual(
+      expect.arrayContaining(['/orders', '/orders/{id}', '/inventory', '/inventory/{sku}', '/health']),
+    );
+    const post = res.body.paths['/orders'].post;
+    expect(post.responses['202']).toBeDefined();
+    expect(JSON.stringify(post.requestBody)).toContain('CreateOrderRequest');
+  });
+});
