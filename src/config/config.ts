@@ -34,6 +34,12 @@ export const configSchema = z.object({
   CLAIM_LEASE_MS: z.coerce.number().int().min(31_000).default(120_000),
   /** Interval of the reconciler that starts workflows for committed orders that have none, ms. 0 disables. */
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(15_000),
+  /**
+   * Retention of `Idempotency-Key` records of `POST /orders`, ms (default 24 h, at least 1 min). A retry with
+   * the same key within this time replays the first response; after it the key counts as unused, and the
+   * reconciler loop purges the record (so the purge runs only while `RECONCILE_INTERVAL_MS` > 0).
+   */
+  IDEMPOTENCY_RETENTION_MS: z.coerce.number().int().min(60_000).default(86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -33,6 +33,20 @@ const summaryInclude = {
   accountingSync: { select: { accountingId: true } },
 } as const satisfies Prisma.OrderInclude;
 
+/**
+ * Work done inside the transaction that stores an order, before the order's own writes, e.g. the
+ * `Idempotency-Key` claim. Its writes commit with the order or not at all.
+ * @param tx the order's transaction.
+ * @param orderId id of the order being created.
+ */
+export type OrderTransactionHook = (tx: Prisma.TransactionClient, orderId: string) => Promise<void>;
+
+/** Options of {@link OrdersService.create}. */
+export interface CreateOrderOptions {
+  /** Runs first inside the order's transaction; throwing aborts the order. */
+  inTransaction?: OrderTransactionHook;
+}
+
 type OrderRow = Prisma.OrderGetPayload<{ include: typeof orderInclude }>;
 type OrderSummaryRow = Prisma.OrderGetPayload<{ include: typeof summaryInclude }>;
 
@@ -51,13 +65,16 @@ export class OrdersService {
    * total = Σ quantity × unitPriceMinor, integer minor units), stores the order and its lines in one
    * transaction with status `received`, then starts its workflow. A failed start (Temporal down) is logged
    * and left to the reconciler: the order is committed either way.
+   * @param options.inTransaction runs first inside the order's transaction (e.g. the idempotency claim);
+   *   its writes commit or roll back with the order, and its error aborts the order and propagates.
    * @returns the stored order (with `workflowStartedAt` null if the start failed).
    * @throws ProblemException 400 `unknown-sku` (with `skus` and `errors`), `currency-mismatch`, or
    *   `total-too-large`; nothing is stored then.
    */
-  async create(request: CreateOrderRequest): Promise<OrderView> {
+  async create(request: CreateOrderRequest, options: CreateOrderOptions = {}): Promise<OrderView> {
     const id = randomUUID();
     await this.prisma.$transaction(async (tx) => {
+      await options.inTransaction?.(tx, id);
       const products = await tx.product.findMany({
         where: { sku: { in: request.lines.map((l) => l.sku) } },
         select: { sku: true, priceMinor: true, currency: true },
@@ -144,9 +161,18 @@ export class OrdersService {
    * @throws ProblemException 404 when there is no such order.
    */
   async get(id: string): Promise<OrderView> {
-    const order = await this.prisma.order.findUnique({ where: { id }, include: orderInclude });
+    const order = await this.find(id);
     if (!order) throw ProblemException.notFound(`Order ${id}`);
-    return this.toView(order);
+    return order;
+  }
+
+  /**
+   * @param id order UUID.
+   * @returns the order as `GET /orders/:id` shows it, or null when there is no such order.
+   */
+  async find(id: string): Promise<OrderView | null> {
+    const order = await this.prisma.order.findUnique({ where: { id }, include: orderInclude });
+    return order ? this.toView(order) : null;
   }
 
   /**

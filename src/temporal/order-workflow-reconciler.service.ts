@@ -7,9 +7,20 @@
  * A failed start is logged and the pass goes on with the next order; when Temporal is unreachable the pass
  * ends early (the others would fail the same way) and the next pass tries again. Passes never overlap; the
  * loop stops, and the running pass is awaited, when the application shuts down.
+ *
+ * After each pass the loop also purges `Idempotency-Key` records past `IDEMPOTENCY_RETENTION_MS`
+ * ({@link IdempotencyService.purgeExpired}) when the IdempotencyModule is loaded (the API; not the worker).
  */
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleDestroy,
+  Optional,
+} from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
@@ -37,6 +48,7 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
     @Inject(PRISMA) private readonly prisma: PrismaClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly starter: OrderWorkflowStarter,
+    @Optional() private readonly idempotency?: IdempotencyService,
   ) {}
 
   /** Starts the periodic loop unless `RECONCILE_INTERVAL_MS` is 0. */
@@ -84,11 +96,29 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
     return result;
   }
 
+  /**
+   * Deletes idempotency records past their retention (also run by the periodic loop after each pass).
+   * Never throws: a failure is logged and the next pass tries again.
+   * @returns the number of deleted records (0 without the IdempotencyModule).
+   */
+  async purgeExpiredIdempotencyRecords(now: Date = new Date()): Promise<number> {
+    if (!this.idempotency || this.stopped) return 0;
+    try {
+      const deleted = await this.idempotency.purgeExpired(now);
+      if (deleted > 0) this.logger.log({ deleted }, 'Purged expired idempotency records');
+      return deleted;
+    } catch (err) {
+      this.logger.error({ err }, 'Purging expired idempotency records failed');
+      return 0;
+    }
+  }
+
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.running = this.reconcileOnce()
         .catch((err: unknown) => this.logger.error({ err }, 'Reconciliation pass failed'))
+        .then(() => this.purgeExpiredIdempotencyRecords())
         .finally(() => {
           this.running = undefined;
           this.schedule();
