@@ -29,9 +29,19 @@ export default tseslint.config(
           paths: nodeBuiltins.map((name) => ({ name, message: 'Node built-ins cannot load in the workflow sandbox.' })),
           patterns: [
             { group: ['@nestjs/*', '@prisma/*', 'prisma', 'pg', 'express'], message: 'Not sandbox-safe.' },
-            { group: ['../src/*', '../src/**', '../prisma/**', '../simulators/**'], message: 'Workflows may not import app code.' },
-            { group: ['../activities/*', '../activities/**'], allowTypeImports: true, message: 'Use `import type` from activities.' },
-            { group: ['@temporalio/*', '!@temporalio/workflow', '!@temporalio/common'], message: 'Only @temporalio/workflow and @temporalio/common are sandbox-safe.' },
+            {
+              group: ['../src/*', '../src/**', '../prisma/**', '../simulators/**'],
+              message: 'Workflows may not import app code.',
+            },
+            {
+              group: ['../activities/*', '../activities/**'],
+              allowTypeImports: true,
+              message: 'Use `import type` from activities.',
+            },
+            {
+              group: ['@temporalio/*', '!@temporalio/workflow', '!@temporalio/common'],
+              message: 'Only @temporalio/workflow and @temporalio/common are sandbox-safe.',
+            },
           ],
         },
       ],

@@ -8,10 +8,14 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { defineConfig } from 'prisma/config';
 
+// Prisma 6.19 tries to download a query engine for any command when DATABASE_URL is unset, even for
+// `prisma generate` (offline that fails). The default matches src/config/config.ts.
+process.env.DATABASE_URL ??= 'postgresql://postgres@127.0.0.1:5432/order_fulfilment';
+
 export default defineConfig({
   experimental: { adapter: true },
   engine: 'js',
   schema: 'prisma/schema.prisma',
   migrations: { path: 'prisma/migrations', seed: 'tsx prisma/seed.ts' },
-  adapter: async () => new PrismaPg({ connectionString: process.env.DATABASE_URL ?? '' }),
+  adapter: async () => new PrismaPg({ connectionString: process.env.DATABASE_URL }),
 });

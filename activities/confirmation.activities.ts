@@ -65,7 +65,8 @@ export function createConfirmationActivities(db: Db, email: EmailProvider, setti
       const owner = currentClaimOwner();
       const claim = await claimSideEffect(db, { key, kind: 'email', owner, leaseMs: settings.claimLeaseMs });
       if (claim.state === 'done') return { messageId: claim.providerId, idempotencyKey: key, sentNow: false };
-      if (claim.how !== 'new') log.info('re-sending claimed email with the same idempotency key', { key, how: claim.how });
+      if (claim.how !== 'new')
+        log.info('re-sending claimed email with the same idempotency key', { key, how: claim.how });
 
       const lines = order.lines.map(
         (l) => `  ${l.quantity} x ${l.product.name} (${l.sku}) @ ${formatMinor(l.unitPriceMinor, order.currency)}`,

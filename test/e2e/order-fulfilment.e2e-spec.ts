@@ -37,7 +37,10 @@ describe('order fulfilment, end to end', () => {
     expect(order.workflowId).toBe(`order-${id}`);
     expect(order.temporalUiUrl).toBe(`${stack.config.TEMPORAL_UI_URL}/namespaces/default/workflows/order-${id}`);
 
-    const movements = await stack.db.prisma.inventoryMovement.findMany({ where: { orderId: id }, orderBy: { id: 'asc' } });
+    const movements = await stack.db.prisma.inventoryMovement.findMany({
+      where: { orderId: id },
+      orderBy: { id: 'asc' },
+    });
     expect(movements.map((m) => [m.id, m.reservedDelta])).toEqual([
       [`reserve:${id}:MUG-WHT`, 1],
       [`reserve:${id}:TEE-BLK-M`, 2],
@@ -74,7 +77,9 @@ describe('order fulfilment, end to end', () => {
     const order = await stack.waitForOrder(id);
     expect(order.status).toBe('completed');
     expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
-    const claim = await stack.db.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key: `order-confirmation:${id}` } });
+    const claim = await stack.db.prisma.sideEffectClaim.findUniqueOrThrow({
+      where: { key: `order-confirmation:${id}` },
+    });
     expect([claim.status, claim.attempts]).toEqual(['sent', 2]);
   });
 

@@ -3,7 +3,14 @@
  * the same idempotency key yields the same id and no second effect. They count calls and effects
  * separately, and can be told to fail the next N calls.
  */
-import { ProviderError, type AccountingInvoice, type AccountingProvider, type EmailMessage, type EmailProvider, type ProviderFailureKind } from '../../activities/ports.js';
+import {
+  ProviderError,
+  type AccountingInvoice,
+  type AccountingProvider,
+  type EmailMessage,
+  type EmailProvider,
+  type ProviderFailureKind,
+} from '../../activities/ports.js';
 
 abstract class FakeProvider<TReq, TRes> {
   /** Every call, in order, with its key. */

@@ -52,7 +52,15 @@ export async function insertOrder(
       currency: 'EUR',
       totalMinor: priced.reduce((sum, l) => sum + l.quantity * l.unitPriceMinor, 0),
       workflowId: orderWorkflowId(id),
-      lines: { create: priced.map(({ id: lineId, lineNo, sku, quantity, unitPriceMinor }) => ({ id: lineId, lineNo, sku, quantity, unitPriceMinor })) },
+      lines: {
+        create: priced.map(({ id: lineId, lineNo, sku, quantity, unitPriceMinor }) => ({
+          id: lineId,
+          lineNo,
+          sku,
+          quantity,
+          unitPriceMinor,
+        })),
+      },
     },
   });
   return id;

@@ -66,21 +66,28 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   });
 
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  const worker: Worker | undefined = options.worker === false ? undefined : await createOrderWorker({
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    activities: createActivities({
-      db: db.prisma,
-      email: new HttpEmailProvider({ baseUrl: email.url, apiKey: 'test-email-key', timeoutMs: config.PROVIDER_TIMEOUT_MS }),
-      accounting: new HttpAccountingProvider({
-        baseUrl: accounting.url,
-        apiKey: 'test-accounting-key',
-        timeoutMs: config.PROVIDER_TIMEOUT_MS,
-      }),
-      settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
-    }),
-  });
+  const worker: Worker | undefined =
+    options.worker === false
+      ? undefined
+      : await createOrderWorker({
+          connection,
+          namespace: config.TEMPORAL_NAMESPACE,
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          activities: createActivities({
+            db: db.prisma,
+            email: new HttpEmailProvider({
+              baseUrl: email.url,
+              apiKey: 'test-email-key',
+              timeoutMs: config.PROVIDER_TIMEOUT_MS,
+            }),
+            accounting: new HttpAccountingProvider({
+              baseUrl: accounting.url,
+              apiKey: 'test-accounting-key',
+              timeoutMs: config.PROVIDER_TIMEOUT_MS,
+            }),
+            settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
+          }),
+        });
   const running = worker?.run();
 
   const api = await createApiApp({ config, shutdownHooks: false });

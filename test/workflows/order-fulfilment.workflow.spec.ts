@@ -160,7 +160,10 @@ describe('orderFulfilment workflow', () => {
   it('ends after exactly one attempt when reserveInventory fails with a non-retryable error', async () => {
     const { orderId, script } = newOrder({
       reserveInventory: async () => {
-        throw ApplicationFailure.nonRetryable('insufficient stock for CAP-RED: requested 4, available 3', ErrorType.InsufficientStock);
+        throw ApplicationFailure.nonRetryable(
+          'insufficient stock for CAP-RED: requested 4, available 3',
+          ErrorType.InsufficientStock,
+        );
       },
     });
     const handle = await start(orderId);

@@ -34,7 +34,9 @@ function run<K extends keyof OrderActivities>(
   activityInfo: Partial<Info> = {},
 ): ReturnType<OrderActivities[K]> {
   const env = new MockActivityEnvironment(activityInfo);
-  return env.run(acts[name] as (arg: typeof input) => ReturnType<OrderActivities[K]>, input) as ReturnType<OrderActivities[K]>;
+  return env.run(acts[name] as (arg: typeof input) => ReturnType<OrderActivities[K]>, input) as ReturnType<
+    OrderActivities[K]
+  >;
 }
 
 async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
@@ -109,10 +111,10 @@ describe('reserveInventory', () => {
   });
 
   it('never oversells when orders compete for the last units', async () => {
-    await tdb.prisma.product.create({ data: { sku: 'LAST-2', name: 'Last two', priceMinor: 100, currency: 'EUR', onHand: 2 } });
-    const orders = await Promise.all(
-      [1, 2, 3].map(() => insertOrder(tdb.prisma, [{ sku: 'LAST-2', quantity: 1 }])),
-    );
+    await tdb.prisma.product.create({
+      data: { sku: 'LAST-2', name: 'Last two', priceMinor: 100, currency: 'EUR', onHand: 2 },
+    });
+    const orders = await Promise.all([1, 2, 3].map(() => insertOrder(tdb.prisma, [{ sku: 'LAST-2', quantity: 1 }])));
     const outcomes = await Promise.allSettled(orders.map((orderId) => run('reserveInventory', { orderId })));
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(2);
     expect(await stockOf(tdb.prisma, 'LAST-2')).toEqual([2, 2]);
@@ -130,7 +132,10 @@ describe('releaseInventory', () => {
     const [, reservedBefore] = await stockOf(tdb.prisma, 'MUG-WHT');
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 2 }]);
     await run('reserveInventory', { orderId });
-    await Promise.all([run('releaseInventory', { orderId }, info(orderId, 1)), run('releaseInventory', { orderId }, info(orderId, 1))]);
+    await Promise.all([
+      run('releaseInventory', { orderId }, info(orderId, 1)),
+      run('releaseInventory', { orderId }, info(orderId, 1)),
+    ]);
     await run('releaseInventory', { orderId }, info(orderId, 2));
     const ids = (await tdb.prisma.inventoryMovement.findMany({ where: { orderId } })).map((m) => m.id).sort();
     expect(ids).toEqual([`release:${orderId}:MUG-WHT`, `reserve:${orderId}:MUG-WHT`]);
@@ -176,7 +181,9 @@ describe('sendOrderConfirmation', () => {
     expect(first.sentNow).toBe(true);
     expect(second).toEqual({ ...first, sentNow: false });
     expect(email.calls.map((c) => c.key)).toEqual([`order-confirmation:${orderId}`]);
-    const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key: `order-confirmation:${orderId}` } });
+    const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({
+      where: { key: `order-confirmation:${orderId}` },
+    });
     expect([claim.status, claim.providerId]).toEqual(['sent', first.messageId]);
   });
 
@@ -197,12 +204,14 @@ describe('sendOrderConfirmation', () => {
     expect(email.calls).toHaveLength(1);
   });
 
-  it('re-sends with the same key when a retry finds its own earlier attempt\'s claim', async () => {
+  it("re-sends with the same key when a retry finds its own earlier attempt's claim", async () => {
     const orderId = await invoiced();
     email.failNext('unavailable');
     const failure = await failureOf(run('sendOrderConfirmation', { orderId }, info(orderId, 1)));
     expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderUnavailable, false]);
-    const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key: `order-confirmation:${orderId}` } });
+    const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({
+      where: { key: `order-confirmation:${orderId}` },
+    });
     expect(claim.status).toBe('sending');
     const retry = await run('sendOrderConfirmation', { orderId }, info(orderId, 2));
     expect(retry.sentNow).toBe(true);
@@ -214,7 +223,13 @@ describe('sendOrderConfirmation', () => {
     const orderId = await invoiced();
     const key = `order-confirmation:${orderId}`;
     await tdb.prisma.sideEffectClaim.create({
-      data: { key, kind: 'email', status: 'sending', owner: 'order-other/9#1', claimedAt: new Date(Date.now() - 5_000) },
+      data: {
+        key,
+        kind: 'email',
+        status: 'sending',
+        owner: 'order-other/9#1',
+        claimedAt: new Date(Date.now() - 5_000),
+      },
     });
     const fresh = await failureOf(run('sendOrderConfirmation', { orderId }, info(orderId, 1)));
     expect(fresh.type).toBe(ErrorType.ClaimInProgress);
