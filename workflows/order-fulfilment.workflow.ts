@@ -109,18 +109,29 @@ export async function orderFulfilment(input: OrderFulfilmentInput): Promise<Orde
     state.failureReason = reason;
     log.warn('order failed; compensating', { orderId, step: state.currentStep, reason });
     // Compensations run even if the workflow was cancelled: the scope ignores cancellation.
+    // Compensations run even if the workflow was cancelled: the scope ignores cancellation. A compensation
+    // that fails after its own retries does not stop the others; it is named in the failure reason so that
+    // someone can finish it by hand.
+    const compensationFailures: string[] = [];
     await CancellationScope.nonCancellable(async () => {
       for (const c of compensations) {
         state.currentStep = c.name;
-        await c.run();
-        state.completedSteps.push(c.name);
+        try {
+          await c.run();
+          state.completedSteps.push(c.name);
+        } catch (compErr) {
+          compensationFailures.push(`${c.name} failed: ${describeFailure(compErr)}`);
+          log.error('compensation failed', { orderId, compensation: c.name, error: describeFailure(compErr) });
+        }
       }
       state.currentStep = null;
-      await setStatus(OrderStatus.Failed, reason);
+      if (compensationFailures.length) state.failureReason = `${reason} (${compensationFailures.join('; ')})`;
+      await setStatus(OrderStatus.Failed, state.failureReason ?? reason);
     });
     throw ApplicationFailure.nonRetryable(`order ${orderId} failed: ${reason}`, ErrorType.OrderFailed, {
       orderId,
       reason,
+      compensationFailures,
     });
   }
 }

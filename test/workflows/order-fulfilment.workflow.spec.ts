@@ -205,6 +205,23 @@ describe('orderFulfilment workflow', () => {
     expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe('failed');
   });
 
+  it('runs every compensation and still marks the order failed when one compensation fails', async () => {
+    const { orderId, script } = newOrder({
+      syncInvoiceToAccounting: async () => {
+        throw ApplicationFailure.nonRetryable('invalid invoice', ErrorType.ProviderRejected);
+      },
+      voidInvoice: async () => {
+        throw ApplicationFailure.nonRetryable('invoice locked', ErrorType.Validation);
+      },
+    });
+    const handle = await start(orderId);
+    await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+    expect(callNames(script).slice(-3)).toEqual(['voidInvoice', 'releaseInventory', 'status:failed']);
+    expect(script.calls.at(-1)!.arg.failureReason).toBe(
+      'ProviderRejectedError: invalid invoice (voidInvoice failed: ValidationError: invoice locked)',
+    );
+  });
+
   it('retries a transient failure with the profile and then completes', async () => {
     let attempts = 0;
     const { orderId, script } = newOrder({
