@@ -1,0 +1,105 @@
+/**
+ * Benchmark: how long an order takes from `POST /orders` to `completed`, one at a time and in a burst,
+ * against a running stack (`npm start`), over real HTTP. Prints figures; asserts nothing about speed.
+ * It does check correctness on the way: every order completes with exactly one email and one accounting
+ * effect in the simulators' ledgers.
+ *
+ * Usage: `npm run bench -- [--sequential 20] [--burst 50] [--poll-ms 20]`
+ * Env: API_URL (http://127.0.0.1:3000), EMAIL_PROVIDER_URL (http://127.0.0.1:4010),
+ * ACCOUNTING_PROVIDER_URL (http://127.0.0.1:4020).
+ * Latency is measured from just before the POST to the first poll (every --poll-ms ms) that sees
+ * `completed`, so figures carry up to one poll interval of error.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    sequential: { type: 'string', default: '20' },
+    burst: { type: 'string', default: '50' },
+    'poll-ms': { type: 'string', default: '20' },
+  },
+});
+const SEQUENTIAL = Number(values.sequential);
+const BURST = Number(values.burst);
+const POLL_MS = Number(values['poll-ms']);
+const API = (process.env.API_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
+const EMAIL = (process.env.EMAIL_PROVIDER_URL ?? 'http://127.0.0.1:4010').replace(/\/+$/, '');
+const ACCOUNTING = (process.env.ACCOUNTING_PROVIDER_URL ?? 'http://127.0.0.1:4020').replace(/\/+$/, '');
+
+interface Product {
+  sku: string;
+  available: number;
+}
+
+async function json<T>(res: Response): Promise<T> {
+  if (!res.ok) throw new Error(`${res.url} answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+async function placeAndWait(sku: string): Promise<{ id: string; ms: number; status: string }> {
+  const started = performance.now();
+  const res = await fetch(`${API}/orders`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    body: JSON.stringify({ customer: { email: 'bench@example.com' }, lines: [{ sku, quantity: 1 }] }),
+  });
+  const { id } = await json<{ id: string }>(res);
+  for (;;) {
+    const order = await json<{ status: string }>(await fetch(`${API}/orders/${id}`));
+    if (order.status === 'completed' || order.status === 'failed') {
+      return { id, ms: performance.now() - started, status: order.status };
+    }
+    if (performance.now() - started > 120_000) throw new Error(`order ${id} not done after 120 s`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+function stats(ms: number[]): string {
+  const s = [...ms].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+  return `n=${s.length} min=${s[0]!.toFixed(0)} p50=${q(0.5).toFixed(0)} p95=${q(0.95).toFixed(0)} max=${s.at(-1)!.toFixed(0)} ms`;
+}
+
+async function effects(base: string, key: string): Promise<number> {
+  const body = await json<{ count: number }>(await fetch(`${base}/_sim/ledger/${encodeURIComponent(key)}`));
+  return body.count;
+}
+
+async function verify(ids: string[]): Promise<void> {
+  for (const id of ids) {
+    const [e, a] = await Promise.all([
+      effects(EMAIL, `order-confirmation:${id}`),
+      effects(ACCOUNTING, `accounting-invoice:${id}`),
+    ]);
+    if (e !== 1 || a !== 1) throw new Error(`order ${id}: ${e} email and ${a} accounting effects (expected 1 and 1)`);
+  }
+}
+
+const inventory = await json<Product[]>(await fetch(`${API}/inventory`));
+const product = [...inventory].sort((a, b) => b.available - a.available)[0];
+if (!product || product.available < SEQUENTIAL + BURST) {
+  throw new Error(`need ${SEQUENTIAL + BURST} units of one product; raise stock with PUT /inventory/:sku`);
+}
+console.log(`bench: ${API}, product ${product.sku} (${product.available} available), poll ${POLL_MS} ms`);
+
+const seq: number[] = [];
+const seqIds: string[] = [];
+for (let i = 0; i < SEQUENTIAL; i++) {
+  const r = await placeAndWait(product.sku);
+  if (r.status !== 'completed') throw new Error(`order ${r.id} ended ${r.status}`);
+  seq.push(r.ms);
+  seqIds.push(r.id);
+}
+console.log(`sequential  POST→completed: ${stats(seq)}`);
+
+const burstStart = performance.now();
+const burst = await Promise.all(Array.from({ length: BURST }, () => placeAndWait(product.sku)));
+const wall = (performance.now() - burstStart) / 1000;
+const failed = burst.filter((r) => r.status !== 'completed');
+if (failed.length) throw new Error(`${failed.length} burst orders did not complete`);
+console.log(`burst of ${BURST} POST→completed: ${stats(burst.map((r) => r.ms))}`);
+console.log(`burst throughput: ${(BURST / wall).toFixed(1)} orders/s (${wall.toFixed(1)} s wall)`);
+
+await verify([...seqIds, ...burst.map((r) => r.id)]);
+console.log(`effects: exactly 1 email and 1 accounting effect for each of ${SEQUENTIAL + BURST} orders`);
