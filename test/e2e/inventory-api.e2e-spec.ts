@@ -9,9 +9,8 @@ import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig } from '../../src/config/config.js';
+import { PROBLEM_JSON } from '../helpers/api-app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
-
-const PROBLEM_JSON = /^application\/problem\+json/;
 
 let db: TestDatabase;
 let app: NestExpressApplication;

@@ -4,18 +4,16 @@
  * pending; the suite checks that they exist with the right id, type, queue and search attributes.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Client, Connection } from '@temporalio/client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createApiApp } from '../../src/bootstrap.js';
-import { type AppConfig, loadConfig } from '../../src/config/config.js';
+import type { AppConfig } from '../../src/config/config.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { ORDER_WORKFLOW_TYPE, orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { apiTestConfig, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
-const PROBLEM_JSON = /^application\/problem\+json/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let db: TestDatabase;
@@ -25,35 +23,10 @@ let temporalConnection: Connection;
 const taskQueue = `orders-api-e2e-${randomUUID()}`;
 const extraApps: NestExpressApplication[] = [];
 
-function suiteConfig(overrides: Record<string, string> = {}): AppConfig {
-  return loadConfig({
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    TEMPORAL_UI_URL: 'http://temporal-ui.test:8233',
-    RECONCILE_INTERVAL_MS: '0',
-    LOG_LEVEL: 'silent',
-    ...overrides,
-  });
-}
+const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => apiTestConfig(db.url, taskQueue, overrides);
+const startApp = startApiApp;
 
-async function startApp(config: AppConfig): Promise<NestExpressApplication> {
-  const instance = await createApiApp({ config, shutdownHooks: false });
-  await instance.init();
-  return instance;
-}
-
-/** A TCP port nothing listens on. */
-async function unusedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+const unusedPort = freePort;
 
 /** Workflow ids on this suite's task queue (visibility of the dev server). */
 async function workflowsOnQueue(): Promise<string[]> {

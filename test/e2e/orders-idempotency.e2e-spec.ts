@@ -10,15 +10,14 @@ import { Client, Connection } from '@temporalio/client';
 import request from 'supertest';
 import { Prisma } from '../../prisma/generated/client.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createApiApp } from '../../src/bootstrap.js';
-import { type AppConfig, loadConfig } from '../../src/config/config.js';
+import type { AppConfig } from '../../src/config/config.js';
 import { IdempotencyService, requestFingerprint } from '../../src/idempotency/idempotency.service.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
+import { apiTestConfig, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
-const PROBLEM_JSON = /^application\/problem\+json/;
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -29,23 +28,8 @@ let temporalConnection: Connection;
 const taskQueue = `orders-idempotency-e2e-${randomUUID()}`;
 const extraApps: NestExpressApplication[] = [];
 
-function suiteConfig(overrides: Record<string, string> = {}): AppConfig {
-  return loadConfig({
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    TEMPORAL_UI_URL: 'http://temporal-ui.test:8233',
-    RECONCILE_INTERVAL_MS: '0',
-    LOG_LEVEL: 'silent',
-    ...overrides,
-  });
-}
-
-async function startApp(config: AppConfig): Promise<NestExpressApplication> {
-  const instance = await createApiApp({ config, shutdownHooks: false });
-  await instance.init();
-  return instance;
-}
+const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => apiTestConfig(db.url, taskQueue, overrides);
+const startApp = startApiApp;
 
 /** Workflow ids on this suite's task queue (visibility of the dev server). */
 async function workflowsOnQueue(): Promise<string[]> {

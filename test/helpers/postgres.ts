@@ -4,10 +4,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { freePort } from './ports.js';
 import { createPrismaClient, type PrismaClient } from '../../src/prisma/prisma.js';
 
 /** Replaces the database name of a PostgreSQL URL. */
@@ -26,17 +26,6 @@ export async function adminQuery(adminUrl: string, sql: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts (or adopts) the PostgreSQL server the tests use. */
