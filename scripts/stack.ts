@@ -47,6 +47,8 @@ const THIS_FILE = fileURLToPath(import.meta.url);
 
 /** Environment variable that turns this file into the embedded-PostgreSQL supervisor. */
 const ROLE_ENV = 'STACK_ROLE';
+/** Signals within this many ms of the first are relays of the same Ctrl-C (npm and tsx forward it). */
+const SIGNAL_RELAY_WINDOW_MS = 2_000;
 const EMBEDDED_PG_ROLE = 'embedded-postgres';
 /** Credentials of the embedded cluster (local development only; it listens on 127.0.0.1). */
 const EMBEDDED_PG_USER = 'postgres';
@@ -666,16 +668,29 @@ if (process.env[ROLE_ENV] === EMBEDDED_PG_ROLE) {
     process.exit(1);
   });
 } else {
-  let signalled = 0;
+  let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
-    signalled += 1;
-    if (signalled === 1) {
+    const now = Date.now();
+    if (firstSignalAt === 0) {
+      firstSignalAt = now;
       say(`${signal} received: stopping the stack (press Ctrl-C again to kill everything now)`);
       void shutdown(0);
       return;
     }
+    // A launcher (npm, tsx) relays the terminal's Ctrl-C a moment after the terminal delivered it to the
+    // whole process group: that is the same Ctrl-C, not a second one.
+    if (now - firstSignalAt < SIGNAL_RELAY_WINDOW_MS) return;
     warn('second signal: killing every process now');
-    for (const r of resources) if (r instanceof ManagedProcess && !hasExited(r.child)) r.child.kill('SIGKILL');
+    for (const r of resources) {
+      if (!(r instanceof ManagedProcess) || hasExited(r.child) || r.child.pid === undefined) continue;
+      // Each child leads its own process group (detached): kill the group, so grandchildren such as the
+      // postgres server under its supervisor go too.
+      try {
+        process.kill(-r.child.pid, 'SIGKILL');
+      } catch {
+        r.child.kill('SIGKILL');
+      }
+    }
     process.exit(130);
   };
   process.on('SIGINT', onSignal);
