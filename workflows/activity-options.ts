@@ -31,17 +31,18 @@ export const databaseStep: ActivityOptions = {
 
 /**
  * Calls to external providers (email, accounting) over HTTP: longer attempts (the client's own HTTP
- * timeout is 10 s by default), more of them, capped backoff for provider outages.
- * 6 attempts x 30 s + backoff 2+4+8+16+30 s = 240 s <= 300 s.
+ * timeout is 10 s by default) and enough of them to ride out a provider outage of about 10 minutes
+ * before the order is given up on.
+ * 15 attempts x 30 s + backoff 2+4+8+16+32+60x9 s = 450 + 602 = 1052 s <= 1200 s.
  */
 export const providerCall: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '300 seconds',
+  scheduleToCloseTimeout: '20 minutes',
   retry: {
     initialInterval: '2 seconds',
     backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 6,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 15,
     nonRetryableErrorTypes,
   },
 };

@@ -6,7 +6,7 @@
  * value without pulling the workflow implementation.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { defineQuery } from '@temporalio/workflow';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 /** Default task queue of the order worker; override with `TEMPORAL_TASK_QUEUE`. */
 export const ORDER_TASK_QUEUE = 'order-fulfilment';
@@ -33,6 +33,12 @@ export const OrderStatus = {
   InventoryReserved: 'inventory_reserved',
   Invoiced: 'invoiced',
   ConfirmationSent: 'confirmation_sent',
+  /**
+   * The customer has a confirmed order but syncing the invoice to accounting failed for good (e.g. the
+   * accounting system rejected it). The order is NOT cancelled: the workflow waits for
+   * `retryAccountingSync` (POST /orders/:id/accounting-sync/retry) after someone fixed the cause.
+   */
+  AttentionRequired: 'attention_required',
   Completed: 'completed',
   Failed: 'failed',
 } as const;
@@ -44,7 +50,8 @@ export const ORDER_STATUS_STEP: Readonly<Record<OrderStatus, number>> = {
   inventory_reserved: 1,
   invoiced: 2,
   confirmation_sent: 3,
-  completed: 4,
+  attention_required: 4,
+  completed: 5,
   failed: 9,
 };
 
@@ -78,12 +85,18 @@ export interface OrderFulfilmentState {
   /** Steps that completed, in order. */
   completedSteps: string[];
   invoiceNumber: string | null;
-  /** Why the order failed (error type and message), when it did. */
+  /** Why the order failed or needs attention (error type and message); null otherwise. */
   failureReason: string | null;
 }
 
 /** Query: the current fulfilment state. Name on the wire: `status`. */
 export const orderStatusQuery = defineQuery<OrderFulfilmentState>('status');
+
+/**
+ * Signal: retry the accounting sync of an order in `attention_required` (after the cause was fixed).
+ * Name on the wire: `retryAccountingSync`; no arguments. Ignored in any other state.
+ */
+export const retryAccountingSyncSignal = defineSignal('retryAccountingSync');
 
 /**
  * Search attributes the workflow upserts, so the Temporal UI can filter orders

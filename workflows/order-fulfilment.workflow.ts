@@ -2,6 +2,11 @@
  * The order fulfilment workflow: reserve inventory → create invoice → send the order confirmation →
  * sync the invoice to accounting, writing the order's status (an absolute value) after each step.
  *
+ * The confirmation email is the pivot: before it, a step that fails for good cancels the order (the
+ * completed steps are compensated); after it, the customer holds a confirmed order, so a failed
+ * accounting sync never cancels it: the order goes to `attention_required` and the workflow waits for the
+ * `retryAccountingSync` signal (sent by POST /orders/:id/accounting-sync/retry once the cause is fixed).
+ *
  * Every activity is idempotent (see activities/), so Temporal's at-least-once execution is safe; each is
  * called through a named, finite retry profile (activity-options.ts). When a step fails for good
  * (a non-retryable error type, or its retries exhausted), the completed steps are compensated in reverse
@@ -13,6 +18,8 @@ import {
   ApplicationFailure,
   CancellationScope,
   TemporalFailure,
+  condition,
+  isCancellation,
   log,
   proxyActivities,
   setHandler,
@@ -25,6 +32,7 @@ import {
   OrderStatus,
   SEARCH_ATTRIBUTES,
   orderStatusQuery,
+  retryAccountingSyncSignal,
   type OrderFulfilmentInput,
   type OrderFulfilmentResult,
   type OrderFulfilmentState,
@@ -59,6 +67,10 @@ export async function orderFulfilment(input: OrderFulfilmentInput): Promise<Orde
     failureReason: null,
   };
   setHandler(orderStatusQuery, () => state);
+  let retryRequests = 0;
+  setHandler(retryAccountingSyncSignal, () => {
+    if (state.status === OrderStatus.AttentionRequired) retryRequests++;
+  });
 
   const setStatus = async (status: OrderStatus, failureReason?: string) => {
     const activities = status === OrderStatus.Failed ? compensating : local;
@@ -94,7 +106,23 @@ export async function orderFulfilment(input: OrderFulfilmentInput): Promise<Orde
     const confirmation = await step('sendOrderConfirmation', () => remote.sendOrderConfirmation({ orderId }));
     await setStatus(OrderStatus.ConfirmationSent);
 
-    const sync = await step('syncInvoiceToAccounting', () => remote.syncInvoiceToAccounting({ orderId }));
+    // Past the pivot: retry until an operator gives up (cancels the workflow), never compensate on our own.
+    const sync = await step('syncInvoiceToAccounting', async () => {
+      for (;;) {
+        const seen = retryRequests;
+        try {
+          return await remote.syncInvoiceToAccounting({ orderId });
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          const reason = describeFailure(err);
+          state.failureReason = reason;
+          log.warn('accounting sync failed for good; waiting for retryAccountingSync', { orderId, reason });
+          await setStatus(OrderStatus.AttentionRequired, reason);
+          await condition(() => retryRequests > seen);
+          state.failureReason = null;
+        }
+      }
+    });
     await setStatus(OrderStatus.Completed);
 
     return {

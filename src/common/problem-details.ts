@@ -33,6 +33,8 @@ export const ProblemType = {
   NotFound: `${PROBLEM_TYPE_BASE}not-found`,
   /** A stock change would leave less on hand than is reserved for open orders. */
   StockBelowReserved: `${PROBLEM_TYPE_BASE}stock-below-reserved`,
+  /** A retry was asked for an order that is not in `attention_required`. */
+  OrderNotAwaitingRetry: `${PROBLEM_TYPE_BASE}order-not-awaiting-retry`,
   /** A dependency (database, Temporal) is unavailable; see the `checks` extension. */
   ServiceUnavailable: `${PROBLEM_TYPE_BASE}service-unavailable`,
   /** An unexpected server error; details are in the server log, never in the response. */

@@ -127,6 +127,29 @@ export class OrdersController {
     return this.orders.get(params.id);
   }
 
+  /**
+   * Retries the accounting sync of an order in `attention_required` (a confirmed order whose invoice the
+   * accounting system rejected for good), after the cause was fixed: signals `retryAccountingSync` to the
+   * order's workflow. 202: the retry is under way; poll `GET /orders/:id`.
+   */
+  @Post(':id/accounting-sync/retry')
+  @HttpCode(HttpStatus.ACCEPTED)
+  @ApiOperation({
+    summary: 'Retry the accounting sync of an order that needs attention',
+    description:
+      'Only for orders in `attention_required`. Sends the `retryAccountingSync` signal to the workflow ' +
+      '`order-<id>`, which calls the accounting system again with the same Idempotency-Key.',
+  })
+  @ApiAcceptedResponse({ standardSchema: orderViewSchema })
+  @ApiProblemResponses({
+    400: 'The id is not a UUID',
+    404: 'No such order',
+    409: 'The order is not in attention_required',
+  })
+  retryAccountingSync(@Param({ schema: orderIdParamsSchema }) params: { id: string }): Promise<OrderView> {
+    return this.orders.retryAccountingSync(params.id);
+  }
+
   /** Orders, newest first, keyset-paginated. */
   @Get()
   @ApiOperation({

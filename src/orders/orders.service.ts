@@ -176,6 +176,25 @@ export class OrdersService {
   }
 
   /**
+   * Signals `retryAccountingSync` to the order's workflow.
+   * @throws ProblemException 404 (no such order), 409 `order-not-awaiting-retry` (status is not
+   *   `attention_required`); the Temporal client's error when Temporal is unreachable.
+   */
+  async retryAccountingSync(id: string): Promise<OrderView> {
+    const order = await this.get(id);
+    if (order.status !== OrderStatus.AttentionRequired) {
+      throw new ProblemException({
+        status: 409,
+        type: ProblemType.OrderNotAwaitingRetry,
+        title: 'Order is not awaiting a retry',
+        detail: `Order ${id} is ${order.status}; only orders in ${OrderStatus.AttentionRequired} can be retried`,
+      });
+    }
+    await this.starter.retryAccountingSync(id);
+    return order;
+  }
+
+  /**
    * One page of orders, newest first, keyset-paginated on (createdAt, id).
    * @returns `{ items, nextCursor }`; `nextCursor` is null on the last page.
    */

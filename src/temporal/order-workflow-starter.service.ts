@@ -21,6 +21,7 @@ import {
   OrderStatus,
   orderStatusQuery,
   orderWorkflowId,
+  retryAccountingSyncSignal,
   SEARCH_ATTRIBUTES,
 } from '../../workflows/order-fulfilment.contract.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -79,6 +80,18 @@ export class OrderWorkflowStarter {
       data: { workflowStartedAt: new Date() },
     });
     return { workflowId, alreadyStarted };
+  }
+
+  /**
+   * Sends `retryAccountingSync` to the order's workflow (the workflow ignores it unless the order is in
+   * `attention_required`).
+   * @throws the client's error when the workflow does not exist or Temporal is unreachable.
+   */
+  async retryAccountingSync(orderId: string): Promise<void> {
+    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
+    await this.client.withDeadline(Date.now() + WORKFLOW_START_TIMEOUT_MS, () =>
+      handle.signal(retryAccountingSyncSignal),
+    );
   }
 
   /**

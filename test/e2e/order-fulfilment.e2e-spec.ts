@@ -90,4 +90,30 @@ describe('order fulfilment, end to end', () => {
     expect(order.status).toBe('completed');
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
   });
+
+  it('keeps a confirmed order when accounting rejects it, and completes it after an operator retry', async () => {
+    stack.accounting.injectFault({ mode: 'reject', times: 1 });
+    const id = await placeOrder([{ sku: 'MUG-WHT', quantity: 1 }]);
+    let order = (await stack.http.get(`/orders/${id}`)).body;
+    for (let i = 0; i < 300 && order.status !== 'attention_required'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      order = (await stack.http.get(`/orders/${id}`)).body;
+    }
+    expect(order.status).toBe('attention_required');
+    expect(order.failureReason).toContain('ProviderRejectedError');
+    expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
+    expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(0);
+    expect((await stack.db.prisma.invoice.findUniqueOrThrow({ where: { orderId: id } })).status).toBe('issued');
+    expect(await stack.db.prisma.inventoryMovement.count({ where: { orderId: id, reason: 'release' } })).toBe(0);
+
+    const retry = await stack.http.post(`/orders/${id}/accounting-sync/retry`).expect(202);
+    expect(retry.body.id).toBe(id);
+    const done = await stack.waitForOrder(id);
+    expect([done.status, done.failureReason]).toEqual(['completed', null]);
+    expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
+    expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
+
+    const again = await stack.http.post(`/orders/${id}/accounting-sync/retry`).expect(409);
+    expect(again.body.type).toBe('https://order-fulfilment.dev/problems/order-not-awaiting-retry');
+  });
 });

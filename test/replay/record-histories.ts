@@ -4,7 +4,8 @@
  * scripted activities. Re-record only on purpose, when a change is meant to be incompatible AND no
  * execution of the old version can still be running; otherwise keep the old histories, add new ones, and
  * guard the change with `patched()`. See https://docs.temporal.io/develop/typescript/versioning
- * Run: `npm run record:histories`.
+ * Run: `npm run record:histories`. It overwrites the files of every scenario: commit the new scenario's file
+ * and restore (`git checkout`) the older ones unless you mean to replace them.
  */
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -16,21 +17,33 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
 import { createOrderWorker } from '../../src/worker/order-worker.js';
 import { ErrorType } from '../../workflows/errors.js';
-import { ORDER_WORKFLOW_TYPE, SEARCH_ATTRIBUTES, orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
+import {
+  ORDER_WORKFLOW_TYPE,
+  SEARCH_ATTRIBUTES,
+  orderStatusQuery,
+  orderWorkflowId,
+  retryAccountingSyncSignal,
+} from '../../workflows/order-fulfilment.contract.js';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
-type Failing = 'reserveInventory' | 'sendOrderConfirmation' | undefined;
+type Failing = 'reserveInventory' | 'sendOrderConfirmation' | 'syncInvoiceToAccounting' | undefined;
 const scenarios: Array<{ name: string; orderId: string; failing: Failing }> = [
   { name: 'completed', orderId: '00000000-0000-4000-8000-000000000001', failing: undefined },
   { name: 'insufficient-stock', orderId: '00000000-0000-4000-8000-000000000002', failing: 'reserveInventory' },
   { name: 'compensated', orderId: '00000000-0000-4000-8000-000000000003', failing: 'sendOrderConfirmation' },
+  // Accounting rejects once: attention_required, then the retryAccountingSync signal, then completed.
+  { name: 'attention-retried', orderId: '00000000-0000-4000-8000-000000000004', failing: 'syncInvoiceToAccounting' },
 ];
 const failingOf = new Map(scenarios.map((s) => [s.orderId, s.failing]));
 
+const failedOnce = new Set<string>();
+
 function activity(name: string, result: unknown) {
   return async ({ orderId }: { orderId: string }) => {
-    if (failingOf.get(orderId) === name) {
+    const once = name === 'syncInvoiceToAccounting';
+    if (failingOf.get(orderId) === name && !(once && failedOnce.has(orderId))) {
+      if (once) failedOnce.add(orderId);
       throw ApplicationFailure.nonRetryable(
         `${name} failed for good`,
         name === 'reserveInventory' ? ErrorType.InsufficientStock : ErrorType.ProviderRejected,
@@ -84,6 +97,12 @@ try {
         workflowId: orderWorkflowId(s.orderId),
         args: [{ orderId: s.orderId }],
       });
+      if (s.failing === 'syncInvoiceToAccounting') {
+        while ((await handle.query(orderStatusQuery)).status !== 'attention_required') {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        await handle.signal(retryAccountingSyncSignal);
+      }
       await handle.result().catch(() => undefined);
       // The CLI writes the proto3 JSON form that Worker.runReplayHistories reads (historyFromJSON).
       const { stdout } = await promisify(execFile)(executable.path, [

@@ -16,6 +16,7 @@ import {
   SEARCH_ATTRIBUTES,
   orderStatusQuery,
   orderWorkflowId,
+  retryAccountingSyncSignal,
   type OrderFulfilmentResult,
 } from '../../workflows/order-fulfilment.contract.js';
 
@@ -207,8 +208,8 @@ describe('orderFulfilment workflow', () => {
 
   it('runs every compensation and still marks the order failed when one compensation fails', async () => {
     const { orderId, script } = newOrder({
-      syncInvoiceToAccounting: async () => {
-        throw ApplicationFailure.nonRetryable('invalid invoice', ErrorType.ProviderRejected);
+      sendOrderConfirmation: async () => {
+        throw ApplicationFailure.nonRetryable('invalid recipient', ErrorType.ProviderRejected);
       },
       voidInvoice: async () => {
         throw ApplicationFailure.nonRetryable('invoice locked', ErrorType.Validation);
@@ -218,8 +219,47 @@ describe('orderFulfilment workflow', () => {
     await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
     expect(callNames(script).slice(-3)).toEqual(['voidInvoice', 'releaseInventory', 'status:failed']);
     expect(script.calls.at(-1)!.arg.failureReason).toBe(
-      'ProviderRejectedError: invalid invoice (voidInvoice failed: ValidationError: invoice locked)',
+      'ProviderRejectedError: invalid recipient (voidInvoice failed: ValidationError: invoice locked)',
     );
+  });
+
+  it('never cancels a confirmed order: a failed accounting sync waits for an operator retry', async () => {
+    let attempts = 0;
+    const { orderId, script } = newOrder({
+      syncInvoiceToAccounting: async () => {
+        attempts++;
+        if (attempts === 1) throw ApplicationFailure.nonRetryable('401 from accounting', ErrorType.Unauthorized);
+        return { accountingId: 'acc_7', externalId: 'INV-000007', idempotencyKey: 'k', syncedNow: true };
+      },
+    });
+    const handle = await start(orderId);
+    let state = await handle.query(orderStatusQuery);
+    for (let i = 0; i < 100 && state.status !== 'attention_required'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      state = await handle.query(orderStatusQuery);
+    }
+    expect(state).toMatchObject({
+      status: 'attention_required',
+      currentStep: 'syncInvoiceToAccounting',
+      failureReason: 'UnauthorizedError: 401 from accounting',
+    });
+    expect(attempts).toBe(1);
+    expect(callNames(script)).not.toContain('voidInvoice');
+    expect(callNames(script)).not.toContain('releaseInventory');
+    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe(
+      'attention_required',
+    );
+
+    await handle.signal(retryAccountingSyncSignal);
+    const result = await handle.result();
+    expect(result.accountingId).toBe('acc_7');
+    expect(attempts).toBe(2);
+    expect(callNames(script).slice(-4)).toEqual([
+      'syncInvoiceToAccounting',
+      'status:attention_required',
+      'syncInvoiceToAccounting',
+      'status:completed',
+    ]);
   });
 
   it('retries a transient failure with the profile and then completes', async () => {
