@@ -31,7 +31,7 @@ export const ProblemType = {
   TotalTooLarge: `${PROBLEM_TYPE_BASE}total-too-large`,
   /** The addressed resource does not exist. */
   NotFound: `${PROBLEM_TYPE_BASE}not-found`,
-  /** A stock change would leave less on hand than is reserved for open orders. */
+  /** A stock change would leave less on hand than is reserved for accepted orders. */
   StockBelowReserved: `${PROBLEM_TYPE_BASE}stock-below-reserved`,
   /** A retry was asked for an order that is not in `attention_required`. */
   OrderNotAwaitingRetry: `${PROBLEM_TYPE_BASE}order-not-awaiting-retry`,

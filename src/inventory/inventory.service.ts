@@ -58,7 +58,7 @@ export class InventoryService {
           status: 409,
           type: ProblemType.StockBelowReserved,
           title: 'Stock below reserved quantity',
-          detail: `On-hand stock of ${sku} cannot be set to ${onHand}: ${current.reserved} units are reserved for open orders`,
+          detail: `On-hand stock of ${sku} cannot be set to ${onHand}: ${current.reserved} units are reserved for accepted orders`,
           extensions: { sku, reserved: current.reserved, requestedOnHand: onHand },
         });
       }

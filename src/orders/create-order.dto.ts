@@ -13,9 +13,18 @@ export const ORDER_LIMITS = {
   maxNameLength: 200,
 } as const;
 
+/**
+ * Text PostgreSQL can store: well-formed Unicode (no lone UTF-16 surrogates) without NUL characters.
+ * Without this check such input would reach the database and fail there with a 500.
+ */
+const storableText = () =>
+  z.string().refine((s) => (s as string & { isWellFormed(): boolean }).isWellFormed() && !s.includes('\u0000'), {
+    message: 'must be well-formed Unicode text without NUL characters',
+  });
+
 /** One order line: a product and how many units of it. */
 export const createOrderLineSchema = z.strictObject({
-  sku: z.string().min(1).max(ORDER_LIMITS.maxSkuLength).meta({ description: 'Product SKU', example: 'SKU-MUG' }),
+  sku: storableText().min(1).max(ORDER_LIMITS.maxSkuLength).meta({ description: 'Product SKU', example: 'SKU-MUG' }),
   quantity: z
     .int()
     .min(1)
@@ -28,7 +37,7 @@ export const createOrderSchema = z
   .strictObject({
     customer: z.strictObject({
       email: z.email().max(ORDER_LIMITS.maxEmailLength).meta({ example: 'ada@example.com' }),
-      name: z.string().trim().min(1).max(ORDER_LIMITS.maxNameLength).optional().meta({ example: 'Ada Lovelace' }),
+      name: storableText().trim().min(1).max(ORDER_LIMITS.maxNameLength).optional().meta({ example: 'Ada Lovelace' }),
     }),
     lines: z
       .array(createOrderLineSchema)

@@ -86,6 +86,18 @@ describe('POST /orders validation', () => {
     },
     { name: 'empty lines', body: { ...validOrder(), lines: [] }, path: 'lines' },
     {
+      name: 'NUL character in the name',
+      body: { ...validOrder(), customer: { email: 'ada@example.com', name: 'Zo\u0000e' } },
+      path: 'customer.name',
+      message: /NUL/,
+    },
+    {
+      name: 'lone surrogate in a SKU',
+      body: { ...validOrder(), lines: [{ sku: 'MUG\ud800', quantity: 1 }] },
+      path: 'lines.0.sku',
+      message: /well-formed Unicode/,
+    },
+    {
       name: 'duplicate sku',
       body: {
         ...validOrder(),
