@@ -28,7 +28,7 @@ import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js'
 
 const execFileAsync = promisify(execFile);
 
-/** The CLI version this project pins: the newest that builds from the Go module proxy (see STACK.md). */
+/** The CLI version this project pins: the newest that builds from the Go module proxy (later ones need a module the proxy does not serve). */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 
 /** Go package and version-stamping flag of the CLI build. */

@@ -1,5 +1,5 @@
 /**
- * Idempotency layer 1 of DESIGN.md: `Idempotency-Key` on `POST /orders`
+ * Idempotency layer 1 (README, Guarantees): `Idempotency-Key` on `POST /orders`
  * (draft-ietf-httpapi-idempotency-key-header), stored in `idempotency_records`.
  *
  * Claim first: the record is inserted as `processing` inside the transaction that stores the order (through

@@ -32,11 +32,9 @@ export const productViewSchema = z
     priceMinor: z.int().meta({ description: 'Unit price, minor units' }),
     currency: z.string().meta({ description: 'ISO 4217 code', example: 'EUR' }),
     onHand: z.int().meta({ description: 'Physical stock, units' }),
-    reserved: z
-      .int()
-      .meta({
-        description: 'Units reserved for accepted orders (held until shipment, which is not part of this service yet)',
-      }),
+    reserved: z.int().meta({
+      description: 'Units reserved for accepted orders (held until shipment, which is not part of this service yet)',
+    }),
     available: z.int().meta({ description: 'onHand - reserved' }),
   })
   .meta({ id: 'Product' });

@@ -1,7 +1,7 @@
 /**
  * Inventory: the catalogue with stock, absolute stock adjustments and the movement ledger.
  *
- * Idempotency layer 3 of DESIGN.md: an adjustment writes its movement (`adjust:<sku>:<requestId>`) and the
+ * Idempotency layer 3 (README, Guarantees): an adjustment writes its movement (`adjust:<sku>:<requestId>`) and the
  * new on-hand in one transaction, after locking the product row; a replay finds the movement and changes
  * nothing.
  */

@@ -1,7 +1,7 @@
 /**
  * Starts (idempotently) and inspects the fulfilment workflow of an order.
  *
- * Idempotency layer 2 of DESIGN.md: the workflow id is `order-<orderId>` ({@link orderWorkflowId}), the
+ * Idempotency layer 2 (README, Guarantees): the workflow id is `order-<orderId>` ({@link orderWorkflowId}), the
  * conflict policy `USE_EXISTING` turns a start of a running workflow into a no-op, and the reuse policy
  * `REJECT_DUPLICATE` makes a start of a closed one fail with `WorkflowExecutionAlreadyStartedError`, which
  * counts as success. So the API and the reconciler may both start the same order any number of times.
