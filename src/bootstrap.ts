@@ -12,6 +12,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import { addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
+import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import { type AppConfig, loadConfig } from './config/config.js';
@@ -37,6 +38,7 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
   });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  app.useGlobalGuards(new JsonContentTypeGuard());
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter(app.get(HttpAdapterHost)));
   if (options.shutdownHooks ?? true) app.enableShutdownHooks();

@@ -21,6 +21,8 @@ export const ProblemType = {
   AboutBlank: 'about:blank',
   /** The request body, query or path failed validation; see the `errors` extension. */
   ValidationError: `${PROBLEM_TYPE_BASE}validation-error`,
+  /** The request has a body that is not JSON (wrong or missing Content-Type). */
+  UnsupportedMediaType: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
   /** The request body is not valid JSON. */
   MalformedJson: `${PROBLEM_TYPE_BASE}malformed-json`,
   /** An order names SKUs that are not in the catalogue; see the `skus` extension. */

@@ -65,6 +65,29 @@ afterAll(async () => {
   await db?.drop();
 });
 
+describe('POST /orders content type', () => {
+  it.each([
+    ['text/plain', JSON.stringify(validOrder())],
+    ['application/x-www-form-urlencoded', 'customer=ada'],
+  ])('answers 415 problem+json for a %s body and stores nothing', async (type, body) => {
+    const before = await db.prisma.order.count();
+    const res = await request(app.getHttpServer()).post('/orders').set('Content-Type', type).send(body);
+    expect(res.status).toBe(415);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body.type).toBe('https://order-fulfilment.dev/problems/unsupported-media-type');
+    expect(await db.prisma.order.count()).toBe(before);
+  });
+
+  it('lets application/json with a charset through to validation', async () => {
+    const res = await request(app.getHttpServer())
+      .post('/orders')
+      .set('Content-Type', 'application/json; charset=utf-8')
+      .send('{}');
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe('https://order-fulfilment.dev/problems/validation-error');
+  });
+});
+
 describe('POST /orders validation', () => {
   const cases: Array<{ name: string; body: unknown; path: string; type?: string; message?: RegExp }> = [
     { name: 'missing email', body: { ...validOrder(), customer: { name: 'Ada' } }, path: 'customer.email' },
