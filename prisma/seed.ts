@@ -31,8 +31,8 @@ async function main(): Promise<void> {
         if (inserted === 1) {
           created++;
           await tx.$executeRaw`
-            INSERT INTO inventory_movements (id, sku, reason, on_hand_delta, reserved_delta)
-            VALUES (${`seed:${p.sku}`}, ${p.sku}, 'seed', ${p.onHand}, 0)
+            INSERT INTO inventory_movements (id, sku, reason, on_hand_delta, reserved_delta, on_hand_after)
+            VALUES (${`seed:${p.sku}`}, ${p.sku}, 'seed', ${p.onHand}, 0, ${p.onHand})
             ON CONFLICT (id) DO NOTHING`;
         }
       });

@@ -49,6 +49,7 @@ export const movementViewSchema = z
     reason: z.string().meta({ example: 'adjustment' }),
     onHandDelta: z.int(),
     reservedDelta: z.int(),
+    onHandAfter: z.int().nullable().meta({ description: 'For an adjustment: the absolute on-hand value it set' }),
     createdAt: z.iso.datetime(),
   })
   .meta({ id: 'InventoryMovement' });

@@ -8,6 +8,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { InventoryMovement, Product } from '../../prisma/generated/client.js';
 import { ProblemException, ProblemType } from '../common/problem-details.js';
+import { IdempotencyProblemType } from '../idempotency/idempotency-key.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import type { MovementView, ProductView } from './inventory.dto.js';
@@ -35,11 +36,12 @@ export class InventoryService {
   /**
    * Sets the on-hand stock of `sku` to the absolute value `onHand` (units) and records an `adjustment`
    * movement `adjust:<sku>:<requestId>` with `on_hand_delta = onHand - previous`, in one transaction that
-   * first locks the product row (`SELECT … FOR UPDATE`). If that movement already exists (a replayed
-   * request id), nothing changes and the current product is returned.
+   * first locks the product row (`SELECT … FOR UPDATE`). The movement stores the absolute value it set
+   * (`on_hand_after`). If that movement already exists (a replayed request id) for the same value, nothing
+   * changes and the current product is returned; for another value the request is refused (422).
    * @param requestId the request's `Idempotency-Key`, or a fresh UUID.
    * @throws ProblemException 404 for an unknown SKU; 409 `stock-below-reserved` when `onHand` is below the
-   *   reserved quantity.
+   *   reserved quantity; 422 `idempotency-key-reused` when the key already set another value.
    */
   async setOnHand(sku: string, onHand: number, requestId: string): Promise<SetOnHandResult> {
     const movementId = `adjust:${sku}:${requestId}`;
@@ -49,7 +51,19 @@ export class InventoryService {
       const current = locked[0];
       if (!current) throw ProblemException.notFound(`Product ${sku}`);
 
-      const replay = await tx.inventoryMovement.findUnique({ where: { id: movementId }, select: { id: true } });
+      const replay = await tx.inventoryMovement.findUnique({
+        where: { id: movementId },
+        select: { onHandAfter: true },
+      });
+      if (replay && replay.onHandAfter !== null && replay.onHandAfter !== onHand) {
+        // draft-ietf-httpapi-idempotency-key-header: a key reused with a different payload is a 422.
+        throw new ProblemException({
+          status: 422,
+          type: IdempotencyProblemType.KeyReused,
+          title: 'Idempotency-Key reused with a different request',
+          detail: `This Idempotency-Key already set ${sku} to ${replay.onHandAfter}; this request asks for ${onHand}`,
+        });
+      }
       if (replay) {
         return { product: toProductView(await tx.product.findUniqueOrThrow({ where: { sku } })), replayed: true };
       }
@@ -69,6 +83,7 @@ export class InventoryService {
           reason: 'adjustment',
           onHandDelta: onHand - current.on_hand,
           reservedDelta: 0,
+          onHandAfter: onHand,
         },
       });
       const product = await tx.product.update({ where: { sku }, data: { onHand } });
@@ -112,6 +127,7 @@ function toMovementView(m: InventoryMovement): MovementView {
     reason: m.reason,
     onHandDelta: m.onHandDelta,
     reservedDelta: m.reservedDelta,
+    onHandAfter: m.onHandAfter,
     createdAt: m.createdAt.toISOString(),
   };
 }

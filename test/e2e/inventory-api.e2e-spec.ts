@@ -107,13 +107,22 @@ describe('PUT /inventory/:sku', () => {
       reservedDelta: 0,
     });
     expect(movements.body[0].id).toMatch(/^adjust:SKU-MUG:[0-9a-f-]{36}$/);
-    expect(movements.body[1]).toMatchObject({ id: 'adjust:SKU-MUG:key-1', onHandDelta: 15, orderId: null });
+    expect(movements.body[1]).toMatchObject({
+      id: 'adjust:SKU-MUG:key-1',
+      onHandDelta: 15,
+      onHandAfter: 25,
+      orderId: null,
+    });
     expect(new Date(movements.body[1].createdAt).toISOString()).toBe(movements.body[1].createdAt);
   });
 
   it('a replay with the same Idempotency-Key changes nothing and returns the current product', async () => {
     expect((await put('SKU-MUG', { onHand: 25 }, 'replay-key')).status).toBe(200);
-    const replay = await put('SKU-MUG', { onHand: 40 }, 'replay-key');
+    const reused = await put('SKU-MUG', { onHand: 40 }, 'replay-key');
+    expect(reused.status).toBe(422);
+    expect(reused.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(reused.body.type).toBe('https://order-fulfilment.dev/problems/idempotency-key-reused');
+    const replay = await put('SKU-MUG', { onHand: 25 }, 'replay-key');
     expect(replay.status).toBe(200);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body).toMatchObject({ sku: 'SKU-MUG', onHand: 25, available: 25 });

@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "inventory_movements" ADD COLUMN     "on_hand_after" INTEGER;
+
