@@ -246,9 +246,13 @@ describe('orderFulfilment workflow', () => {
     expect(attempts).toBe(1);
     expect(callNames(script)).not.toContain('voidInvoice');
     expect(callNames(script)).not.toContain('releaseInventory');
-    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe(
-      'attention_required',
-    );
+    // The search attribute lands with the workflow task that set the status; allow it a moment.
+    let attribute: string | undefined;
+    for (let i = 0; i < 50 && attribute !== 'attention_required'; i++) {
+      attribute = (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus);
+      if (attribute !== 'attention_required') await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(attribute).toBe('attention_required');
 
     await handle.signal(retryAccountingSyncSignal);
     const result = await handle.result();
