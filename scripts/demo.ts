@@ -23,6 +23,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeExit, hasExited, repoRoot, stopChildProcess, waitForExit } from './lib/temporal-cli.js';
+import { errorMessage } from './lib/env.js';
 
 const ROOT = repoRoot();
 const API_URL = trimSlash(process.env.API_URL?.trim() || 'http://127.0.0.1:3000');
@@ -38,10 +39,6 @@ const TERMINAL = new Set(['completed', 'failed']);
 
 function trimSlash(url: string): string {
   return url.replace(/\/+$/, '');
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ import {
   waitForFrontend,
   type ExitInfo,
 } from './lib/temporal-cli.js';
+import { errorMessage, portFromEnv } from './lib/env.js';
 
 const ROOT = repoRoot();
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -267,22 +268,6 @@ async function waitForHttp(url: string, proc: ManagedProcess): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------------------
 // Configuration
-
-/**
- * Reads a TCP port from the environment.
- * @throws Error when set but not an integer in 1..65535.
- */
-function portFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name]?.trim();
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > 65535) throw new Error(`${name}=${raw} is not a TCP port`);
-  return value;
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function redactUrl(url: string): string {
   try {

@@ -13,6 +13,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureTemporalCli, repoRoot, startDevServer, waitForExit, describeExit } from './lib/temporal-cli.js';
+import { portFromEnv } from './lib/env.js';
 
 const USAGE = `Usage: tsx scripts/temporal.ts [--ensure]
 
@@ -20,18 +21,6 @@ Runs the Temporal dev server (persistent .data/temporal/dev.db) until Ctrl-C.
   --ensure    find or build the Temporal CLI, print its path on stdout, exit
   -h, --help  this text
 Environment: TEMPORAL_PORT (default 7233), TEMPORAL_UI_PORT (default 8233), TEMPORAL_CLI_PATH.`;
-
-/**
- * Reads a TCP port from the environment.
- * @throws Error when the variable is set but is not an integer in 1..65535.
- */
-function portFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name]?.trim();
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > 65535) throw new Error(`${name}=${raw} is not a TCP port`);
-  return value;
-}
 
 async function main(): Promise<number> {
   const { values } = parseArgs({

@@ -85,6 +85,16 @@ function start(orderId: string) {
   });
 }
 
+/** Reads until `accept` holds (every 50 ms, at most 5 s) and returns the last value read. */
+async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean): Promise<T> {
+  let value = await read();
+  for (let i = 0; i < 100 && !accept(value); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    value = await read();
+  }
+  return value;
+}
+
 const callNames = (s: Script) => s.calls.map((c) => (c.name === 'setOrderStatus' ? `status:${c.arg.status}` : c.name));
 
 beforeAll(async () => {
@@ -140,11 +150,10 @@ describe('orderFulfilment workflow', () => {
       },
     });
     const handle = await start(orderId);
-    let state = await handle.query(orderStatusQuery);
-    for (let i = 0; i < 100 && state.currentStep !== 'sendOrderConfirmation'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      state = await handle.query(orderStatusQuery);
-    }
+    const state = await eventually(
+      () => handle.query(orderStatusQuery),
+      (s) => s.currentStep === 'sendOrderConfirmation',
+    );
     expect(state).toEqual({
       orderId,
       status: 'invoiced',
@@ -233,11 +242,10 @@ describe('orderFulfilment workflow', () => {
       },
     });
     const handle = await start(orderId);
-    let state = await handle.query(orderStatusQuery);
-    for (let i = 0; i < 100 && state.status !== 'attention_required'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      state = await handle.query(orderStatusQuery);
-    }
+    const state = await eventually(
+      () => handle.query(orderStatusQuery),
+      (s) => s.status === 'attention_required',
+    );
     expect(state).toMatchObject({
       status: 'attention_required',
       currentStep: 'syncInvoiceToAccounting',
@@ -247,11 +255,10 @@ describe('orderFulfilment workflow', () => {
     expect(callNames(script)).not.toContain('voidInvoice');
     expect(callNames(script)).not.toContain('releaseInventory');
     // The search attribute lands with the workflow task that set the status; allow it a moment.
-    let attribute: string | undefined;
-    for (let i = 0; i < 50 && attribute !== 'attention_required'; i++) {
-      attribute = (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus);
-      if (attribute !== 'attention_required') await new Promise((r) => setTimeout(r, 50));
-    }
+    const attribute = await eventually(
+      async () => (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus),
+      (a) => a === 'attention_required',
+    );
     expect(attribute).toBe('attention_required');
 
     await handle.signal(retryAccountingSyncSignal);

@@ -2,7 +2,8 @@
  * HttpAccountingProvider against the real accounting simulator over HTTP (in-process, random port).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ProviderError, type AccountingInvoice } from '../../../activities/ports.js';
+import type { AccountingInvoice } from '../../../activities/ports.js';
+import { providerError } from '../../helpers/provider-error.js';
 import { HttpAccountingProvider } from '../../../src/providers/http-accounting-provider.js';
 import {
   startAccountingSimulator,
@@ -22,17 +23,6 @@ function invoice(externalId: string, overrides: Partial<AccountingInvoice> = {})
     lines: [{ sku: 'SKU-1', quantity: 2, unitPriceMinor: 1_299 }],
     ...overrides,
   };
-}
-
-/** Runs `fn` and returns the ProviderError it throws; fails the test if it throws anything else or nothing. */
-async function providerError(fn: () => Promise<unknown>): Promise<ProviderError> {
-  try {
-    await fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ProviderError);
-    return error as ProviderError;
-  }
-  throw new Error('expected a ProviderError');
 }
 
 describe('HttpAccountingProvider', () => {

@@ -2,7 +2,8 @@
  * HttpEmailProvider against the real email simulator over HTTP (in-process, random port).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ProviderError, type EmailMessage } from '../../../activities/ports.js';
+import type { EmailMessage } from '../../../activities/ports.js';
+import { providerError } from '../../helpers/provider-error.js';
 import { HttpEmailProvider } from '../../../src/providers/http-email-provider.js';
 import { startEmailSimulator, type RunningEmailSimulator } from '../../../simulators/email/email-simulator.js';
 
@@ -13,17 +14,6 @@ const message: EmailMessage = {
   text: 'Thanks for your order.',
   metadata: { orderId: '42' },
 };
-
-/** Runs `fn` and returns the ProviderError it throws; fails the test if it throws anything else or nothing. */
-async function providerError(fn: () => Promise<unknown>): Promise<ProviderError> {
-  try {
-    await fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ProviderError);
-    return error as ProviderError;
-  }
-  throw new Error('expected a ProviderError');
-}
 
 describe('HttpEmailProvider', () => {
   let sim: RunningEmailSimulator;

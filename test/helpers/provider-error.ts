@@ -1,0 +1,14 @@
+/** Assertion helper for provider client tests. */
+import { expect } from 'vitest';
+import { ProviderError } from '../../activities/ports.js';
+
+/** Runs `fn` and returns the ProviderError it throws; fails the test if it throws anything else or nothing. */
+export async function providerError(fn: () => Promise<unknown>): Promise<ProviderError> {
+  try {
+    await fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ProviderError);
+    return error as ProviderError;
+  }
+  throw new Error('expected a ProviderError');
+}
