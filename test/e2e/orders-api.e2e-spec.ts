@@ -5,35 +5,30 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../src/config/config.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { ORDER_WORKFLOW_TYPE, orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
-import { apiTestConfig, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { ApiSuite, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import type { TestDatabase } from '../helpers/postgres.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let db: TestDatabase;
 let app: NestExpressApplication;
 let temporal: Client;
-let temporalConnection: Connection;
 const taskQueue = `orders-api-e2e-${randomUUID()}`;
-const extraApps: NestExpressApplication[] = [];
+const suite = new ApiSuite(taskQueue);
+const extraApps = suite.extraApps;
 
-const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => apiTestConfig(db.url, taskQueue, overrides);
+const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => suite.config(overrides);
 const startApp = startApiApp;
 
 const unusedPort = freePort;
 
-/** Workflow ids on this suite's task queue (visibility of the dev server). */
-async function workflowsOnQueue(): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const wf of temporal.workflow.list({ query: `TaskQueue = "${taskQueue}"` })) ids.push(wf.workflowId);
-  return ids;
-}
+const workflowsOnQueue = () => suite.workflowsOnQueue();
 
 const validOrder = () => ({
   customer: { email: 'ada@example.com', name: 'Ada Lovelace' },
@@ -44,26 +39,16 @@ const validOrder = () => ({
 });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  await db.prisma.product.createMany({
-    data: [
-      { sku: 'SKU-MUG', name: 'Mug', priceMinor: 1250, currency: 'EUR', onHand: 100 },
-      { sku: 'SKU-TEE', name: 'T-shirt', priceMinor: 1999, currency: 'EUR', onHand: 50 },
-      { sku: 'SKU-CAP', name: 'Cap', priceMinor: 900, currency: 'EUR', onHand: 10 },
-      { sku: 'SKU-USD', name: 'Import', priceMinor: 500, currency: 'USD', onHand: 10 },
-    ],
-  });
-  app = await startApp(suiteConfig());
-  temporalConnection = await Connection.connect({ address: inject('temporalAddress') });
-  temporal = new Client({ connection: temporalConnection });
+  await suite.open([
+    { sku: 'SKU-MUG', name: 'Mug', priceMinor: 1250, currency: 'EUR', onHand: 100 },
+    { sku: 'SKU-TEE', name: 'T-shirt', priceMinor: 1999, currency: 'EUR', onHand: 50 },
+    { sku: 'SKU-CAP', name: 'Cap', priceMinor: 900, currency: 'EUR', onHand: 10 },
+    { sku: 'SKU-USD', name: 'Import', priceMinor: 500, currency: 'USD', onHand: 10 },
+  ]);
+  ({ db, app, temporal } = suite);
 });
 
-afterAll(async () => {
-  for (const extra of extraApps) await extra.close();
-  await app?.close();
-  await temporalConnection?.close();
-  await db?.drop();
-});
+afterAll(() => suite.close());
 
 describe('POST /orders content type', () => {
   it.each([

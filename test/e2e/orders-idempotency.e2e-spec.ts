@@ -6,37 +6,30 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Client, Connection } from '@temporalio/client';
 import request from 'supertest';
 import { Prisma } from '../../prisma/generated/client.js';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../src/config/config.js';
 import { IdempotencyService, requestFingerprint } from '../../src/idempotency/idempotency.service.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
-import { apiTestConfig, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { ApiSuite, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import type { TestDatabase } from '../helpers/postgres.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 let db: TestDatabase;
 let app: NestExpressApplication;
-let temporal: Client;
-let temporalConnection: Connection;
 const taskQueue = `orders-idempotency-e2e-${randomUUID()}`;
-const extraApps: NestExpressApplication[] = [];
+const suite = new ApiSuite(taskQueue);
+const extraApps = suite.extraApps;
 
-const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => apiTestConfig(db.url, taskQueue, overrides);
+const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => suite.config(overrides);
 const startApp = startApiApp;
 
-/** Workflow ids on this suite's task queue (visibility of the dev server). */
-async function workflowsOnQueue(): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const wf of temporal.workflow.list({ query: `TaskQueue = "${taskQueue}"` })) ids.push(wf.workflowId);
-  return ids.sort();
-}
+const workflowsOnQueue = () => suite.workflowsOnQueue();
 
 /** Waits until visibility lists `expected` on the queue (it is eventually consistent), then returns the list. */
 async function workflowsOnQueueIncluding(expected: string): Promise<string[]> {
@@ -70,24 +63,14 @@ const record = (key: string) =>
   db.prisma.idempotencyRecord.findUnique({ where: { scope_key: { scope: 'anonymous', key } } });
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  await db.prisma.product.createMany({
-    data: [
-      { sku: 'SKU-MUG', name: 'Mug', priceMinor: 1250, currency: 'EUR', onHand: 100 },
-      { sku: 'SKU-TEE', name: 'T-shirt', priceMinor: 1999, currency: 'EUR', onHand: 50 },
-    ],
-  });
-  app = await startApp(suiteConfig());
-  temporalConnection = await Connection.connect({ address: inject('temporalAddress') });
-  temporal = new Client({ connection: temporalConnection });
+  await suite.open([
+    { sku: 'SKU-MUG', name: 'Mug', priceMinor: 1250, currency: 'EUR', onHand: 100 },
+    { sku: 'SKU-TEE', name: 'T-shirt', priceMinor: 1999, currency: 'EUR', onHand: 50 },
+  ]);
+  ({ db, app } = suite);
 });
 
-afterAll(async () => {
-  for (const extra of extraApps) await extra.close();
-  await app?.close();
-  await temporalConnection?.close();
-  await db?.drop();
-});
+afterAll(() => suite.close());
 
 describe('POST /orders with an Idempotency-Key', () => {
   it('replays the first response byte for byte: one order, one workflow', async () => {

@@ -3,9 +3,11 @@
  * queue, an initialised app for supertest, and a free TCP port.
  */
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Client, Connection } from '@temporalio/client';
 import { inject } from 'vitest';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';
+import { createTestDatabase, type TestDatabase } from './postgres.js';
 
 /** `problem+json` content types (RFC 9457). */
 export const PROBLEM_JSON = /^application\/problem\+json/;
@@ -38,3 +40,48 @@ export async function startApiApp(config: AppConfig): Promise<NestExpressApplica
 }
 
 export { freePort } from './ports.js';
+
+/** The products a suite starts with (EUR unless given). */
+export type SuiteProduct = { sku: string; name: string; priceMinor: number; onHand: number; currency?: string };
+
+/**
+ * One API e2e suite: its own database (seeded with `products`), its own task queue on the shared dev
+ * server, the initialised app, a Temporal client, and any extra apps the suite starts (closed with it).
+ */
+export class ApiSuite {
+  db!: TestDatabase;
+  app!: NestExpressApplication;
+  temporal!: Client;
+  readonly extraApps: NestExpressApplication[] = [];
+
+  constructor(readonly taskQueue: string) {}
+
+  async open(products: SuiteProduct[]): Promise<this> {
+    this.db = await createTestDatabase();
+    await this.db.prisma.product.createMany({ data: products.map((p) => ({ currency: 'EUR', ...p })) });
+    this.app = await startApiApp(this.config());
+    this.temporal = new Client({ connection: await Connection.connect({ address: inject('temporalAddress') }) });
+    return this;
+  }
+
+  /** The suite's configuration, with environment-string overrides. */
+  config(overrides: Record<string, string> = {}): AppConfig {
+    return apiTestConfig(this.db.url, this.taskQueue, overrides);
+  }
+
+  /** Ids of the workflows on this suite's task queue (dev-server visibility), sorted. */
+  async workflowsOnQueue(): Promise<string[]> {
+    const ids: string[] = [];
+    for await (const wf of this.temporal.workflow.list({ query: `TaskQueue = "${this.taskQueue}"` })) {
+      ids.push(wf.workflowId);
+    }
+    return ids.sort();
+  }
+
+  async close(): Promise<void> {
+    for (const extra of this.extraApps) await extra.close();
+    await this.app?.close();
+    await this.temporal?.connection.close();
+    await this.db?.drop();
+  }
+}
