@@ -17,9 +17,7 @@ import {
   ORDER_WORKFLOW_TYPE,
   type OrderFulfilmentInput,
   type OrderFulfilmentResult,
-  type OrderFulfilmentState,
   OrderStatus,
-  orderStatusQuery,
   orderWorkflowId,
   retryAccountingSyncSignal,
   SEARCH_ATTRIBUTES,
@@ -27,7 +25,7 @@ import {
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
-import { TEMPORAL_CLIENT, TEMPORAL_QUERY_TIMEOUT_MS, WORKFLOW_START_TIMEOUT_MS } from './temporal.constants.js';
+import { TEMPORAL_CLIENT, WORKFLOW_START_TIMEOUT_MS } from './temporal.constants.js';
 
 /** Signature of the workflow, for typing `workflow.start` by name (the function itself is never imported). */
 type OrderFulfilmentWorkflow = (input: OrderFulfilmentInput) => Promise<OrderFulfilmentResult>;
@@ -92,16 +90,5 @@ export class OrderWorkflowStarter {
     await this.client.withDeadline(Date.now() + WORKFLOW_START_TIMEOUT_MS, () =>
       handle.signal(retryAccountingSyncSignal),
     );
-  }
-
-  /**
-   * Reads the live fulfilment state of the order from its workflow (the `status` query). Needs a worker
-   * polling the task queue to answer.
-   * @throws the client's error when the workflow does not exist (`WorkflowNotFoundError`), Temporal is
-   *   unreachable, or no worker answers within {@link TEMPORAL_QUERY_TIMEOUT_MS} ms.
-   */
-  async describe(orderId: string): Promise<OrderFulfilmentState> {
-    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
-    return this.client.withDeadline(Date.now() + TEMPORAL_QUERY_TIMEOUT_MS, () => handle.query(orderStatusQuery));
   }
 }

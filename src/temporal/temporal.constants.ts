@@ -11,9 +11,6 @@ export const TEMPORAL_CLIENT = Symbol('TEMPORAL_CLIENT');
  */
 export const WORKFLOW_START_TIMEOUT_MS = 5_000;
 
-/** Deadline of a status query or health check against Temporal, ms. */
-export const TEMPORAL_QUERY_TIMEOUT_MS = 3_000;
-
 /** The reconciler only starts workflows of orders older than this, ms, so it never races the POST handler. */
 export const RECONCILE_MIN_AGE_MS = 5_000;
 
