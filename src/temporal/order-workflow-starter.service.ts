@@ -1,5 +1,5 @@
 /**
- * Starts (idempotently) and inspects the fulfilment workflow of an order.
+ * Starts (idempotently) and signals the fulfilment workflow of an order.
  *
  * Idempotency layer 2 (README, Guarantees): the workflow id is `order-<orderId>` ({@link orderWorkflowId}), the
  * conflict policy `USE_EXISTING` turns a start of a running workflow into a no-op, and the reuse policy
