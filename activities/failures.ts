@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../workflows/errors.js';
-import { ProviderError } from './ports.js';
+import { ProviderError } from './provider-error.js';
 
 /** A permanent "record not found" failure, e.g. `notFound('order', id)`. */
 export function notFound(what: string, id: string): ApplicationFailure {

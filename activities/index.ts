@@ -28,6 +28,7 @@ export function createActivities(deps: ActivityDeps) {
 export type OrderActivities = ReturnType<typeof createActivities>;
 
 export * from './ports.js';
+export * from './provider-error.js';
 export type * from './inventory.activities.js';
 export type * from './invoice.activities.js';
 export type * from './confirmation.activities.js';

@@ -65,27 +65,6 @@ export interface AccountingProvider {
   upsertInvoice(invoice: AccountingInvoice, idempotencyKey: string): Promise<AccountingUpsertResult>;
 }
 
-/**
- * How a provider call failed:
- * - `unavailable`: 5xx, 408, 425, 429, timeout or network error. Transient: retry.
- * - `conflict`: 409, the same idempotency key is still in flight at the provider. Transient: retry.
- * - `unauthorized`: 401/403. Permanent until credentials change.
- * - `rejected`: any other 4xx (invalid request). Permanent.
- */
-export type ProviderFailureKind = 'unavailable' | 'conflict' | 'unauthorized' | 'rejected';
-
-/** Error thrown by provider clients. `status` is the HTTP status when there was a response. */
-export class ProviderError extends Error {
-  constructor(
-    message: string,
-    readonly kind: ProviderFailureKind,
-    readonly status?: number,
-  ) {
-    super(message);
-    this.name = 'ProviderError';
-  }
-}
-
 /** Tunables of the activities. */
 export interface ActivitySettings {
   /**

@@ -2,12 +2,8 @@
  * The accounting system client: `AccountingProvider` (activities/ports.ts) over HTTP against
  * `PUT /v1/invoices/:externalId`, the simulator in development, the real system in production.
  */
-import {
-  ProviderError,
-  type AccountingInvoice,
-  type AccountingProvider,
-  type AccountingUpsertResult,
-} from '../../activities/ports.js';
+import type { AccountingInvoice, AccountingProvider, AccountingUpsertResult } from '../../activities/ports.js';
+import { ProviderError } from '../../activities/provider-error.js';
 import { callProvider, type ProviderHttpOptions } from './provider-http.js';
 
 /** Options of {@link HttpAccountingProvider}: base URL, bearer key and per-request timeout (ms). */

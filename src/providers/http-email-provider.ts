@@ -2,7 +2,8 @@
  * The email provider client: `EmailProvider` (activities/ports.ts) over HTTP against the email API
  * (`POST /v1/messages`), the simulator in development, a hosted provider in production.
  */
-import { ProviderError, type EmailMessage, type EmailProvider, type EmailSendResult } from '../../activities/ports.js';
+import type { EmailMessage, EmailProvider, EmailSendResult } from '../../activities/ports.js';
+import { ProviderError } from '../../activities/provider-error.js';
 import { callProvider, type ProviderHttpOptions } from './provider-http.js';
 
 /** Options of {@link HttpEmailProvider}. */

@@ -1,9 +1,9 @@
 /**
  * The HTTP call shared by the provider clients: JSON over global `fetch` with a per-request timeout, the
  * `Idempotency-Key` and bearer headers on every call, and the mapping of every failure to a
- * {@link ProviderError} kind as `activities/ports.ts` documents it.
+ * {@link ProviderError} kind as `activities/provider-error.ts` documents it.
  */
-import { ProviderError, type ProviderFailureKind } from '../../activities/ports.js';
+import { ProviderError, type ProviderFailureKind } from '../../activities/provider-error.js';
 
 /** Connection settings of a provider client. */
 export interface ProviderHttpOptions {
@@ -77,7 +77,14 @@ export async function callProvider(options: ProviderHttpOptions, request: Provid
     contentType = response.headers.get('content-type') ?? '';
     text = await response.text();
   } catch (error) {
-    throw new ProviderError(`${what} failed: ${describeTransportError(error, options.timeoutMs)}`, 'unavailable');
+    throw new ProviderError(
+      `${what} failed: ${describeTransportError(error, options.timeoutMs)}`,
+      'unavailable',
+      undefined,
+      {
+        connectionRefused: isConnectionRefused(error),
+      },
+    );
   }
 
   if (status >= 200 && status < 300) {
@@ -108,6 +115,12 @@ function problemDetail(text: string, contentType: string): string {
     }
   }
   return text === '' ? 'no response body' : truncate(text);
+}
+
+/** True when the request never reached the provider: the connection was refused, so nothing was sent. */
+function isConnectionRefused(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
+  return cause?.code === 'ECONNREFUSED';
 }
 
 function describeTransportError(error: unknown, timeoutMs: number): string {

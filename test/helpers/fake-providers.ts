@@ -3,14 +3,8 @@
  * the same idempotency key yields the same id and no second effect. They count calls and effects
  * separately, and can be told to fail the next N calls.
  */
-import {
-  ProviderError,
-  type AccountingInvoice,
-  type AccountingProvider,
-  type EmailMessage,
-  type EmailProvider,
-  type ProviderFailureKind,
-} from '../../activities/ports.js';
+import type { AccountingInvoice, AccountingProvider, EmailMessage, EmailProvider } from '../../activities/ports.js';
+import { ProviderError, type ProviderFailureKind } from '../../activities/provider-error.js';
 
 abstract class FakeProvider<TReq, TRes> {
   /** Every call, in order, with its key. */

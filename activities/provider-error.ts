@@ -1,0 +1,60 @@
+/**
+ * The error provider clients throw, and how a failed call is classified. A value (a class), so it lives
+ * here and not in ports.ts, which holds only types.
+ */
+
+/**
+ * How a provider call failed:
+ * - `unavailable`: 5xx, 408, 425, 429, timeout or network error. Transient: retry.
+ * - `conflict`: 409, the same idempotency key is still in flight at the provider. Transient: retry.
+ * - `unauthorized`: 401/403. Permanent until credentials change.
+ * - `rejected`: any other 4xx (invalid request). Permanent.
+ */
+export type ProviderFailureKind = 'unavailable' | 'conflict' | 'unauthorized' | 'rejected';
+
+/**
+ * Whether a failed call may have produced its effect at the provider:
+ * - `false` (definitely not performed): the provider answered with a status that says it did not act on the
+ *   request: any 4xx but 409, and 503 (RFC 9110 §15.6.4: the server is "currently unable to handle the
+ *   request"); or the connection was refused, so nothing was sent.
+ * - `true` (outcome unknown): a timeout or a connection lost after the request went out, 409 (the same key is
+ *   being processed by the provider right now), 500/502/504 and other 5xx (a gateway may have forwarded it),
+ *   or a 2xx whose body could not be read.
+ * A retry with the same Idempotency-Key settles an unknown outcome: the provider replays the effect if it
+ * happened and performs it if not.
+ */
+export function mayHaveActed(
+  status: number | undefined,
+  kind: ProviderFailureKind,
+  connectionRefused = false,
+): boolean {
+  if (status === undefined) return !connectionRefused;
+  if (status >= 200 && status < 300) return true;
+  if (status === 409) return true;
+  if (status >= 400 && status < 500) return false;
+  if (status === 503) return false;
+  return kind !== 'rejected';
+}
+
+/** Error thrown by provider clients. `status` is the HTTP status when there was a response. */
+export class ProviderError extends Error {
+  /** See {@link mayHaveActed}. */
+  readonly mayHaveActed: boolean;
+
+  /**
+   * @param message names the provider, method, path and status.
+   * @param kind the failure's class (see {@link ProviderFailureKind}).
+   * @param status HTTP status, when there was a response.
+   * @param options.connectionRefused true when the request never reached the provider (ECONNREFUSED).
+   */
+  constructor(
+    message: string,
+    readonly kind: ProviderFailureKind,
+    readonly status?: number,
+    options: { connectionRefused?: boolean } = {},
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+    this.mayHaveActed = mayHaveActed(status, kind, options.connectionRefused ?? false);
+  }
+}
