@@ -4,19 +4,26 @@
  * Before an activity calls a provider it writes a `side_effect_claims` row under the effect's idempotency
  * key (e.g. `order-confirmation:<orderId>`). The unique key decides one owner among concurrent runs; the
  * owner calls the provider with the same key as `Idempotency-Key`, then marks the claim `sent` with the
- * provider's id. Rules, in order:
+ * provider's id. Statuses: `sending` (a call may be in flight, or an earlier call's outcome is unknown),
+ * `sent`, `failed` (the last call was definitely not performed) and `cancelled` (a tombstone: never perform).
+ * Rules, in order:
  *  1. No row: insert `sending` and own it.
  *  2. Row `sent`: the effect happened; return the recorded provider id, call nothing.
- *  3. Row `sending` owned by an earlier attempt of the same activity (Temporal retried because that
+ *  3. Row `cancelled`: the order was halted before the effect; return `cancelled`, call nothing, ever.
+ *  4. Row `failed`: nothing was performed; take it with a conditional UPDATE (one winner).
+ *  5. Row `sending` owned by an earlier attempt of the same activity (Temporal retried because that
  *     attempt failed or timed out): take it over and re-send with the same key; the provider
  *     de-duplicates, so a send that did happen is not repeated.
- *  4. Row `sending` older than the lease (its owner died): reclaim it with a conditional UPDATE on status
+ *  6. Row `sending` older than the lease (its owner died): reclaim it with a conditional UPDATE on status
  *     and claim age; exactly one reclaimer wins. A dead worker never means zero emails.
- *  5. Otherwise someone else is sending right now: throw the retryable `ClaimInProgressError`.
+ *  7. Otherwise someone else is sending right now: throw the retryable `ClaimInProgressError`.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../workflows/errors.js';
 import type { Db } from './ports.js';
+
+/** The client or a transaction of it: claims can be taken inside a caller's transaction. */
+export type DbOrTx = Pick<Db, '$executeRaw' | '$queryRaw'>;
 
 /** Who is running: `<workflowId>/<activityId>#<attempt>` of the current activity execution. */
 export interface ClaimOwner {
@@ -26,10 +33,19 @@ export interface ClaimOwner {
   attempt: number;
 }
 
+/** Status a claim had before this owner took it: `sending` means an earlier call may have acted. */
+export type PriorClaimStatus = 'none' | 'failed' | 'sending';
+
 /** Outcome of `claimSideEffect`. */
 export type ClaimOutcome =
-  | { state: 'owned'; how: 'new' | 'retry-takeover' | 'lease-expired'; attempts: number }
-  | { state: 'done'; providerId: string };
+  | {
+      state: 'owned';
+      how: 'new' | 'after-failure' | 'retry-takeover' | 'lease-expired';
+      attempts: number;
+      prior: PriorClaimStatus;
+    }
+  | { state: 'done'; providerId: string }
+  | { state: 'cancelled' };
 
 interface ClaimRow {
   status: string;
@@ -56,7 +72,7 @@ function parseOwner(token: string): ClaimOwner | undefined {
  * @throws ApplicationFailure `ClaimInProgressError` (retryable) when another live owner holds the claim.
  */
 export async function claimSideEffect(
-  db: Db,
+  db: DbOrTx,
   params: { key: string; kind: string; owner: ClaimOwner; leaseMs: number },
 ): Promise<ClaimOutcome> {
   const { key, kind, owner, leaseMs } = params;
@@ -65,33 +81,40 @@ export async function claimSideEffect(
     INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at)
     VALUES (${key}, ${kind}, 'sending', ${me}, 1, now())
     ON CONFLICT (key) DO NOTHING`;
-  if (inserted === 1) return { state: 'owned', how: 'new', attempts: 1 };
+  if (inserted === 1) return { state: 'owned', how: 'new', attempts: 1, prior: 'none' };
 
   const rows = await db.$queryRaw<ClaimRow[]>`
     SELECT status, owner, provider_id, attempts,
            claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8) AS expired
     FROM side_effect_claims WHERE key = ${key}`;
   const row = rows[0];
-  if (!row) {
-    // The claim vanished between insert and select (a permanent failure released it): retry soon.
-    throw ApplicationFailure.retryable(`claim ${key} changed while claiming`, ErrorType.ClaimInProgress);
-  }
+  if (!row) throw ApplicationFailure.retryable(`claim ${key} changed while claiming`, ErrorType.ClaimInProgress);
   if (row.status === 'sent' && row.provider_id) return { state: 'done', providerId: row.provider_id };
+  if (row.status === 'cancelled') return { state: 'cancelled' };
 
-  const current = parseOwner(row.owner);
-  if (current && current.execution === owner.execution && current.attempt < owner.attempt) {
+  if (row.status === 'failed') {
     const taken = await db.$executeRaw`
       UPDATE side_effect_claims
-      SET owner = ${me}, attempts = attempts + 1, claimed_at = now()
-      WHERE key = ${key} AND status = 'sending' AND owner = ${row.owner}`;
-    if (taken === 1) return { state: 'owned', how: 'retry-takeover', attempts: row.attempts + 1 };
-  } else if (row.expired) {
-    const reclaimed = await db.$executeRaw`
-      UPDATE side_effect_claims
-      SET owner = ${me}, attempts = attempts + 1, claimed_at = now()
-      WHERE key = ${key} AND status = 'sending'
-        AND claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8)`;
-    if (reclaimed === 1) return { state: 'owned', how: 'lease-expired', attempts: row.attempts + 1 };
+      SET status = 'sending', owner = ${me}, attempts = attempts + 1, claimed_at = now()
+      WHERE key = ${key} AND status = 'failed'`;
+    if (taken === 1) return { state: 'owned', how: 'after-failure', attempts: row.attempts + 1, prior: 'failed' };
+  } else {
+    const current = parseOwner(row.owner);
+    if (current && current.execution === owner.execution && current.attempt < owner.attempt) {
+      const taken = await db.$executeRaw`
+        UPDATE side_effect_claims
+        SET owner = ${me}, attempts = attempts + 1, claimed_at = now()
+        WHERE key = ${key} AND status = 'sending' AND owner = ${row.owner}`;
+      if (taken === 1) return { state: 'owned', how: 'retry-takeover', attempts: row.attempts + 1, prior: 'sending' };
+    } else if (row.expired) {
+      const reclaimed = await db.$executeRaw`
+        UPDATE side_effect_claims
+        SET owner = ${me}, attempts = attempts + 1, claimed_at = now()
+        WHERE key = ${key} AND status = 'sending'
+          AND claimed_at < now() - make_interval(secs => ${leaseMs / 1000}::float8)`;
+      if (reclaimed === 1)
+        return { state: 'owned', how: 'lease-expired', attempts: row.attempts + 1, prior: 'sending' };
+    }
   }
   throw ApplicationFailure.retryable(
     `side effect ${key} is claimed by ${row.owner} (status ${row.status}); retrying later`,
@@ -104,20 +127,57 @@ export async function claimSideEffect(
  * recorded id is returned instead.
  * @returns the provider id now stored on the claim.
  */
-export async function completeSideEffect(db: Db, key: string, providerId: string): Promise<string> {
-  const updated = await db.$executeRaw`
-    UPDATE side_effect_claims SET status = 'sent', provider_id = ${providerId}, completed_at = now()
-    WHERE key = ${key} AND status = 'sending'`;
-  if (updated === 1) return providerId;
-  const row = await db.sideEffectClaim.findUnique({ where: { key } });
-  return row?.providerId ?? providerId;
+export async function completeSideEffect(db: DbOrTx, key: string, providerId: string): Promise<string> {
+  const rows = await db.$queryRaw<Array<{ provider_id: string | null }>>`
+    WITH done AS (
+      UPDATE side_effect_claims SET status = 'sent', provider_id = ${providerId}, completed_at = now()
+      WHERE key = ${key} AND status IN ('sending', 'failed')
+      RETURNING provider_id)
+    SELECT provider_id FROM done
+    UNION ALL
+    SELECT provider_id FROM side_effect_claims WHERE key = ${key} AND NOT EXISTS (SELECT 1 FROM done)`;
+  return rows[0]?.provider_id ?? providerId;
 }
 
 /**
- * Releases a `sending` claim this owner holds, after the provider rejected the effect permanently, so
- * that a corrected re-run can claim it again. Does nothing if the claim moved on.
+ * Records that this owner's call was definitely not performed (the provider refused it, or it was never
+ * made), so the claim may be taken again and a halt may tombstone it. With `prior = 'sending'` (an earlier
+ * call's outcome is still unknown) the claim stays `sending`: nothing this owner did settles that doubt.
+ * Does nothing if the claim moved on (another owner, or `sent`).
  */
-export async function releaseSideEffect(db: Db, key: string, owner: ClaimOwner): Promise<void> {
+export async function markSideEffectNotPerformed(
+  db: DbOrTx,
+  key: string,
+  owner: ClaimOwner,
+  prior: PriorClaimStatus,
+): Promise<void> {
+  if (prior === 'sending') return;
   await db.$executeRaw`
-    DELETE FROM side_effect_claims WHERE key = ${key} AND status = 'sending' AND owner = ${ownerToken(owner)}`;
+    UPDATE side_effect_claims SET status = 'failed'
+    WHERE key = ${key} AND status = 'sending' AND owner = ${ownerToken(owner)}`;
+}
+
+/** What a tombstone attempt found: the effect `sent`, its outcome `unknown`, or now `cancelled` for good. */
+export type TombstoneOutcome =
+  { effect: 'sent'; providerId: string } | { effect: 'unknown'; owner: string } | { effect: 'cancelled' };
+
+/**
+ * Makes sure the side effect `key` is never performed, unless it already was or may have been: inserts a
+ * `cancelled` claim, or turns a `failed` one into `cancelled`. Run it inside the transaction that holds the
+ * lock every claimant takes first (the order row), so no claim slips in between.
+ * @returns `sent` (the effect happened), `unknown` (a `sending` claim: a call may be in flight or have acted),
+ *   or `cancelled` (the tombstone is in place; no call was or will be performed).
+ */
+export async function tombstoneSideEffect(db: DbOrTx, key: string, kind: string): Promise<TombstoneOutcome> {
+  await db.$executeRaw`
+    INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at)
+    VALUES (${key}, ${kind}, 'cancelled', 'tombstone', 0, now())
+    ON CONFLICT (key) DO UPDATE SET status = 'cancelled', owner = 'tombstone'
+      WHERE side_effect_claims.status = 'failed'`;
+  const rows = await db.$queryRaw<Array<{ status: string; owner: string; provider_id: string | null }>>`
+    SELECT status, owner, provider_id FROM side_effect_claims WHERE key = ${key}`;
+  const row = rows[0];
+  if (row?.status === 'sent' && row.provider_id) return { effect: 'sent', providerId: row.provider_id };
+  if (row?.status === 'sending') return { effect: 'unknown', owner: row.owner };
+  return { effect: 'cancelled' };
 }

@@ -21,6 +21,17 @@ export const ErrorType = {
   ClaimInProgress: 'ClaimInProgressError',
   /** The provider is unavailable or timed out (HTTP 5xx, 408, 429, network). Transient. */
   ProviderUnavailable: 'ProviderUnavailableError',
+  /**
+   * A forward step refused to act because the order stopped moving forward: it was halted for compensation
+   * (cancel or failure), its reservation was released or its invoice voided. Permanent.
+   */
+  OrderHalted: 'OrderHaltedError',
+  /** The order is already final (completed, failed or cancelled): a second run does nothing. Permanent. */
+  OrderClosed: 'OrderClosedError',
+  /** A cancel request the order cannot honour any more (the confirmation went out, or it is final). */
+  OrderNotCancellable: 'OrderNotCancellableError',
+  /** An operator retry while the workflow does not wait for one (or waits on another step). */
+  OrderNotAwaitingRetry: 'OrderNotAwaitingRetryError',
   /** The workflow's own deliberate failure after compensating a permanently failed order. */
   OrderFailed: 'OrderFailedError',
 } as const;
@@ -33,4 +44,6 @@ export const PERMANENT_ERROR_TYPES: readonly ErrorType[] = [
   ErrorType.InsufficientStock,
   ErrorType.Unauthorized,
   ErrorType.ProviderRejected,
+  ErrorType.OrderHalted,
+  ErrorType.OrderClosed,
 ];

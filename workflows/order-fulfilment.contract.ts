@@ -6,7 +6,7 @@
  * value without pulling the workflow implementation.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** Default task queue of the order worker; override with `TEMPORAL_TASK_QUEUE`. */
 export const ORDER_TASK_QUEUE = 'order-fulfilment';
@@ -24,39 +24,96 @@ export function orderWorkflowId(orderId: string): string {
 }
 
 /**
- * Order lifecycle statuses, written as absolute values to `orders.status` after each step, in order.
- * `step` is their position: a status write carries it, and a write with a lower step than the stored one
- * is ignored (a late retry never moves an order backwards).
+ * Order lifecycle statuses, written as absolute values to `orders.status`. See README, "Order statuses".
+ *
+ * Forward path: received → inventory_reserved → invoiced → confirmation_sent (the pivot: the customer holds
+ * a confirmation) → shipped → completed. Before the pivot a failure or a cancel compensates (stock released,
+ * invoice voided) and ends in `failed` or `cancelled`; after it nothing compensates: a step that fails for
+ * good, or whose outcome at a provider is unknown, puts the order in `attention_required` until an operator
+ * retries it.
  */
 export const OrderStatus = {
   Received: 'received',
   InventoryReserved: 'inventory_reserved',
   Invoiced: 'invoiced',
+  /** The confirmation email was accepted by the provider: the point of no return. */
   ConfirmationSent: 'confirmation_sent',
+  /** The carrier accepted the shipment; the reservation is consumed (`ship:<orderId>:<sku>` movements). */
+  Shipped: 'shipped',
   /**
-   * The customer has a confirmed order but syncing the invoice to accounting failed for good (e.g. the
-   * accounting system rejected it). The order is NOT cancelled: the workflow waits for
-   * `retryAccountingSync` (POST /orders/:id/accounting-sync/retry) after someone fixed the cause.
+   * A step could not finish on its own and no compensation is allowed (past the pivot), or the provider may
+   * have acted and we cannot know: the workflow waits for an operator's `retry` Update
+   * (POST /orders/:id/retry). `failureReason` says which step and why.
    */
   AttentionRequired: 'attention_required',
   Completed: 'completed',
+  /** A step failed for good before the pivot; the earlier steps were compensated. Final. */
   Failed: 'failed',
+  /** Cancelled before the pivot (API or Temporal cancel); the earlier steps were compensated. Final. */
+  Cancelled: 'cancelled',
 } as const;
 export type OrderStatus = (typeof OrderStatus)[keyof typeof OrderStatus];
 
-/** Step number of each status (0 = received by the API). `failed` outranks every other status. */
-export const ORDER_STATUS_STEP: Readonly<Record<OrderStatus, number>> = {
+/** Forward steps of the workflow, in order. `attention_required` names the one that waits. */
+export const OrderStep = {
+  ReserveInventory: 'reserveInventory',
+  CreateInvoice: 'createInvoice',
+  SendOrderConfirmation: 'sendOrderConfirmation',
+  ShipOrder: 'shipOrder',
+  SyncInvoiceToAccounting: 'syncInvoiceToAccounting',
+} as const;
+export type OrderStep = (typeof OrderStep)[keyof typeof OrderStep];
+
+/**
+ * Rank of each status: a status write carries it and is ignored when the stored rank is higher (or equal
+ * with another status), so a late retry never moves an order backwards. `attention_required` ranks just
+ * before the status its step leads to (see {@link statusRank}); `failed` and `cancelled` outrank all.
+ */
+export const ORDER_STATUS_RANK: Readonly<Record<Exclude<OrderStatus, 'attention_required'>, number>> = {
   received: 0,
-  inventory_reserved: 1,
-  invoiced: 2,
-  confirmation_sent: 3,
-  attention_required: 4,
-  completed: 5,
-  failed: 9,
+  inventory_reserved: 10,
+  invoiced: 20,
+  confirmation_sent: 30,
+  shipped: 40,
+  completed: 50,
+  failed: 90,
+  cancelled: 90,
 };
 
-/** Statuses after which the workflow does nothing more. */
-export const TERMINAL_ORDER_STATUSES: readonly OrderStatus[] = [OrderStatus.Completed, OrderStatus.Failed];
+/** The status each forward step writes (in its own transaction) when it succeeds. */
+export const STEP_STATUS: Readonly<Record<OrderStep, OrderStatus>> = {
+  reserveInventory: OrderStatus.InventoryReserved,
+  createInvoice: OrderStatus.Invoiced,
+  sendOrderConfirmation: OrderStatus.ConfirmationSent,
+  shipOrder: OrderStatus.Shipped,
+  syncInvoiceToAccounting: OrderStatus.Completed,
+};
+
+/**
+ * The rank stored with a status write: {@link ORDER_STATUS_RANK}, and for `attention_required` the rank of
+ * the status its waiting step leads to, minus 5 (e.g. waiting at shipOrder: 35, between confirmation_sent
+ * and shipped), so the step's success after a retry outranks the attention.
+ * @throws Error when `attention_required` comes without its step.
+ */
+export function statusRank(status: OrderStatus, step?: OrderStep): number {
+  if (status === OrderStatus.AttentionRequired) {
+    if (!step) throw new Error('attention_required needs the step that waits');
+    return ORDER_STATUS_RANK[STEP_STATUS[step] as Exclude<OrderStatus, 'attention_required'>] - 5;
+  }
+  return ORDER_STATUS_RANK[status];
+}
+
+/** Statuses after which nothing happens to the order any more. */
+export const TERMINAL_ORDER_STATUSES: readonly OrderStatus[] = [
+  OrderStatus.Completed,
+  OrderStatus.Failed,
+  OrderStatus.Cancelled,
+];
+
+/** True for `completed`, `failed` and `cancelled`. */
+export function isTerminalStatus(status: string): boolean {
+  return (TERMINAL_ORDER_STATUSES as readonly string[]).includes(status);
+}
 
 /** Workflow input. Only the id travels: activities read the order from PostgreSQL (small histories). */
 export interface OrderFulfilmentInput {
@@ -64,27 +121,62 @@ export interface OrderFulfilmentInput {
   orderId: string;
 }
 
-/** Workflow result when the order completes. A failed order ends the workflow with `OrderFailedError`. */
-export interface OrderFulfilmentResult {
+/** Workflow result when the order completes. */
+export interface OrderCompletedResult {
   orderId: string;
   status: typeof OrderStatus.Completed;
   /** Invoice number, e.g. `INV-000042`. */
   invoiceNumber: string;
   /** Email provider's message id of the order confirmation. */
   confirmationMessageId: string;
+  /** The carrier's tracking number. */
+  trackingNumber: string;
   /** The accounting system's id of the synced invoice. */
   accountingId: string;
+}
+
+/** Workflow result when the order was cancelled through the `cancelOrder` Update (compensated). */
+export interface OrderCancelledResult {
+  orderId: string;
+  status: typeof OrderStatus.Cancelled;
+  /** The reason given with the cancel request. */
+  reason: string;
+}
+
+/**
+ * Workflow result. A failed order ends the workflow with `OrderFailedError`; a cancel requested through
+ * Temporal (UI/CLI) before the pivot ends it as cancelled (after compensating); a run on an order that was
+ * already final ends with `OrderClosedError` and changes nothing.
+ */
+export type OrderFulfilmentResult = OrderCompletedResult | OrderCancelledResult;
+
+/** Why an order waits in `attention_required`. */
+export interface OrderAttention {
+  /** The step that waits for an operator. */
+  step: OrderStep;
+  /** Error type and message, e.g. `ProviderRejectedError: accounting system: ... → 422`. */
+  reason: string;
+  /** True when the provider may have performed the step's effect (its outcome is unknown). */
+  outcomeUnknown: boolean;
+  /** How many operator retries this step had so far. */
+  retries: number;
 }
 
 /** What the `status` query returns: the workflow's view of the order, live. */
 export interface OrderFulfilmentState {
   orderId: string;
   status: OrderStatus;
-  /** Name of the step running now, or null when terminal. */
+  /** Name of the step running now, or null. */
   currentStep: string | null;
-  /** Steps that completed, in order. */
+  /** Steps (and compensations) that completed, in order. */
   completedSteps: string[];
   invoiceNumber: string | null;
+  /** True once the confirmation email was accepted by the provider: from then on nothing compensates. */
+  pivotPassed: boolean;
+  /** Set while the order waits for an operator in `attention_required`. */
+  attention: OrderAttention | null;
+  /** The cancel request being honoured, if any. */
+  cancellation: { reason: string; source: 'update' | 'workflow-cancel' } | null;
   /** Why the order failed or needs attention (error type and message); null otherwise. */
   failureReason: string | null;
 }
@@ -92,9 +184,47 @@ export interface OrderFulfilmentState {
 /** Query: the current fulfilment state. Name on the wire: `status`. */
 export const orderStatusQuery = defineQuery<OrderFulfilmentState>('status');
 
+/** Argument of the `cancelOrder` Update. */
+export interface CancelOrderInput {
+  /** Why the order is cancelled (1..500 characters), stored as the order's failure reason. */
+  reason: string;
+}
+
 /**
- * Signal: retry the accounting sync of an order in `attention_required` (after the cause was fixed).
- * Name on the wire: `retryAccountingSync`; no arguments. Ignored in any other state.
+ * Update: cancel the order. Accepted (its validator passes) while the confirmation has not gone out and the
+ * order is not final or waiting for an operator; rejected otherwise with `OrderNotCancellableError`. The
+ * Update completes only once the outcome is certain: with {@link OrderCancelledResult} after the
+ * compensations and the `cancelled` status write, or with an `OrderNotCancellableError` failure when the
+ * confirmation email was accepted by the provider before the cancel took effect (the order then goes on to
+ * completion). Name on the wire: `cancelOrder`. See https://docs.temporal.io/encyclopedia/workflow-message-passing
+ */
+export const cancelOrderUpdate = defineUpdate<OrderCancelledResult, [CancelOrderInput]>('cancelOrder');
+
+/** Argument of the `retry` Update. */
+export interface RetryStepInput {
+  /** When given, the retry is accepted only if this is the step that waits (e.g. `syncInvoiceToAccounting`). */
+  step?: OrderStep;
+}
+
+/** Result of the `retry` Update: the step whose retry started, and the how-many-th operator retry it is. */
+export interface RetryStepResult {
+  orderId: string;
+  step: OrderStep;
+  retry: number;
+}
+
+/**
+ * Update (operator action): retry the step an order in `attention_required` waits on, after its cause was
+ * fixed. The validator rejects it with `OrderNotAwaitingRetryError` unless the workflow is waiting (or waits
+ * for another step than `step`); it completes once the retry has started. Send it with an update id derived
+ * from the request (the Idempotency-Key), so a repeated request is one retry. Name on the wire: `retry`.
+ */
+export const retryStepUpdate = defineUpdate<RetryStepResult, [RetryStepInput]>('retry');
+
+/**
+ * Signal of the first workflow version (no `lifecycle-v2` patch marker): retry the accounting sync of an order
+ * in `attention_required`. Kept for executions started before the lifecycle change; new executions use
+ * {@link retryStepUpdate}. Name on the wire: `retryAccountingSync`.
  */
 export const retryAccountingSyncSignal = defineSignal('retryAccountingSync');
 
