@@ -3,7 +3,9 @@
  * number), sent with `Idempotency-Key: accounting-invoice:<orderId>`, whose result is recorded in
  * `accounting_syncs`. The upsert is idempotent by nature; the key makes retries replays at the provider.
  */
+import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound, rethrowProviderError } from './failures.js';
+import { halted, withHeartbeats, writeOrderStatus } from './order-guards.js';
 import type { AccountingInvoice, AccountingProvider, Db } from './ports.js';
 
 /** Input of syncInvoiceToAccounting. */
@@ -32,9 +34,11 @@ export function accountingInvoiceKey(orderId: string): string {
 export function createAccountingActivities(db: Db, accounting: AccountingProvider) {
   return {
     /**
-     * Upserts the order's invoice in the accounting system and records its id.
-     * @throws ApplicationFailure `NotFoundError` (order or invoice missing), `ProviderRejectedError` or
-     *   `UnauthorizedError` (permanent), `ProviderUnavailableError` (transient, retried).
+     * Upserts the order's invoice in the accounting system (heartbeating during the call) and records its id,
+     * with the order's status `completed`, in one transaction (`synced_at` from the database clock). A void
+     * invoice is never synced.
+     * @throws ApplicationFailure `NotFoundError` (order or invoice missing), `OrderHaltedError` (invoice void),
+     *   `ProviderRejectedError` or `UnauthorizedError` (permanent), `ProviderUnavailableError` (transient, retried).
      */
     async syncInvoiceToAccounting(input: SyncInvoiceToAccountingInput): Promise<SyncInvoiceToAccountingResult> {
       const { orderId } = input;
@@ -46,7 +50,11 @@ export function createAccountingActivities(db: Db, accounting: AccountingProvide
       if (!order) throw notFound('order', orderId);
       if (!order.invoice) throw notFound('invoice of order', orderId);
       const externalId = order.invoice.number;
+      if (order.invoice.status === 'void')
+        throw halted(orderId, 'syncInvoiceToAccounting', `invoice ${externalId} is void`);
+      const rank = statusRank(OrderStatus.Completed);
       if (order.accountingSync?.externalId === externalId) {
+        await writeOrderStatus(db, orderId, OrderStatus.Completed, rank);
         return { accountingId: order.accountingSync.accountingId, externalId, idempotencyKey: key, syncedNow: false };
       }
       // Built only from stored, immutable fields: every attempt sends the identical body for the key.
@@ -61,14 +69,17 @@ export function createAccountingActivities(db: Db, accounting: AccountingProvide
       };
       let accountingId: string;
       try {
-        ({ accountingId } = await accounting.upsertInvoice(invoice, key));
+        ({ accountingId } = await withHeartbeats(() => accounting.upsertInvoice(invoice, key)));
       } catch (err) {
         rethrowProviderError(err, 'accounting system');
       }
-      await db.accountingSync.upsert({
-        where: { orderId },
-        create: { orderId, externalId, accountingId, syncedAt: new Date() },
-        update: { externalId, accountingId, syncedAt: new Date() },
+      await db.$transaction(async (tx) => {
+        await tx.$executeRaw`
+          INSERT INTO accounting_syncs (order_id, external_id, accounting_id, synced_at)
+          VALUES (${orderId}::uuid, ${externalId}, ${accountingId}, now())
+          ON CONFLICT (order_id) DO UPDATE
+            SET external_id = EXCLUDED.external_id, accounting_id = EXCLUDED.accounting_id, synced_at = now()`;
+        await writeOrderStatus(tx, orderId, OrderStatus.Completed, rank);
       });
       return { accountingId, externalId, idempotencyKey: key, syncedNow: true };
     },

@@ -1,12 +1,30 @@
 /**
  * The order confirmation email, sent at most once per order by claim-first, act-second
- * (see side-effect-claims.ts) and the provider's `Idempotency-Key` de-duplication.
+ * (see side-effect-claims.ts) and the provider's `Idempotency-Key` de-duplication, and the halt that
+ * fences it: the confirmation is the pivot, so before compensating, the workflow makes sure it was not sent
+ * and never will be.
  */
-import { activityInfo, log } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { log } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
+import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound, rethrowProviderError } from './failures.js';
+import {
+  cancellationRequested,
+  currentClaimOwner,
+  halted,
+  lockOrder,
+  lockOrderForForwardStep,
+  withHeartbeats,
+  writeOrderStatus,
+} from './order-guards.js';
 import type { ActivitySettings, Db, EmailMessage, EmailProvider } from './ports.js';
-import { claimSideEffect, completeSideEffect, releaseSideEffect, type ClaimOwner } from './side-effect-claims.js';
+import { ProviderError } from './provider-error.js';
+import {
+  claimSideEffect,
+  completeSideEffect,
+  markSideEffectNotPerformed,
+  tombstoneSideEffect,
+} from './side-effect-claims.js';
 
 /** Input of sendOrderConfirmation. */
 export interface SendOrderConfirmationInput {
@@ -35,22 +53,39 @@ export function formatMinor(amountMinor: number, currency: string): string {
   return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')} ${currency}`;
 }
 
-/** The current activity execution as a claim owner. */
-export function currentClaimOwner(): ClaimOwner {
-  const info = activityInfo();
-  const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
-  return { execution: `${workflowId}/${info.activityId}`, attempt: info.attempt };
+/** Input of haltOrder. */
+export interface HaltOrderInput {
+  orderId: string;
+  /** Why the order stops (the cancel reason or the failure), stored in `orders.halt_reason`. */
+  reason: string;
 }
 
-/** Builds the confirmation activity over the database and email ports. */
+/**
+ * Result of haltOrder:
+ * - `halted`: the confirmation was not sent and now never will be (tombstone); the order is halted, so
+ *   compensating is safe.
+ * - `sent`: the confirmation went out (past the pivot): nothing was changed, nothing may be compensated.
+ * - `unknown`: a confirmation call is in flight or ended without a known outcome: nothing was changed.
+ */
+export type HaltOrderResult =
+  { outcome: 'halted' } | { outcome: 'sent'; messageId: string } | { outcome: 'unknown'; claimOwner: string };
+
+/** Builds the confirmation activities over the database and email ports. */
 export function createConfirmationActivities(db: Db, email: EmailProvider, settings: ActivitySettings) {
   return {
     /**
-     * Sends the order confirmation: claim `order-confirmation:<orderId>`, call the provider with that
-     * key as `Idempotency-Key`, then mark the claim sent with the provider's message id.
-     * @throws ApplicationFailure `NotFoundError` (order or invoice missing), `ProviderRejectedError` or
-     *   `UnauthorizedError` (permanent; the claim is released), `ProviderUnavailableError` or
-     *   `ClaimInProgressError` (transient, retried).
+     * Sends the order confirmation: under the order-row lock (refusing a final or halted order), claim
+     * `order-confirmation:<orderId>`; call the provider with that key as `Idempotency-Key` while heartbeating;
+     * then, in one transaction, mark the claim sent with the provider's message id and set the order's status
+     * to `confirmation_sent`.
+     *
+     * Cancellation (delivered through heartbeats): before the provider is called, the activity stops and
+     * never calls it; once the call is under way it is not cut short (its outcome would become unknown): it
+     * finishes, and a success is reported as a success.
+     * @throws ApplicationFailure `NotFoundError` (order or invoice missing), `OrderClosedError`,
+     *   `OrderHaltedError` (halted: the confirmation is tombstoned), `ProviderRejectedError` or
+     *   `UnauthorizedError` (permanent), `ProviderUnavailableError` or `ClaimInProgressError` (transient; details
+     *   `{ status, mayHaveActed }`); `CancelledFailure` when cancelled before the call.
      */
     async sendOrderConfirmation(input: SendOrderConfirmationInput): Promise<SendOrderConfirmationResult> {
       const { orderId } = input;
@@ -61,12 +96,28 @@ export function createConfirmationActivities(db: Db, email: EmailProvider, setti
       });
       if (!order) throw notFound('order', orderId);
       if (!order.invoice) throw notFound('invoice of order', orderId);
+      if (cancellationRequested()) throw new CancelledFailure('cancelled before the confirmation was claimed');
 
       const owner = currentClaimOwner();
-      const claim = await claimSideEffect(db, { key, kind: 'email', owner, leaseMs: settings.claimLeaseMs });
+      const rank = statusRank(OrderStatus.ConfirmationSent);
+      const claim = await db.$transaction(async (tx) => {
+        await lockOrderForForwardStep(tx, orderId, 'sendOrderConfirmation');
+        const outcome = await claimSideEffect(tx, { key, kind: 'email', owner, leaseMs: settings.claimLeaseMs });
+        if (outcome.state === 'done') await writeOrderStatus(tx, orderId, OrderStatus.ConfirmationSent, rank);
+        return outcome;
+      });
       if (claim.state === 'done') return { messageId: claim.providerId, idempotencyKey: key, sentNow: false };
+      if (claim.state === 'cancelled') throw halted(orderId, 'sendOrderConfirmation', 'the confirmation is cancelled');
       if (claim.how !== 'new')
-        log.info('re-sending claimed email with the same idempotency key', { key, how: claim.how });
+        log.info('sending the claimed email with the same idempotency key', {
+          key,
+          how: claim.how,
+          prior: claim.prior,
+        });
+      if (cancellationRequested()) {
+        await markSideEffectNotPerformed(db, key, owner, claim.prior);
+        throw new CancelledFailure('cancelled before the email provider was called');
+      }
 
       const lines = order.lines.map(
         (l) => `  ${l.quantity} x ${l.product.name} (${l.sku}) @ ${formatMinor(l.unitPriceMinor, order.currency)}`,
@@ -86,17 +137,42 @@ export function createConfirmationActivities(db: Db, email: EmailProvider, setti
       };
       let messageId: string;
       try {
-        ({ messageId } = await email.send(message, key));
+        ({ messageId } = await withHeartbeats(() => email.send(message, key)));
       } catch (err) {
-        try {
-          rethrowProviderError(err, 'email provider');
-        } catch (failure) {
-          if (failure instanceof ApplicationFailure && failure.nonRetryable) await releaseSideEffect(db, key, owner);
-          throw failure;
-        }
+        // Definitely not performed: the claim may be taken again, and a halt may tombstone it. Otherwise the
+        // claim stays `sending`: the provider may have acted, and only a retry with the same key can tell.
+        if (err instanceof ProviderError && !err.mayHaveActed)
+          await markSideEffectNotPerformed(db, key, owner, claim.prior);
+        rethrowProviderError(err, 'email provider');
       }
-      const stored = await completeSideEffect(db, key, messageId);
+      const stored = await db.$transaction(async (tx) => {
+        const id = await completeSideEffect(tx, key, messageId);
+        await writeOrderStatus(tx, orderId, OrderStatus.ConfirmationSent, rank);
+        return id;
+      });
       return { messageId: stored, idempotencyKey: key, sentNow: true };
+    },
+
+    /**
+     * The fence before any compensation: under the order-row lock (the lock sendOrderConfirmation claims
+     * under), tombstones the confirmation claim unless it was sent or may have been, and if so marks the order
+     * halted (`halted_at`, `halt_reason`) so no forward step acts any more. Idempotent.
+     * @returns see {@link HaltOrderResult}.
+     * @throws ApplicationFailure `NotFoundError` when the order does not exist.
+     */
+    async haltOrder(input: HaltOrderInput): Promise<HaltOrderResult> {
+      const { orderId } = input;
+      return db.$transaction(async (tx) => {
+        await lockOrder(tx, orderId);
+        const found = await tombstoneSideEffect(tx, orderConfirmationKey(orderId), 'email');
+        if (found.effect === 'sent') return { outcome: 'sent', messageId: found.providerId };
+        if (found.effect === 'unknown') return { outcome: 'unknown', claimOwner: found.owner };
+        await tx.$executeRaw`
+          UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = ${input.reason.slice(0, 1000)},
+                 updated_at = now()
+          WHERE id = ${orderId}::uuid`;
+        return { outcome: 'halted' };
+      });
     },
   };
 }

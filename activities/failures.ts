@@ -15,22 +15,23 @@ export function notFound(what: string, id: string): ApplicationFailure {
 /**
  * Maps a provider client error onto an application failure and throws it:
  * unavailable/conflict → retryable `ProviderUnavailableError`; unauthorized → non-retryable
- * `UnauthorizedError`; rejected → non-retryable `ProviderRejectedError`. Other errors are rethrown as
- * they are (and retried by the profile).
+ * `UnauthorizedError`; rejected → non-retryable `ProviderRejectedError`; details `{ status, mayHaveActed }`
+ * (see provider-error.ts). Other errors are rethrown as they are (and retried by the profile).
  * @param provider name used in the message, e.g. `email provider`.
  * @throws always.
  */
 export function rethrowProviderError(err: unknown, provider: string): never {
   if (err instanceof ProviderError) {
     const message = `${provider}: ${err.message}`;
+    const details = { status: err.status, mayHaveActed: err.mayHaveActed };
     switch (err.kind) {
       case 'unauthorized':
-        throw ApplicationFailure.nonRetryable(message, ErrorType.Unauthorized, { status: err.status });
+        throw ApplicationFailure.nonRetryable(message, ErrorType.Unauthorized, details);
       case 'rejected':
-        throw ApplicationFailure.nonRetryable(message, ErrorType.ProviderRejected, { status: err.status });
+        throw ApplicationFailure.nonRetryable(message, ErrorType.ProviderRejected, details);
       case 'unavailable':
       case 'conflict':
-        throw ApplicationFailure.retryable(message, ErrorType.ProviderUnavailable, { status: err.status });
+        throw ApplicationFailure.retryable(message, ErrorType.ProviderUnavailable, details);
     }
   }
   throw err;

@@ -8,7 +8,9 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../workflows/errors.js';
+import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
+import { halted, lockOrder, lockOrderForForwardStep, writeOrderStatus } from './order-guards.js';
 import type { Db } from './ports.js';
 
 /** Input of reserveInventory / releaseInventory. */
@@ -47,12 +49,19 @@ export function createInventoryActivities(db: Db) {
      * Reserves every line of the order, all or nothing: one `reserve:<orderId>:<sku>` movement per line,
      * each with `reserved += quantity` under the condition `on_hand - reserved >= quantity`.
      * Lines are processed in SKU order so concurrent orders lock products in one order (no deadlock).
-     * @throws ApplicationFailure `NotFoundError` (order missing) or `InsufficientStockError` with
-     *   `StockShortage[]` as details; both non-retryable, and the transaction leaves no partial reservation.
+     * In the same transaction the order's status becomes `inventory_reserved`. Takes the order-row lock
+     * first: an order that is final, halted, or whose reservation was already released is refused (a
+     * released reservation is never "already done").
+     * @throws ApplicationFailure `NotFoundError` (order missing), `OrderClosedError` (already final),
+     *   `OrderHaltedError` (halted or released) or `InsufficientStockError` with `StockShortage[]` as details;
+     *   all non-retryable, and the transaction leaves no partial reservation.
      */
     async reserveInventory(input: ReserveInventoryInput): Promise<ReserveInventoryResult> {
       const { orderId } = input;
       return db.$transaction(async (tx) => {
+        await lockOrderForForwardStep(tx, orderId, 'reserveInventory');
+        const released = await tx.inventoryMovement.count({ where: { orderId, reason: 'release' } });
+        if (released > 0) throw halted(orderId, 'reserveInventory', 'its reservation was released');
         const lines = await tx.orderLine.findMany({ where: { orderId }, orderBy: { sku: 'asc' } });
         if (lines.length === 0) throw notFound('order', orderId);
         const movements: MovementOutcome[] = [];
@@ -89,6 +98,7 @@ export function createInventoryActivities(db: Db) {
             ...shortages,
           );
         }
+        await writeOrderStatus(tx, orderId, OrderStatus.InventoryReserved, statusRank(OrderStatus.InventoryReserved));
         return { orderId, movements };
       });
     },
@@ -96,17 +106,31 @@ export function createInventoryActivities(db: Db) {
     /**
      * Compensation of reserveInventory: for each `reserve:<orderId>:<sku>` movement, records
      * `release:<orderId>:<sku>` with the opposite quantity and `reserved -= quantity`. Releases only
-     * what was reserved; a second run finds the release movements and changes nothing.
+     * what was reserved and not shipped; a second run finds the release movements and changes nothing.
+     * Sets the order's tombstone (`halted_at`) first, under the order-row lock, so a late attempt of
+     * reserveInventory can never reserve again after this ran.
+     * @throws ApplicationFailure `NotFoundError` when the order does not exist.
      */
     async releaseInventory(input: ReleaseInventoryInput): Promise<ReleaseInventoryResult> {
       const { orderId } = input;
       return db.$transaction(async (tx) => {
+        await lockOrder(tx, orderId);
+        await tx.$executeRaw`
+          UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, 'compensating'),
+                 updated_at = now()
+          WHERE id = ${orderId}::uuid`;
         const reservations = await tx.inventoryMovement.findMany({
           where: { orderId, reason: 'reservation' },
           orderBy: { sku: 'asc' },
         });
+        const shipped = new Set(
+          (await tx.inventoryMovement.findMany({ where: { orderId, reason: 'shipment' }, select: { sku: true } })).map(
+            (m) => m.sku,
+          ),
+        );
         const movements: MovementOutcome[] = [];
         for (const r of reservations) {
+          if (shipped.has(r.sku)) continue;
           const id = `release:${orderId}:${r.sku}`;
           const inserted = await tx.$executeRaw`
             INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)

@@ -7,7 +7,9 @@
  * invoice and number and never burns a number.
  */
 import { randomUUID } from 'node:crypto';
+import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
+import { halted, lockOrder, lockOrderForForwardStep, writeOrderStatus } from './order-guards.js';
 import type { Db } from './ports.js';
 
 /** Input of createInvoice / voidInvoice. */
@@ -44,17 +46,23 @@ export function formatInvoiceNumber(series: string, n: number): string {
 export function createInvoiceActivities(db: Db) {
   return {
     /**
-     * Creates the invoice for the order, or returns the one that exists.
-     * @throws ApplicationFailure `NotFoundError` (non-retryable) when the order does not exist.
+     * Creates the invoice for the order, or returns the one that exists, and sets the order's status to
+     * `invoiced` in the same transaction. `issued_at` comes from the database clock. A void invoice is never
+     * "already done": the step refuses it.
+     * @throws ApplicationFailure `NotFoundError` (order missing), `OrderClosedError` (order already final),
+     *   `OrderHaltedError` (halted, or its invoice voided); all non-retryable.
      */
     async createInvoice(input: CreateInvoiceInput): Promise<CreateInvoiceResult> {
       const { orderId } = input;
       return db.$transaction(async (tx) => {
+        await lockOrderForForwardStep(tx, orderId, 'createInvoice');
         const orders = await tx.$queryRaw<Array<{ currency: string; total_minor: number }>>`
-          SELECT currency, total_minor FROM orders WHERE id = ${orderId}::uuid FOR UPDATE`;
+          SELECT currency, total_minor FROM orders WHERE id = ${orderId}::uuid`;
         const order = orders[0];
         if (!order) throw notFound('order', orderId);
         const existing = await tx.invoice.findUnique({ where: { orderId } });
+        if (existing?.status === 'void') throw halted(orderId, 'createInvoice', `invoice ${existing.number} is void`);
+        await writeOrderStatus(tx, orderId, OrderStatus.Invoiced, statusRank(OrderStatus.Invoiced));
         if (existing) {
           return {
             invoiceId: existing.id,
@@ -68,22 +76,18 @@ export function createInvoiceActivities(db: Db) {
         const [counter] = await tx.$queryRaw<Array<{ n: number }>>`
           UPDATE invoice_counters SET next = next + 1 WHERE series = 'INV' RETURNING next - 1 AS n`;
         if (!counter) throw new Error('invoice counter row INV is missing (run the migrations)');
-        const invoice = await tx.invoice.create({
-          data: {
-            id: randomUUID(),
-            orderId,
-            number: formatInvoiceNumber('INV', Number(counter.n)),
-            status: 'issued',
-            currency: order.currency,
-            totalMinor: order.total_minor,
-          },
-        });
+        const id = randomUUID();
+        const number = formatInvoiceNumber('INV', Number(counter.n));
+        const [created] = await tx.$queryRaw<Array<{ issued_at: Date }>>`
+          INSERT INTO invoices (id, order_id, number, status, currency, total_minor)
+          VALUES (${id}::uuid, ${orderId}::uuid, ${number}, 'issued', ${order.currency}, ${order.total_minor})
+          RETURNING issued_at`;
         return {
-          invoiceId: invoice.id,
-          invoiceNumber: invoice.number,
-          currency: invoice.currency,
-          totalMinor: invoice.totalMinor,
-          issuedAt: invoice.issuedAt.toISOString(),
+          invoiceId: id,
+          invoiceNumber: number,
+          currency: order.currency,
+          totalMinor: order.total_minor,
+          issuedAt: created!.issued_at.toISOString(),
           created: true,
         };
       });
@@ -91,16 +95,25 @@ export function createInvoiceActivities(db: Db) {
 
     /**
      * Compensation of createInvoice: sets the invoice's status to `void` (an absolute value; the number
-     * stays allocated, as invoice series must not be reused). No invoice → nothing to do.
+     * stays allocated, as invoice series must not be reused; `voided_at` from the database clock). Sets the
+     * order's tombstone first under the order-row lock, so a late createInvoice attempt cannot issue one
+     * after this ran. No invoice → nothing to void.
+     * @throws ApplicationFailure `NotFoundError` when the order does not exist.
      */
     async voidInvoice(input: VoidInvoiceInput): Promise<VoidInvoiceResult> {
-      const invoice = await db.invoice.findUnique({ where: { orderId: input.orderId } });
-      if (!invoice) return { invoiceNumber: null, voided: false };
-      const updated = await db.invoice.updateMany({
-        where: { orderId: input.orderId, status: 'issued' },
-        data: { status: 'void', voidedAt: new Date() },
+      const { orderId } = input;
+      return db.$transaction(async (tx) => {
+        await lockOrder(tx, orderId);
+        await tx.$executeRaw`
+          UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, 'compensating'),
+                 updated_at = now()
+          WHERE id = ${orderId}::uuid`;
+        const invoice = await tx.invoice.findUnique({ where: { orderId } });
+        if (!invoice) return { invoiceNumber: null, voided: false };
+        const updated = await tx.$executeRaw`
+          UPDATE invoices SET status = 'void', voided_at = now() WHERE order_id = ${orderId}::uuid AND status = 'issued'`;
+        return { invoiceNumber: invoice.number, voided: updated === 1 };
       });
-      return { invoiceNumber: invoice.number, voided: updated.count === 1 };
     },
   };
 }

@@ -30,13 +30,15 @@ export const databaseStep: ActivityOptions = {
 };
 
 /**
- * Calls to external providers (email, accounting) over HTTP: longer attempts (the client's own HTTP
+ * Calls to external providers (email, carrier, accounting) over HTTP: longer attempts (the client's own HTTP
  * timeout is 10 s by default) and enough of them to ride out a provider outage of about 10 minutes
- * before the order is given up on.
+ * before the order is given up on. The activities heartbeat every second during the call, so a worker that
+ * dies mid-call is noticed after the 10 s heartbeat timeout, not the 30 s start-to-close.
  * 15 attempts x 30 s + backoff 2+4+8+16+32+60x9 s = 450 + 602 = 1052 s <= 1200 s.
  */
 export const providerCall: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: '10 seconds',
   scheduleToCloseTimeout: '20 minutes',
   retry: {
     initialInterval: '2 seconds',
@@ -63,5 +65,22 @@ export const compensation: ActivityOptions = {
   },
 };
 
+/**
+ * The `attention_required` status write after the pivot: nothing compensates there, so it outlasts a long
+ * database outage (the workflow waits for the operator either way).
+ * 60 attempts x 10 s + backoff 1+2+4+8+16+32+60x54 s = 600 + 3303 = 3903 s <= 4200 s.
+ */
+export const attentionWrite: ActivityOptions = {
+  startToCloseTimeout: '10 seconds',
+  scheduleToCloseTimeout: '70 minutes',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 60,
+    nonRetryableErrorTypes,
+  },
+};
+
 /** All profiles by name, for documentation and tests. */
-export const RETRY_PROFILES = { databaseStep, providerCall, compensation } as const;
+export const RETRY_PROFILES = { databaseStep, providerCall, compensation, attentionWrite } as const;

@@ -1,165 +1,465 @@
 /**
- * The order fulfilment workflow: reserve inventory → create invoice → send the order confirmation →
- * sync the invoice to accounting, writing the order's status (an absolute value) after each step.
+ * The order fulfilment workflow: reserve inventory → create invoice → send the order confirmation (the
+ * pivot) → ship the order → sync the invoice to accounting. Each forward step writes the order's status in
+ * its own transaction, so the workflow makes no separate status writes on the happy path.
  *
- * The confirmation email is the pivot: before it, a step that fails for good cancels the order (the
- * completed steps are compensated); after it, the customer holds a confirmed order, so a failed
- * accounting sync never cancels it: the order goes to `attention_required` and the workflow waits for the
- * `retryAccountingSync` signal (sent by POST /orders/:id/accounting-sync/retry once the cause is fixed).
+ * The order's one story:
+ * - Before the pivot, a step that fails for good, or a cancel (the `cancelOrder` Update, or a workflow
+ *   cancel request from the Temporal UI/CLI), halts the order and compensates: `haltOrder` first fences the
+ *   confirmation (under the order-row lock it tombstones the email claim, so no attempt ever sends it), then
+ *   the invoice is voided and the stock released (both no-ops when their step never acted), and the order
+ *   ends `failed` or `cancelled`.
+ * - If the fence finds the confirmation sent, the pivot was passed after all: the order goes on to completion
+ *   and a cancel is refused. If it finds a call whose outcome is unknown (the provider may have acted), the
+ *   order goes to a person: `attention_required` until the operator's `retry` Update.
+ * - After the pivot nothing compensates: a step that fails for good puts the order in `attention_required`
+ *   and the workflow waits for the `retry` Update; a workflow cancel request is refused (logged).
+ * - A run on an order that is already final (a reset, or a second run after retention) changes nothing: the
+ *   first step refuses it with `OrderClosedError`.
  *
- * Every activity is idempotent (see activities/), so Temporal's at-least-once execution is safe; each is
- * called through a named, finite retry profile (activity-options.ts). When a step fails for good
- * (a non-retryable error type, or its retries exhausted), the completed steps are compensated in reverse
- * order in a non-cancellable scope, the order is marked `failed` with the reason, and the workflow fails
- * on purpose with `OrderFailedError`.
+ * Versioning: executions started before this shape have no `lifecycle-v2` patch marker and run the frozen
+ * first version (legacy/order-fulfilment-v1.workflow.ts). See README, "Workflow versioning".
  * Workflow id: `order-<orderId>` (orderWorkflowId). See https://docs.temporal.io/workflows
  */
 import {
+  ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
   TemporalFailure,
+  TimeoutFailure,
   condition,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { OrderActivities } from '../activities/index.js';
-import { compensation, databaseStep, providerCall } from './activity-options.js';
+import type { HaltOrderResult, OrderActivities } from '../activities/index.js';
+import { attentionWrite, compensation, databaseStep, providerCall } from './activity-options.js';
 import { ErrorType } from './errors.js';
+import { orderFulfilmentV1 } from './legacy/order-fulfilment-v1.workflow.js';
 import {
   OrderStatus,
+  OrderStep,
   SEARCH_ATTRIBUTES,
+  cancelOrderUpdate,
+  isTerminalStatus,
   orderStatusQuery,
-  retryAccountingSyncSignal,
+  retryStepUpdate,
+  type OrderCompletedResult,
   type OrderFulfilmentInput,
   type OrderFulfilmentResult,
   type OrderFulfilmentState,
+  type OrderStatus as OrderStatusValue,
 } from './order-fulfilment.contract.js';
 
-const local = proxyActivities<OrderActivities>(databaseStep);
-const remote = proxyActivities<OrderActivities>(providerCall);
+/** Patch id of the lifecycle change (cancel Update, halt fence, shipping, attention after the pivot). */
+export const LIFECYCLE_V2_PATCH = 'lifecycle-v2';
+
+// TODO(merge): shipOrder comes with activities/shipping.activities.ts; drop this intersection then.
+type WorkflowActivities = OrderActivities & {
+  shipOrder(input: { orderId: string }): Promise<{ shipmentId: string; trackingNumber: string }>;
+};
+const db = proxyActivities<OrderActivities>(databaseStep);
+const provider = proxyActivities<WorkflowActivities>(providerCall);
+/** The confirmation: a cancel waits for an attempt under way to finish (it reports whether it sent). */
+const confirmation = proxyActivities<OrderActivities>({
+  ...providerCall,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+});
 const compensating = proxyActivities<OrderActivities>(compensation);
+const attention = proxyActivities<OrderActivities>(attentionWrite);
 
 /**
  * Describes why a step failed, from the failure chain's types (never `instanceof` on error classes of
  * activities: they do not cross the sandbox). E.g. `InsufficientStockError: insufficient stock for ...`.
  */
 export function describeFailure(err: unknown): string {
-  let cause: unknown = err;
-  // Walk to the innermost failure: ActivityFailure → ApplicationFailure / TimeoutFailure.
-  while (cause instanceof TemporalFailure && cause.cause) cause = cause.cause;
+  const cause = innermost(err);
   if (cause instanceof ApplicationFailure) return `${cause.type ?? 'Error'}: ${cause.message}`;
+  if (cause instanceof TimeoutFailure) return `TimeoutFailure: activity ${cause.timeoutType} timeout`;
   if (cause instanceof Error) return `${cause.name}: ${cause.message}`;
   return String(cause);
 }
 
-/** Runs one order to completion or to a compensated failure. */
+/** The innermost failure: ActivityFailure → ApplicationFailure / TimeoutFailure / CancelledFailure. */
+function innermost(err: unknown): unknown {
+  let cause: unknown = err;
+  while (cause instanceof TemporalFailure && cause.cause) cause = cause.cause;
+  return cause;
+}
+
+/** The application failure type at the end of the chain, if any (e.g. `OrderClosedError`). */
+function failureType(err: unknown): string | undefined {
+  const cause = innermost(err);
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}
+
+/**
+ * Whether the provider may have performed the effect of a failed provider step: the activity says so in its
+ * failure details (`mayHaveActed`); a timeout (the worker died or hung mid-call) may have acted too.
+ */
+function mayHaveActed(err: unknown): boolean {
+  const cause = innermost(err);
+  if (cause instanceof TimeoutFailure) return true;
+  if (cause instanceof ApplicationFailure) {
+    const details = cause.details?.[0] as { mayHaveActed?: unknown } | undefined;
+    return details?.mayHaveActed === true || cause.type === ErrorType.ClaimInProgress;
+  }
+  return false;
+}
+
+/** Runs one order to completion, to a compensated `failed`/`cancelled`, or to an operator. */
 export async function orderFulfilment(input: OrderFulfilmentInput): Promise<OrderFulfilmentResult> {
-  const { orderId } = input;
-  const state: OrderFulfilmentState = {
-    orderId,
-    status: OrderStatus.Received,
-    currentStep: null,
-    completedSteps: [],
-    invoiceNumber: null,
-    failureReason: null,
-  };
-  setHandler(orderStatusQuery, () => state);
-  let retryRequests = 0;
-  setHandler(retryAccountingSyncSignal, () => {
-    if (state.status === OrderStatus.AttentionRequired) retryRequests++;
-  });
+  if (!patched(LIFECYCLE_V2_PATCH)) return (await orderFulfilmentV1(input)) as OrderCompletedResult;
+  return new OrderLifecycle(input.orderId).run();
+}
 
-  const setStatus = async (status: OrderStatus, failureReason?: string) => {
-    const activities = status === OrderStatus.Failed ? compensating : local;
-    await activities.setOrderStatus({ orderId, status, failureReason });
-    state.status = status;
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.OrderStatus, value: status }]);
-  };
-  const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
-    state.currentStep = name;
-    const result = await run();
-    state.completedSteps.push(name);
-    state.currentStep = null;
-    return result;
-  };
-  /** Compensations of completed steps, most recent first. */
-  const compensations: Array<{ name: string; run: () => Promise<unknown> }> = [];
+/** The state and steps of one order's run (the v2 lifecycle). */
+class OrderLifecycle {
+  private readonly state: OrderFulfilmentState;
+  /** The cancellable scope of the pre-pivot steps now running, if any. */
+  private prePivot: CancellationScope | null = null;
+  /** Set once a cancel request has its answer: cancelled, or refused with a reason. */
+  private cancelOutcome: { cancelled: true } | { cancelled: false; why: string } | null = null;
+  private compensating = false;
+  private retryAccepted = false;
+  private readonly retries = new Map<OrderStep, number>();
+  /** Parent of the pre-pivot scopes: shields them from the root scope's cancellation. */
+  private readonly shield = new CancellationScope({ cancellable: false });
+  private invoiceNumber: string | null = null;
+  private messageId: string | null = null;
 
-  upsertSearchAttributes([
-    { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
-    { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
-  ]);
-
-  try {
-    await step('reserveInventory', () => local.reserveInventory({ orderId }));
-    compensations.unshift({ name: 'releaseInventory', run: () => compensating.releaseInventory({ orderId }) });
-    await setStatus(OrderStatus.InventoryReserved);
-
-    const invoice = await step('createInvoice', () => local.createInvoice({ orderId }));
-    compensations.unshift({ name: 'voidInvoice', run: () => compensating.voidInvoice({ orderId }) });
-    state.invoiceNumber = invoice.invoiceNumber;
-    await setStatus(OrderStatus.Invoiced);
-
-    const confirmation = await step('sendOrderConfirmation', () => remote.sendOrderConfirmation({ orderId }));
-    await setStatus(OrderStatus.ConfirmationSent);
-
-    // Past the pivot: retry until an operator gives up (cancels the workflow), never compensate on our own.
-    const sync = await step('syncInvoiceToAccounting', async () => {
-      for (;;) {
-        const seen = retryRequests;
-        try {
-          return await remote.syncInvoiceToAccounting({ orderId });
-        } catch (err) {
-          if (isCancellation(err)) throw err;
-          const reason = describeFailure(err);
-          state.failureReason = reason;
-          log.warn('accounting sync failed for good; waiting for retryAccountingSync', { orderId, reason });
-          await setStatus(OrderStatus.AttentionRequired, reason);
-          await condition(() => retryRequests > seen);
-          state.failureReason = null;
-        }
-      }
-    });
-    await setStatus(OrderStatus.Completed);
-
-    return {
+  constructor(private readonly orderId: string) {
+    this.state = {
       orderId,
-      status: OrderStatus.Completed,
-      invoiceNumber: invoice.invoiceNumber,
-      confirmationMessageId: confirmation.messageId,
-      accountingId: sync.accountingId,
+      status: OrderStatus.Received,
+      currentStep: null,
+      completedSteps: [],
+      invoiceNumber: null,
+      pivotPassed: false,
+      attention: null,
+      cancellation: null,
+      failureReason: null,
     };
-  } catch (err) {
-    const reason = describeFailure(err);
-    state.failureReason = reason;
-    log.warn('order failed; compensating', { orderId, step: state.currentStep, reason });
-    // Compensations run even if the workflow was cancelled: the scope ignores cancellation.
-    // Compensations run even if the workflow was cancelled: the scope ignores cancellation. A compensation
-    // that fails after its own retries does not stop the others; it is named in the failure reason so that
-    // someone can finish it by hand.
-    const compensationFailures: string[] = [];
+  }
+
+  async run(): Promise<OrderFulfilmentResult> {
+    this.registerHandlers();
+    upsertSearchAttributes([
+      { key: SEARCH_ATTRIBUTES.OrderId, value: this.orderId },
+      { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
+    ]);
+    // A workflow cancel request (Temporal UI/CLI) is handled like the cancelOrder Update: the pre-pivot scopes
+    // hang off a non-cancellable shield, so it reaches them only through onWorkflowCancel.
+    CancellationScope.current().cancelRequested.catch(() => this.onWorkflowCancel());
+
+    const ended = await this.untilPivot();
+    if (ended) return ended;
+    return CancellationScope.nonCancellable(() => this.afterPivot());
+  }
+
+  /** A workflow cancel request: honoured before the pivot like a cancel Update, refused (logged) after it. */
+  private onWorkflowCancel(): void {
+    const { state } = this;
+    if (state.pivotPassed || state.attention || this.compensating || this.cancelOutcome || state.cancellation) {
+      log.warn('workflow cancel request refused', {
+        orderId: this.orderId,
+        why: state.pivotPassed
+          ? 'the confirmation was sent'
+          : state.attention
+            ? 'waiting for an operator'
+            : 'already stopping',
+      });
+      return;
+    }
+    state.cancellation = { reason: 'workflow cancel requested through Temporal', source: 'workflow-cancel' };
+    this.prePivot?.cancel();
+  }
+
+  private registerHandlers(): void {
+    const { state } = this;
+    setHandler(orderStatusQuery, () => state);
+    setHandler(
+      cancelOrderUpdate,
+      async ({ reason }) => {
+        if (!state.cancellation) {
+          state.cancellation = { reason, source: 'update' };
+          this.prePivot?.cancel();
+        }
+        await condition(() => this.cancelOutcome !== null);
+        const outcome = this.cancelOutcome!;
+        if (!outcome.cancelled) throw notCancellable(this.orderId, outcome.why);
+        return { orderId: this.orderId, status: OrderStatus.Cancelled, reason: state.cancellation.reason };
+      },
+      {
+        validator: (arg) => {
+          const reason: unknown = arg?.reason;
+          if (typeof reason !== 'string' || reason.trim() === '' || reason.length > 500) {
+            throw ApplicationFailure.nonRetryable('reason must be a string of 1..500 characters', ErrorType.Validation);
+          }
+          if (this.cancelOutcome?.cancelled) return; // already cancelled: the handler answers at once
+          if (state.pivotPassed) throw notCancellable(this.orderId, 'the order confirmation was already sent');
+          if (isTerminalStatus(state.status))
+            throw notCancellable(this.orderId, `the order is already ${state.status}`);
+          if (state.attention) {
+            throw notCancellable(this.orderId, `the order waits for an operator at ${state.attention.step}`);
+          }
+          if (this.compensating && !state.cancellation) throw notCancellable(this.orderId, 'the order is failing');
+        },
+      },
+    );
+    setHandler(
+      retryStepUpdate,
+      () => {
+        const waiting = state.attention!;
+        this.retryAccepted = true;
+        waiting.retries += 1;
+        this.retries.set(waiting.step, waiting.retries);
+        return { orderId: this.orderId, step: waiting.step, retry: waiting.retries };
+      },
+      {
+        validator: (arg) => {
+          const step = arg?.step;
+          if (!state.attention || this.retryAccepted) {
+            throw ApplicationFailure.nonRetryable(
+              `order ${this.orderId} is ${state.status} and does not wait for a retry`,
+              ErrorType.OrderNotAwaitingRetry,
+              { status: state.status, waitingStep: null },
+            );
+          }
+          if (step !== undefined && step !== state.attention.step) {
+            throw ApplicationFailure.nonRetryable(
+              `order ${this.orderId} waits for a retry of ${state.attention.step}, not ${String(step)}`,
+              ErrorType.OrderNotAwaitingRetry,
+              { status: state.status, waitingStep: state.attention.step },
+            );
+          }
+        },
+      },
+    );
+  }
+
+  private setStatus(status: OrderStatusValue): void {
+    this.state.status = status;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.OrderStatus, value: status }]);
+  }
+
+  private async step<T>(name: OrderStep, run: () => Promise<T>, status: OrderStatusValue): Promise<T> {
+    this.state.currentStep = name;
+    const result = await run();
+    this.state.completedSteps.push(name);
+    this.state.currentStep = null;
+    this.setStatus(status);
+    return result;
+  }
+
+  private done(name: OrderStep): boolean {
+    return this.state.completedSteps.includes(name);
+  }
+
+  /**
+   * Runs the steps up to and including the confirmation. Returns nothing once the pivot is passed, or the
+   * workflow's end (cancelled result, or throws) when the order was halted and compensated.
+   */
+  private async untilPivot(): Promise<OrderFulfilmentResult | undefined> {
+    const { orderId } = this;
+    for (;;) {
+      let failure: unknown;
+      const scope = new CancellationScope({ cancellable: true, parent: this.shield });
+      this.prePivot = scope;
+      try {
+        await scope.run(async () => {
+          if (this.state.cancellation) throw new ApplicationFailure('cancel requested', 'CancelRequested');
+          if (!this.done(OrderStep.ReserveInventory)) {
+            await this.step(
+              OrderStep.ReserveInventory,
+              () => db.reserveInventory({ orderId }),
+              OrderStatus.InventoryReserved,
+            );
+          }
+          if (!this.done(OrderStep.CreateInvoice)) {
+            const invoice = await this.step(
+              OrderStep.CreateInvoice,
+              () => db.createInvoice({ orderId }),
+              OrderStatus.Invoiced,
+            );
+            this.invoiceNumber = invoice.invoiceNumber;
+            this.state.invoiceNumber = invoice.invoiceNumber;
+          }
+          const sent = await this.step(
+            OrderStep.SendOrderConfirmation,
+            () => confirmation.sendOrderConfirmation({ orderId }),
+            OrderStatus.ConfirmationSent,
+          );
+          this.messageId = sent.messageId;
+        });
+      } catch (err) {
+        failure = err;
+      } finally {
+        this.prePivot = null;
+      }
+      if (this.messageId) {
+        this.passPivot('the order confirmation was sent before the cancel took effect');
+        return undefined;
+      }
+      this.state.currentStep = null;
+
+      if (failureType(failure) === ErrorType.OrderClosed) return this.closedAlready(failure);
+      const reason = this.state.cancellation
+        ? `cancelled: ${this.state.cancellation.reason}`
+        : describeFailure(failure);
+      this.compensating = true;
+      const fence: HaltOrderResult = await CancellationScope.nonCancellable(() =>
+        compensating.haltOrder({ orderId, reason }),
+      );
+      if (fence.outcome === 'sent') {
+        this.messageId = fence.messageId;
+        this.state.completedSteps.push(OrderStep.SendOrderConfirmation);
+        this.setStatus(OrderStatus.ConfirmationSent);
+        this.compensating = false;
+        this.passPivot('the order confirmation was sent before the cancel took effect');
+        return undefined;
+      }
+      if (fence.outcome === 'halted') return this.compensate(reason, failure);
+
+      // The provider may have sent the confirmation: a person decides; a retry re-sends with the same key.
+      this.compensating = false;
+      const why = `the confirmation email may have been sent (${describeFailure(failure)})`;
+      if (this.state.cancellation && !this.cancelOutcome) {
+        this.cancelOutcome = { cancelled: false, why: `${why}; the order waits for an operator` };
+      }
+      await CancellationScope.nonCancellable(() => this.awaitOperator(OrderStep.SendOrderConfirmation, why, true));
+    }
+  }
+
+  private passPivot(refusal: string): void {
+    this.state.pivotPassed = true;
+    if (this.state.cancellation && !this.cancelOutcome) this.cancelOutcome = { cancelled: false, why: refusal };
+  }
+
+  /** The order was already final when this run started (reset, or a second run): change nothing. */
+  private closedAlready(failure: unknown): never {
+    const cause = innermost(failure) as ApplicationFailure;
+    const status = (cause.details?.[0] as { status?: OrderStatusValue } | undefined)?.status;
+    if (status) this.setStatus(status);
+    this.cancelOutcome ??= { cancelled: false, why: `the order is already ${status ?? 'final'}` };
+    throw ApplicationFailure.nonRetryable(
+      `order ${this.orderId} is already ${status ?? 'final'}; this run changed nothing`,
+      ErrorType.OrderClosed,
+      { status },
+    );
+  }
+
+  /**
+   * Compensates a halted order: void the invoice, release the stock (both registered before their steps ran,
+   * and no-ops when the step never acted), in a non-cancellable scope; a compensation that fails after its
+   * retries does not stop the others and is named in the reason. Then the final status, and the end.
+   */
+  private async compensate(reason: string, failure: unknown): Promise<OrderFulfilmentResult> {
+    const { orderId, state } = this;
+    log.warn('order halted; compensating', { orderId, reason });
+    const cancelled = state.cancellation !== null;
+    const failures: string[] = [];
     await CancellationScope.nonCancellable(async () => {
-      for (const c of compensations) {
-        state.currentStep = c.name;
+      for (const [name, run] of [
+        ['voidInvoice', () => compensating.voidInvoice({ orderId })],
+        ['releaseInventory', () => compensating.releaseInventory({ orderId })],
+      ] as const) {
+        state.currentStep = name;
         try {
-          await c.run();
-          state.completedSteps.push(c.name);
-        } catch (compErr) {
-          compensationFailures.push(`${c.name} failed: ${describeFailure(compErr)}`);
-          log.error('compensation failed', { orderId, compensation: c.name, error: describeFailure(compErr) });
+          await run();
+          state.completedSteps.push(name);
+        } catch (err) {
+          failures.push(`${name} failed: ${describeFailure(err)}`);
+          log.error('compensation failed', { orderId, compensation: name, error: describeFailure(err) });
         }
       }
       state.currentStep = null;
-      if (compensationFailures.length) state.failureReason = `${reason} (${compensationFailures.join('; ')})`;
-      await setStatus(OrderStatus.Failed, state.failureReason ?? reason);
+      state.failureReason = failures.length ? `${reason} (${failures.join('; ')})` : reason;
+      const status = cancelled ? OrderStatus.Cancelled : OrderStatus.Failed;
+      await compensating.setOrderStatus({ orderId, status, failureReason: state.failureReason });
+      this.setStatus(status);
     });
+    if (cancelled) {
+      this.cancelOutcome = { cancelled: true };
+      if (state.cancellation!.source === 'workflow-cancel' && isCancellation(failure)) throw failure;
+      return { orderId, status: OrderStatus.Cancelled, reason: state.cancellation!.reason };
+    }
     throw ApplicationFailure.nonRetryable(`order ${orderId} failed: ${reason}`, ErrorType.OrderFailed, {
       orderId,
       reason,
-      compensationFailures,
+      compensationFailures: failures,
     });
   }
+
+  /** After the pivot: ship, sync to accounting; a step that fails for good waits for an operator. */
+  private async afterPivot(): Promise<OrderCompletedResult> {
+    const { orderId } = this;
+    const shipment = await this.untilDone(OrderStep.ShipOrder, OrderStatus.Shipped, () =>
+      provider.shipOrder({ orderId }),
+    );
+    const sync = await this.untilDone(OrderStep.SyncInvoiceToAccounting, OrderStatus.Completed, () =>
+      provider.syncInvoiceToAccounting({ orderId }),
+    );
+    return {
+      orderId,
+      status: OrderStatus.Completed,
+      invoiceNumber: this.invoiceNumber ?? sync.externalId,
+      confirmationMessageId: this.messageId!,
+      trackingNumber: shipment.trackingNumber,
+      accountingId: sync.accountingId,
+    };
+  }
+
+  /** Runs a post-pivot step until it succeeds; each failure for good waits for the operator's retry. */
+  private async untilDone<T>(name: OrderStep, status: OrderStatusValue, run: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await this.step(name, run, status);
+      } catch (err) {
+        this.state.currentStep = null;
+        const unknown = mayHaveActed(err);
+        const reason = unknown
+          ? `${describeFailure(err)} (the provider may have acted; a retry re-sends with the same Idempotency-Key)`
+          : describeFailure(err);
+        await this.awaitOperator(name, reason, unknown);
+      }
+    }
+  }
+
+  /**
+   * Puts the order in `attention_required` for `step` and waits for the operator's `retry` Update. The
+   * workflow's own state changes first (in the same workflow task that schedules the status write), so an
+   * operator who sees the status in the database always finds the workflow waiting.
+   */
+  private async awaitOperator(step: OrderStep, reason: string, outcomeUnknown: boolean): Promise<void> {
+    const { orderId, state } = this;
+    state.attention = { step, reason, outcomeUnknown, retries: this.retries.get(step) ?? 0 };
+    state.failureReason = reason;
+    this.retryAccepted = false;
+    this.setStatus(OrderStatus.AttentionRequired);
+    log.warn('order needs an operator', { orderId, step, reason });
+    try {
+      await attention.setOrderStatus({ orderId, status: OrderStatus.AttentionRequired, failureReason: reason, step });
+    } catch (err) {
+      // The database stays behind; the workflow still waits, and its search attribute says attention_required.
+      log.error('could not record attention_required', { orderId, error: describeFailure(err) });
+    }
+    await condition(() => this.retryAccepted);
+    state.attention = null;
+    state.failureReason = null;
+    this.retryAccepted = false;
+  }
+}
+
+function notCancellable(orderId: string, why: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    `order ${orderId} cannot be cancelled: ${why}`,
+    ErrorType.OrderNotCancellable,
+    {
+      why,
+    },
+  );
 }

@@ -1,0 +1,115 @@
+/**
+ * What every order activity shares: the order-row lock that serialises forward steps against halts
+ * (the per-order tombstone), absolute status writes guarded by rank, the claim owner of the current
+ * activity, and heartbeats around slow calls.
+ */
+import { activityInfo, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { ErrorType } from '../workflows/errors.js';
+import { isTerminalStatus, type OrderStatus } from '../workflows/order-fulfilment.contract.js';
+import { notFound } from './failures.js';
+import type { Db } from './ports.js';
+import type { ClaimOwner, DbOrTx } from './side-effect-claims.js';
+
+/** A transaction of the Prisma client (the argument of `db.$transaction(async (tx) => ...)`). */
+export type Tx = Parameters<Parameters<Db['$transaction']>[0]>[0];
+
+/** The order row as the guards read it. */
+export interface LockedOrder {
+  status: string;
+  haltedAt: Date | null;
+  haltReason: string | null;
+}
+
+/**
+ * Locks the order row (`SELECT ... FOR UPDATE`) for the rest of the transaction. Every forward step and every
+ * halt takes this lock first, so a halt and a forward step never interleave: either the step acts before
+ * the halt (and the compensation that follows undoes it), or it sees the tombstone and refuses.
+ * @throws ApplicationFailure `NotFoundError` when there is no such order.
+ */
+export async function lockOrder(tx: DbOrTx, orderId: string): Promise<LockedOrder> {
+  const rows = await tx.$queryRaw<Array<{ status: string; halted_at: Date | null; halt_reason: string | null }>>`
+    SELECT status, halted_at, halt_reason FROM orders WHERE id = ${orderId}::uuid FOR UPDATE`;
+  const row = rows[0];
+  if (!row) throw notFound('order', orderId);
+  return { status: row.status, haltedAt: row.halted_at, haltReason: row.halt_reason };
+}
+
+/**
+ * {@link lockOrder}, then refuses a forward step on an order that is final or halted.
+ * @param step name of the step, for the message.
+ * @throws ApplicationFailure `OrderClosedError` (final: completed, failed or cancelled; details `{ status }`),
+ *   `OrderHaltedError` (halted for compensation; details `{ haltReason }`), `NotFoundError`. All non-retryable.
+ */
+export async function lockOrderForForwardStep(tx: DbOrTx, orderId: string, step: string): Promise<LockedOrder> {
+  const order = await lockOrder(tx, orderId);
+  if (isTerminalStatus(order.status)) {
+    throw ApplicationFailure.nonRetryable(
+      `${step} refused: order ${orderId} is already ${order.status}`,
+      ErrorType.OrderClosed,
+      { status: order.status },
+    );
+  }
+  if (order.haltedAt) throw halted(orderId, step, order.haltReason ?? 'halted');
+  return order;
+}
+
+/** The non-retryable `OrderHaltedError` of a forward step that must not act any more. */
+export function halted(orderId: string, step: string, why: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`${step} refused: order ${orderId} stopped (${why})`, ErrorType.OrderHalted, {
+    haltReason: why,
+  });
+}
+
+/**
+ * Writes the order's status as an absolute value with its rank: applied only when the stored rank is lower,
+ * or equal with the same status (so a late retry never moves an order backwards, and `failed`/`cancelled`
+ * are never overwritten by each other). Sets `completed_at` (database clock) on `completed`.
+ * @param reason stored in `failure_reason` (max 1000 chars); null clears it.
+ * @returns true when the row changed.
+ */
+export async function writeOrderStatus(
+  db: DbOrTx,
+  orderId: string,
+  status: OrderStatus,
+  rank: number,
+  reason: string | null = null,
+): Promise<boolean> {
+  const stored = reason?.slice(0, 1000) ?? null;
+  const updated = await db.$executeRaw`
+    UPDATE orders
+    SET status = ${status}, status_step = ${rank}, failure_reason = ${stored},
+        completed_at = CASE WHEN ${status} = 'completed' THEN coalesce(completed_at, now()) ELSE completed_at END,
+        updated_at = now()
+    WHERE id = ${orderId}::uuid AND (status_step < ${rank} OR (status_step = ${rank} AND status = ${status}))`;
+  return updated === 1;
+}
+
+/** The current activity execution as a claim owner (`<workflowId>/<activityId>`, attempt). */
+export function currentClaimOwner(): ClaimOwner {
+  const info = activityInfo();
+  const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
+  return { execution: `${workflowId}/${info.activityId}`, attempt: info.attempt };
+}
+
+/** True when Temporal asked this activity to cancel (delivered with a heartbeat response). */
+export function cancellationRequested(): boolean {
+  return Context.current().cancellationSignal.aborted;
+}
+
+/**
+ * Runs `fn` while heartbeating every `intervalMs` ms, so a worker that dies mid-call is noticed within the
+ * heartbeat timeout of the activity's retry profile, and a cancel request reaches the activity. The call
+ * itself is never aborted: a provider call cut short would leave its outcome unknown.
+ * See https://docs.temporal.io/encyclopedia/detecting-activity-failures#activity-heartbeat
+ */
+export async function withHeartbeats<T>(fn: () => Promise<T>, intervalMs = 1000): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const timer = setInterval(() => ctx.heartbeat(), intervalMs);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
