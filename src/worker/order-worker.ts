@@ -42,6 +42,9 @@ export async function createOrderWorker(opts: OrderWorkerOptions): Promise<Worke
     workflowsPath: workflowsPath(),
     activities: opts.activities,
     shutdownGraceTime: '20 seconds',
+    // Heartbeats carry cancel requests to activities: flush them at least every second (the default throttle
+    // is 80% of the heartbeat timeout, 8 s), so a cancel reaches a waiting confirmation within about a second.
+    maxHeartbeatThrottleInterval: '1 second',
     ...opts.overrides,
   });
 }

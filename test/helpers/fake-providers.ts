@@ -11,24 +11,35 @@ abstract class FakeProvider<TReq, TRes> {
   readonly calls: Array<{ key: string; request: TReq }> = [];
   /** Effects per key (a first call with a key is an effect; a replay is not). */
   readonly effects = new Map<string, TRes>();
-  private failures: ProviderFailureKind[] = [];
+  private failures: Array<{ kind: ProviderFailureKind; status?: number; afterEffect: boolean }> = [];
   /** Delay of every call in ms, to widen race windows. */
   delayMs = 0;
 
-  /** The next `times` calls fail with `kind` (after being counted as calls). */
-  failNext(kind: ProviderFailureKind, times = 1): void {
-    for (let i = 0; i < times; i++) this.failures.push(kind);
+  /**
+   * The next `times` calls fail with `kind` (after being counted as calls), with HTTP `status` (default 503
+   * for `unavailable`, 409 for `conflict`, 401 for `unauthorized`, 422 for `rejected`).
+   */
+  failNext(kind: ProviderFailureKind, times = 1, status?: number): void {
+    const byKind = { unavailable: 503, conflict: 409, unauthorized: 401, rejected: 422 } as const;
+    for (let i = 0; i < times; i++) this.failures.push({ kind, status: status ?? byKind[kind], afterEffect: false });
+  }
+
+  /** The next call performs its effect, then its answer is lost (a timeout: the outcome looks unknown). */
+  dropNextResponse(): void {
+    this.failures.push({ kind: 'unavailable', afterEffect: true });
   }
 
   protected async handle(key: string, request: TReq, make: () => TRes): Promise<TRes> {
     this.calls.push({ key, request });
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
     const failure = this.failures.shift();
-    if (failure) throw new ProviderError(`simulated ${failure}`, failure, failure === 'unavailable' ? 503 : 422);
+    if (failure && !failure.afterEffect) {
+      throw new ProviderError(`simulated ${failure.kind}`, failure.kind, failure.status);
+    }
     const existing = this.effects.get(key);
-    if (existing) return existing;
-    const response = make();
+    const response = existing ?? make();
     this.effects.set(key, response);
+    if (failure) throw new ProviderError('simulated timeout after the effect', 'unavailable');
     return response;
   }
 }

@@ -1,83 +1,189 @@
 /**
- * The workflow on a real Temporal dev server with mocked activities: step order, status query, search
- * attributes, compensation order, and that a non-retryable failure from reserveInventory ends the
- * workflow after exactly one attempt.
+ * The workflow on a real Temporal dev server with scripted activities over an in-memory model of one order
+ * (stock reserved, invoice, confirmation claim, halt tombstone, shipment, accounting) that keeps the real
+ * activities' guarantees: the halt fence tombstones an unsent confirmation, forward steps refuse a halted
+ * order, compensations are no-ops when their step never acted.
+ *
+ * Covers the step order and status, the status query and search attributes, compensation, attention after the
+ * pivot with the `retry` Update, and one table-driven test that cancels at every point (before and during each
+ * activity, while waiting) and checks the order's story each time:
+ * `cancelled`/`failed` ⇒ no confirmation sent, stock back, invoice void; `completed` ⇒ exactly one confirmation,
+ * one shipment (reservation consumed), one accounting sync.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import {
+  Client,
+  Connection,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateStage,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { OrderActivities } from '../../activities/index.js';
 import { createOrderWorker } from '../../src/worker/order-worker.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
   ORDER_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
+  cancelOrderUpdate,
   orderStatusQuery,
   orderWorkflowId,
-  retryAccountingSyncSignal,
+  retryStepUpdate,
+  type OrderCompletedResult,
   type OrderFulfilmentResult,
 } from '../../workflows/order-fulfilment.contract.js';
 
 type Call = { name: string; arg: Record<string, unknown> };
+type Activity = (arg: Record<string, unknown>) => Promise<unknown>;
 
-/** Per-order behaviour of the mocked activities. */
-interface Script {
+/** The in-memory order: what the database and the providers would hold. */
+interface FakeOrder {
   calls: Call[];
-  overrides: Partial<Record<keyof OrderActivities, (arg: Record<string, unknown>) => Promise<unknown>>>;
+  reserved: boolean;
+  /** Shipped: the reservation was consumed. */
+  consumed: boolean;
+  invoice: 'none' | 'issued' | 'void';
+  claim: 'none' | 'sending' | 'sent' | 'failed' | 'cancelled';
+  halted: boolean;
+  emails: number;
+  shipments: number;
+  accountingSyncs: number;
+  statuses: string[];
+  /** Per-activity behaviour replacing the default (which still sees `order`). */
+  overrides: Partial<Record<string, (order: FakeOrder, arg: Record<string, unknown>) => Promise<unknown>>>;
 }
 
-const scripts = new Map<string, Script>();
+const orders = new Map<string, FakeOrder>();
 const taskQueue = `wf-test-${randomUUID()}`;
 let connection: NativeConnection;
 let client: Client;
 let worker: Worker;
 let running: Promise<void>;
 
-function mock(name: keyof OrderActivities, result: (arg: Record<string, unknown>) => unknown) {
-  return async (arg: Record<string, unknown>) => {
-    const script = scripts.get(arg.orderId as string)!;
-    script.calls.push({ name, arg });
-    const override = script.overrides[name];
-    return override ? override(arg) : result(arg);
-  };
-}
+const halted = (step: string) => ApplicationFailure.nonRetryable(`${step} refused: halted`, ErrorType.OrderHalted);
 
-const activities: Record<keyof OrderActivities, unknown> = {
-  reserveInventory: mock('reserveInventory', (a) => ({ orderId: a.orderId, movements: [] })),
-  releaseInventory: mock('releaseInventory', (a) => ({ orderId: a.orderId, movements: [] })),
-  createInvoice: mock('createInvoice', () => ({
-    invoiceId: 'inv-1',
-    invoiceNumber: 'INV-000007',
-    currency: 'EUR',
-    totalMinor: 1999,
-    issuedAt: new Date(0).toISOString(),
-    created: true,
-  })),
-  voidInvoice: mock('voidInvoice', () => ({ invoiceNumber: 'INV-000007', voided: true })),
-  sendOrderConfirmation: mock('sendOrderConfirmation', (a) => ({
-    messageId: 'msg_1',
-    idempotencyKey: `order-confirmation:${a.orderId}`,
-    sentNow: true,
-  })),
-  syncInvoiceToAccounting: mock('syncInvoiceToAccounting', () => ({
-    accountingId: 'acc_1',
-    externalId: 'INV-000007',
-    idempotencyKey: 'k',
-    syncedNow: true,
-  })),
-  setOrderStatus: mock('setOrderStatus', () => ({ applied: true })),
+/** The real activities' rules, on the in-memory order. */
+const defaults: Record<string, (o: FakeOrder, arg: Record<string, unknown>) => Promise<unknown>> = {
+  reserveInventory: async (o) => {
+    if (o.halted) throw halted('reserveInventory');
+    o.reserved = true;
+    return { orderId: 'x', movements: [] };
+  },
+  createInvoice: async (o) => {
+    if (o.halted) throw halted('createInvoice');
+    if (o.invoice === 'none') o.invoice = 'issued';
+    return {
+      invoiceId: 'inv-1',
+      invoiceNumber: 'INV-000007',
+      currency: 'EUR',
+      totalMinor: 1999,
+      issuedAt: new Date(0).toISOString(),
+      created: true,
+    };
+  },
+  sendOrderConfirmation: async (o) => sendConfirmation(o),
+  haltOrder: async (o) => {
+    if (o.claim === 'sent') return { outcome: 'sent', messageId: 'msg_1' };
+    if (o.claim === 'sending') return { outcome: 'unknown', claimOwner: 'someone' };
+    o.claim = 'cancelled';
+    o.halted = true;
+    return { outcome: 'halted' };
+  },
+  voidInvoice: async (o) => {
+    o.halted = true;
+    const voided = o.invoice === 'issued';
+    if (voided) o.invoice = 'void';
+    return { invoiceNumber: voided ? 'INV-000007' : null, voided };
+  },
+  releaseInventory: async (o) => {
+    o.halted = true;
+    if (!o.consumed) o.reserved = false;
+    return { orderId: 'x', movements: [] };
+  },
+  shipOrder: async (o) => {
+    if (o.shipments === 0) {
+      o.shipments = 1;
+      o.consumed = true;
+      o.reserved = false;
+    }
+    return { shipmentId: 'shp_1', trackingNumber: '1ZTEST', idempotencyKey: 'k', shippedNow: true };
+  },
+  syncInvoiceToAccounting: async (o) => {
+    if (o.invoice === 'void') throw halted('syncInvoiceToAccounting');
+    o.accountingSyncs = 1;
+    return { accountingId: 'acc_1', externalId: 'INV-000007', idempotencyKey: 'k', syncedNow: true };
+  },
+  setOrderStatus: async (o, a) => {
+    o.statuses.push(a.status as string);
+    return { applied: true };
+  },
 };
 
-function newOrder(overrides: Script['overrides'] = {}): { orderId: string; script: Script } {
-  const orderId = randomUUID();
-  const script: Script = { calls: [], overrides };
-  scripts.set(orderId, script);
-  return { orderId, script };
+/**
+ * The confirmation as the real activity does it: refuse a tombstone, claim, (optionally wait before or during
+ * the provider call, heartbeating; a cancel before the call stops it), then send and mark sent.
+ */
+async function sendConfirmation(
+  o: FakeOrder,
+  opts: { beforeCall?: Promise<void>; duringCall?: Promise<void> } = {},
+): Promise<unknown> {
+  if (o.halted || o.claim === 'cancelled') throw halted('sendOrderConfirmation');
+  if (o.claim === 'sent') return { messageId: 'msg_1', idempotencyKey: 'k', sentNow: false };
+  const ctx = Context.current();
+  const beat = setInterval(() => ctx.heartbeat(), 100);
+  try {
+    if (opts.beforeCall) {
+      await Promise.race([opts.beforeCall, ctx.cancelled]);
+    }
+    o.claim = 'sending';
+    await opts.duringCall; // the provider call: never cut short
+    if (o.emails === 0) o.emails = 1;
+    o.claim = 'sent';
+    return { messageId: 'msg_1', idempotencyKey: 'k', sentNow: true };
+  } catch (err) {
+    if (err instanceof CancelledFailure && o.claim !== 'sent') {
+      if (o.claim === 'sending') o.claim = 'failed';
+    }
+    throw err;
+  } finally {
+    clearInterval(beat);
+  }
 }
 
-function start(orderId: string) {
+const activities: Record<string, Activity> = Object.fromEntries(
+  Object.keys(defaults).map((name) => [
+    name,
+    async (arg: Record<string, unknown>) => {
+      const order = orders.get(arg.orderId as string)!;
+      order.calls.push({ name, arg });
+      return (order.overrides[name] ?? defaults[name]!)(order, arg);
+    },
+  ]),
+);
+
+function newOrder(overrides: FakeOrder['overrides'] = {}): { orderId: string; order: FakeOrder } {
+  const orderId = randomUUID();
+  const order: FakeOrder = {
+    calls: [],
+    reserved: false,
+    consumed: false,
+    invoice: 'none',
+    claim: 'none',
+    halted: false,
+    emails: 0,
+    shipments: 0,
+    accountingSyncs: 0,
+    statuses: [],
+    overrides,
+  };
+  orders.set(orderId, order);
+  return { orderId, order };
+}
+
+function start(orderId: string): Promise<WorkflowHandle> {
   return client.workflow.start(ORDER_WORKFLOW_TYPE, {
     taskQueue,
     workflowId: orderWorkflowId(orderId),
@@ -85,17 +191,63 @@ function start(orderId: string) {
   });
 }
 
-/** Reads until `accept` holds (every 50 ms, at most 5 s) and returns the last value read. */
+/** Reads until `accept` holds (every 25 ms, at most 10 s) and returns the last value read. */
 async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean): Promise<T> {
   let value = await read();
-  for (let i = 0; i < 100 && !accept(value); i++) {
-    await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 400 && !accept(value); i++) {
+    await new Promise((r) => setTimeout(r, 25));
     value = await read();
   }
   return value;
 }
 
-const callNames = (s: Script) => s.calls.map((c) => (c.name === 'setOrderStatus' ? `status:${c.arg.status}` : c.name));
+/** A promise and its resolver: a step waits on it until the test lets it go. */
+function gate(): { wait: Promise<void>; open: () => void; entered: Promise<void>; enter: () => void } {
+  let open!: () => void;
+  let enter!: () => void;
+  const wait = new Promise<void>((r) => (open = r));
+  const entered = new Promise<void>((r) => (enter = r));
+  return { wait, open, entered, enter };
+}
+
+async function outcome(p: Promise<unknown>): Promise<{ ok: true; value: unknown } | { ok: false; error: unknown }> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
+/** The failure type inside a WorkflowUpdateFailedError / WorkflowFailedError. */
+function causeType(err: unknown): string | undefined {
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}
+
+const names = (o: FakeOrder) => o.calls.map((c) => (c.name === 'setOrderStatus' ? `status:${c.arg.status}` : c.name));
+
+/** The invariant every order's story must satisfy once the workflow closed. */
+function expectOneStory(o: FakeOrder, status: 'completed' | 'cancelled' | 'failed'): void {
+  if (status === 'completed') {
+    expect({ emails: o.emails, shipments: o.shipments, accounting: o.accountingSyncs, reserved: o.reserved }).toEqual({
+      emails: 1,
+      shipments: 1,
+      accounting: 1,
+      reserved: false,
+    });
+    expect(o.invoice).toBe('issued');
+    expect(o.consumed).toBe(true);
+  } else {
+    expect({ emails: o.emails, shipments: o.shipments, accounting: o.accountingSyncs, reserved: o.reserved }).toEqual({
+      emails: 0,
+      shipments: 0,
+      accounting: 0,
+      reserved: false,
+    });
+    expect(o.invoice).not.toBe('issued');
+    expect(o.claim).toBe('cancelled');
+    expect(o.statuses.at(-1)).toBe(status);
+  }
+}
 
 beforeAll(async () => {
   const address = inject('temporalAddress');
@@ -113,43 +265,41 @@ afterAll(async () => {
 });
 
 describe('orderFulfilment workflow', () => {
-  it('runs the four steps in order, writing the status after each', async () => {
-    const { orderId, script } = newOrder();
+  it('runs the five steps in order; each writes its own status, the workflow writes none', async () => {
+    const { orderId, order } = newOrder();
     const handle = await start(orderId);
-    const result: OrderFulfilmentResult = await handle.result();
+    const result = (await handle.result()) as OrderCompletedResult;
     expect(result).toEqual({
       orderId,
       status: 'completed',
       invoiceNumber: 'INV-000007',
       confirmationMessageId: 'msg_1',
+      trackingNumber: '1ZTEST',
       accountingId: 'acc_1',
     });
-    expect(callNames(script)).toEqual([
+    expect(names(order)).toEqual([
       'reserveInventory',
-      'status:inventory_reserved',
       'createInvoice',
-      'status:invoiced',
       'sendOrderConfirmation',
-      'status:confirmation_sent',
+      'shipOrder',
       'syncInvoiceToAccounting',
-      'status:completed',
     ]);
-    expect(script.calls.every((c) => c.arg.orderId === orderId)).toBe(true);
+    expectOneStory(order, 'completed');
     const description = await handle.describe();
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe('completed');
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId)).toBe(orderId);
   });
 
   it('answers the status query while a step runs', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const g = gate();
     const { orderId } = newOrder({
-      sendOrderConfirmation: async (a) => {
-        await gate;
-        return { messageId: 'msg_2', idempotencyKey: `order-confirmation:${a.orderId}`, sentNow: true };
+      sendOrderConfirmation: async (o) => {
+        g.enter();
+        return sendConfirmation(o, { duringCall: g.wait });
       },
     });
     const handle = await start(orderId);
+    await g.entered;
     const state = await eventually(
       () => handle.query(orderStatusQuery),
       (s) => s.currentStep === 'sendOrderConfirmation',
@@ -160,15 +310,18 @@ describe('orderFulfilment workflow', () => {
       currentStep: 'sendOrderConfirmation',
       completedSteps: ['reserveInventory', 'createInvoice'],
       invoiceNumber: 'INV-000007',
+      pivotPassed: false,
+      attention: null,
+      cancellation: null,
       failureReason: null,
     });
-    release();
+    g.open();
     await handle.result();
     expect((await handle.query(orderStatusQuery)).status).toBe('completed');
   });
 
-  it('ends after exactly one attempt when reserveInventory fails with a non-retryable error', async () => {
-    const { orderId, script } = newOrder({
+  it('fails after exactly one attempt of a non-retryable reserve failure, fencing and compensating', async () => {
+    const { orderId, order } = newOrder({
       reserveInventory: async () => {
         throw ApplicationFailure.nonRetryable(
           'insufficient stock for CAP-RED: requested 4, available 3',
@@ -177,46 +330,44 @@ describe('orderFulfilment workflow', () => {
       },
     });
     const handle = await start(orderId);
-    const err = await handle.result().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(WorkflowFailedError);
-    const cause = (err as WorkflowFailedError).cause as ApplicationFailure;
-    expect(cause.type).toBe(ErrorType.OrderFailed);
-    expect(script.calls.filter((c) => c.name === 'reserveInventory')).toHaveLength(1);
-    // Nothing completed, so nothing to compensate; the order is marked failed with the reason.
-    expect(callNames(script)).toEqual(['reserveInventory', 'status:failed']);
-    expect(script.calls[1]!.arg.failureReason).toBe(
+    const err = (await outcome(handle.result())) as { ok: false; error: unknown };
+    expect(err.error).toBeInstanceOf(WorkflowFailedError);
+    expect(causeType(err.error)).toBe(ErrorType.OrderFailed);
+    // Compensations are registered before their steps: they run and are no-ops when nothing was done.
+    expect(names(order)).toEqual(['reserveInventory', 'haltOrder', 'voidInvoice', 'releaseInventory', 'status:failed']);
+    expect(order.calls.at(-1)!.arg.failureReason).toBe(
       'InsufficientStockError: insufficient stock for CAP-RED: requested 4, available 3',
     );
-    const state = await handle.query(orderStatusQuery);
-    expect([state.status, state.failureReason]).toEqual(['failed', script.calls[1]!.arg.failureReason]);
+    expectOneStory(order, 'failed');
+    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe('failed');
   });
 
-  it('compensates completed steps in reverse order when a later step fails for good', async () => {
-    const { orderId, script } = newOrder({
-      sendOrderConfirmation: async () => {
-        throw ApplicationFailure.nonRetryable('recipient rejected', ErrorType.ProviderRejected);
+  it('compensates when the confirmation is rejected for good (definitely not sent)', async () => {
+    const { orderId, order } = newOrder({
+      sendOrderConfirmation: async (o) => {
+        o.claim = 'failed'; // the provider answered 422: nothing was sent
+        throw ApplicationFailure.nonRetryable('recipient rejected', ErrorType.ProviderRejected, {
+          status: 422,
+          mayHaveActed: false,
+        });
       },
     });
     const handle = await start(orderId);
     await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
-    expect(callNames(script)).toEqual([
+    expect(names(order)).toEqual([
       'reserveInventory',
-      'status:inventory_reserved',
       'createInvoice',
-      'status:invoiced',
       'sendOrderConfirmation',
+      'haltOrder',
       'voidInvoice',
       'releaseInventory',
       'status:failed',
     ]);
-    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe('failed');
+    expectOneStory(order, 'failed');
   });
 
   it('runs every compensation and still marks the order failed when one compensation fails', async () => {
-    const { orderId, script } = newOrder({
+    const { orderId, order } = newOrder({
       sendOrderConfirmation: async () => {
         throw ApplicationFailure.nonRetryable('invalid recipient', ErrorType.ProviderRejected);
       },
@@ -226,19 +377,28 @@ describe('orderFulfilment workflow', () => {
     });
     const handle = await start(orderId);
     await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
-    expect(callNames(script).slice(-3)).toEqual(['voidInvoice', 'releaseInventory', 'status:failed']);
-    expect(script.calls.at(-1)!.arg.failureReason).toBe(
+    expect(names(order).slice(-3)).toEqual(['voidInvoice', 'releaseInventory', 'status:failed']);
+    expect(order.calls.at(-1)!.arg.failureReason).toBe(
       'ProviderRejectedError: invalid recipient (voidInvoice failed: ValidationError: invoice locked)',
     );
   });
 
-  it('never cancels a confirmed order: a failed accounting sync waits for an operator retry', async () => {
+  it('sends an unknown confirmation outcome to a person, never to the saga; a retry settles it', async () => {
     let attempts = 0;
-    const { orderId, script } = newOrder({
-      syncInvoiceToAccounting: async () => {
+    const { orderId, order } = newOrder({
+      sendOrderConfirmation: async (o) => {
         attempts++;
-        if (attempts === 1) throw ApplicationFailure.nonRetryable('401 from accounting', ErrorType.Unauthorized);
-        return { accountingId: 'acc_7', externalId: 'INV-000007', idempotencyKey: 'k', syncedNow: true };
+        if (attempts === 1) {
+          // The email went out, but marking the claim sent failed; then the provider answered 500 until the
+          // retries ran out: the claim says `sending`, the outcome is unknown.
+          o.emails = 1;
+          o.claim = 'sending';
+          throw ApplicationFailure.nonRetryable('email provider → 500', ErrorType.ProviderRejected, {
+            status: 500,
+            mayHaveActed: true,
+          });
+        }
+        return sendConfirmation(o);
       },
     });
     const handle = await start(orderId);
@@ -246,45 +406,201 @@ describe('orderFulfilment workflow', () => {
       () => handle.query(orderStatusQuery),
       (s) => s.status === 'attention_required',
     );
-    expect(state).toMatchObject({
-      status: 'attention_required',
-      currentStep: 'syncInvoiceToAccounting',
-      failureReason: 'UnauthorizedError: 401 from accounting',
-    });
-    expect(attempts).toBe(1);
-    expect(callNames(script)).not.toContain('voidInvoice');
-    expect(callNames(script)).not.toContain('releaseInventory');
-    // The search attribute lands with the workflow task that set the status; allow it a moment.
-    const attribute = await eventually(
-      async () => (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus),
-      (a) => a === 'attention_required',
-    );
-    expect(attribute).toBe('attention_required');
+    expect(state.attention).toMatchObject({ step: 'sendOrderConfirmation', outcomeUnknown: true, retries: 0 });
+    expect(names(order)).not.toContain('voidInvoice');
+    expect(names(order)).not.toContain('releaseInventory');
+    // A cancel now is refused: the confirmation may have gone out.
+    const cancel = await outcome(handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'changed my mind' }] }));
+    expect(cancel.ok).toBe(false);
+    expect(causeType((cancel as { error: unknown }).error)).toBe(ErrorType.OrderNotCancellable);
 
-    await handle.signal(retryAccountingSyncSignal);
-    const result = await handle.result();
+    const retry = await handle.executeUpdate(retryStepUpdate, { args: [{}] });
+    expect(retry).toEqual({ orderId, step: 'sendOrderConfirmation', retry: 1 });
+    await handle.result();
+    expectOneStory(order, 'completed');
+  });
+
+  it('never compensates after the pivot: a failed step waits in attention_required for the retry Update', async () => {
+    let attempts = 0;
+    const { orderId, order } = newOrder({
+      syncInvoiceToAccounting: async (o) => {
+        attempts++;
+        if (attempts === 1) throw ApplicationFailure.nonRetryable('401 from accounting', ErrorType.Unauthorized);
+        o.accountingSyncs = 1;
+        return { accountingId: 'acc_7', externalId: 'INV-000007', idempotencyKey: 'k', syncedNow: true };
+      },
+    });
+    const handle = await start(orderId);
+    // The retry is sent the instant the status shows attention_required (the race of issue 6, input 2):
+    // the workflow set its own state in the task that scheduled the status write, so it already waits.
+    await eventually(
+      async () => order.statuses.at(-1),
+      (s) => s === 'attention_required',
+    );
+    const retry = await handle.executeUpdate(retryStepUpdate, {
+      args: [{ step: 'syncInvoiceToAccounting' }],
+      updateId: 'retry-1',
+    });
+    expect(retry).toEqual({ orderId, step: 'syncInvoiceToAccounting', retry: 1 });
+    // The same update id is the same Update: no second retry.
+    expect(await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-1' })).toEqual(retry);
+    const result = (await handle.result()) as OrderCompletedResult;
     expect(result.accountingId).toBe('acc_7');
     expect(attempts).toBe(2);
-    expect(callNames(script).slice(-4)).toEqual([
+    expect(names(order).slice(-3)).toEqual([
       'syncInvoiceToAccounting',
       'status:attention_required',
       'syncInvoiceToAccounting',
-      'status:completed',
     ]);
+    expect(order.calls.find((c) => c.name === 'setOrderStatus')!.arg).toMatchObject({
+      status: 'attention_required',
+      step: 'syncInvoiceToAccounting',
+      failureReason: 'UnauthorizedError: 401 from accounting',
+    });
+    expectOneStory(order, 'completed');
   });
 
-  it('retries a transient failure with the profile and then completes', async () => {
+  it('refuses a retry when nothing waits, or when another step waits', async () => {
+    const g = gate();
     let attempts = 0;
-    const { orderId, script } = newOrder({
-      syncInvoiceToAccounting: async () => {
+    const { orderId } = newOrder({
+      shipOrder: async (o, a) => {
         attempts++;
-        if (attempts === 1) throw ApplicationFailure.retryable('503 from accounting', ErrorType.ProviderUnavailable);
-        return { accountingId: 'acc_9', externalId: 'INV-000007', idempotencyKey: 'k', syncedNow: true };
+        if (attempts === 1) throw ApplicationFailure.nonRetryable('carrier 422', ErrorType.ProviderRejected);
+        g.enter();
+        await g.wait;
+        return defaults.shipOrder!(o, a);
       },
     });
-    const result = await (await start(orderId)).result();
-    expect(result.accountingId).toBe('acc_9');
-    expect(attempts).toBe(2);
-    expect(callNames(script).at(-1)).toBe('status:completed');
+    const handle = await start(orderId);
+    await eventually(
+      () => handle.query(orderStatusQuery),
+      (s) => s.status === 'attention_required',
+    );
+    const wrongStep = await outcome(
+      handle.executeUpdate(retryStepUpdate, { args: [{ step: 'syncInvoiceToAccounting' }] }),
+    );
+    expect(causeType((wrongStep as { error: unknown }).error)).toBe(ErrorType.OrderNotAwaitingRetry);
+    expect(await handle.executeUpdate(retryStepUpdate, { args: [{ step: 'shipOrder' }] })).toMatchObject({
+      step: 'shipOrder',
+    });
+    await g.entered;
+    const notWaiting = await outcome(handle.executeUpdate(retryStepUpdate, { args: [{}] }));
+    expect((notWaiting as { error: unknown }).error).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(causeType((notWaiting as { error: unknown }).error)).toBe(ErrorType.OrderNotAwaitingRetry);
+    g.open();
+    await handle.result();
+  });
+
+  it('ignores a Temporal cancel request after the pivot: the order completes, nothing compensated', async () => {
+    const g = gate();
+    const { orderId, order } = newOrder({
+      shipOrder: async (o, a) => {
+        g.enter();
+        await g.wait;
+        return defaults.shipOrder!(o, a);
+      },
+    });
+    const handle = await start(orderId);
+    await g.entered;
+    await handle.cancel();
+    await new Promise((r) => setTimeout(r, 200));
+    g.open();
+    await handle.result();
+    expectOneStory(order, 'completed');
+  });
+
+  it('a run on an order that is already final changes nothing', async () => {
+    const { orderId, order } = newOrder({
+      reserveInventory: async () => {
+        throw ApplicationFailure.nonRetryable('order is already failed', ErrorType.OrderClosed, { status: 'failed' });
+      },
+    });
+    const handle = await start(orderId);
+    const res = (await outcome(handle.result())) as { ok: false; error: unknown };
+    expect(causeType(res.error)).toBe(ErrorType.OrderClosed);
+    expect(names(order)).toEqual(['reserveInventory']);
+    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe('failed');
+  });
+});
+
+/** Where the cancel arrives, and how. */
+interface CancelPoint {
+  name: string;
+  /** The activity that waits at the gate, and whether it waits before or during its effect. */
+  at: 'reserveInventory' | 'createInvoice' | 'sendOrderConfirmation' | 'shipOrder' | 'syncInvoiceToAccounting';
+  phase: 'before' | 'during';
+  /** Cancel with the Update (API) or with a workflow cancel request (Temporal UI/CLI). */
+  via: 'update' | 'temporal';
+  expected: 'cancelled' | 'completed';
+}
+
+const points: CancelPoint[] = [];
+for (const via of ['update', 'temporal'] as const) {
+  points.push(
+    { name: 'while reserving', at: 'reserveInventory', phase: 'during', via, expected: 'cancelled' },
+    { name: 'while invoicing', at: 'createInvoice', phase: 'during', via, expected: 'cancelled' },
+    { name: 'before the email call', at: 'sendOrderConfirmation', phase: 'before', via, expected: 'cancelled' },
+    { name: 'while the email call runs', at: 'sendOrderConfirmation', phase: 'during', via, expected: 'completed' },
+    { name: 'while shipping', at: 'shipOrder', phase: 'during', via, expected: 'completed' },
+    { name: 'while syncing accounting', at: 'syncInvoiceToAccounting', phase: 'during', via, expected: 'completed' },
+  );
+}
+
+describe('cancel at every point: one story each time', () => {
+  it.each(points)('$via cancel $name → $expected', async (p) => {
+    const g = gate();
+    const overrides: FakeOrder['overrides'] = {
+      [p.at]: async (o: FakeOrder, a: Record<string, unknown>) => {
+        g.enter();
+        if (p.at === 'sendOrderConfirmation') {
+          return sendConfirmation(o, p.phase === 'before' ? { beforeCall: g.wait } : { duringCall: g.wait });
+        }
+        await g.wait; // a database step or post-pivot call in progress: it finishes
+        return defaults[p.at]!(o, a);
+      },
+    };
+    const { orderId, order } = newOrder(overrides);
+    const handle = await start(orderId);
+    await g.entered;
+
+    let update: Promise<unknown> | undefined;
+    if (p.via === 'update') {
+      const accepted = await outcome(
+        handle.startUpdate(cancelOrderUpdate, {
+          args: [{ reason: 'customer asked' }],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        }),
+      );
+      if (accepted.ok) update = (accepted.value as { result(): Promise<unknown> }).result();
+      else update = Promise.reject(accepted.error);
+    } else {
+      await handle.cancel();
+    }
+    // Let the cancel reach the step (heartbeats flush every second), then let the step go on.
+    await new Promise((r) => setTimeout(r, p.phase === 'before' ? 1500 : 300));
+    g.open();
+
+    const closed = await outcome(handle.result() as Promise<OrderFulfilmentResult>);
+    const answer = update ? await outcome(update) : undefined;
+
+    if (p.expected === 'cancelled') {
+      expectOneStory(order, 'cancelled');
+      if (p.via === 'update') {
+        expect(answer).toEqual({ ok: true, value: { orderId, status: 'cancelled', reason: 'customer asked' } });
+        expect(closed).toEqual({ ok: true, value: { orderId, status: 'cancelled', reason: 'customer asked' } });
+      } else {
+        expect(closed.ok).toBe(false);
+        expect((await handle.describe()).status.name).toBe('CANCELLED');
+      }
+      expect((await handle.query(orderStatusQuery)).status).toBe('cancelled');
+    } else {
+      expectOneStory(order, 'completed');
+      expect(closed.ok).toBe(true);
+      if (p.via === 'update') {
+        expect(answer?.ok).toBe(false);
+        expect(causeType((answer as { error: unknown }).error)).toBe(ErrorType.OrderNotCancellable);
+      }
+    }
   });
 });

@@ -204,19 +204,56 @@ describe('sendOrderConfirmation', () => {
     expect(email.calls).toHaveLength(1);
   });
 
-  it("re-sends with the same key when a retry finds its own earlier attempt's claim", async () => {
+  it("re-sends with the same key when a retry finds its own earlier attempt's claim (outcome unknown)", async () => {
     const orderId = await invoiced();
-    email.failNext('unavailable');
+    email.dropNextResponse(); // sent, but the answer was lost
     const failure = await failureOf(run('sendOrderConfirmation', { orderId }, info(orderId, 1)));
-    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderUnavailable, false]);
+    expect([failure.type, failure.nonRetryable, failure.details?.[0]]).toEqual([
+      ErrorType.ProviderUnavailable,
+      false,
+      { status: undefined, mayHaveActed: true },
+    ]);
     const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({
       where: { key: `order-confirmation:${orderId}` },
     });
     expect(claim.status).toBe('sending');
+    // The halt fence cannot tombstone it: the provider may have acted.
+    expect(await run('haltOrder', { orderId, reason: 'test' })).toMatchObject({ outcome: 'unknown' });
     const retry = await run('sendOrderConfirmation', { orderId }, info(orderId, 2));
     expect(retry.sentNow).toBe(true);
     expect(email.calls.map((c) => c.key)).toEqual([`order-confirmation:${orderId}`, `order-confirmation:${orderId}`]);
     expect(email.effects.size).toBe(1);
+    expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('confirmation_sent');
+  });
+
+  it('marks the claim failed after a definite 503, so a halt can tombstone it and nothing is ever sent', async () => {
+    const orderId = await invoiced();
+    email.failNext('unavailable', 1, 503);
+    const failure = await failureOf(run('sendOrderConfirmation', { orderId }, info(orderId, 1)));
+    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderUnavailable, false]);
+    const key = `order-confirmation:${orderId}`;
+    expect((await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } })).status).toBe('failed');
+    expect(await run('haltOrder', { orderId, reason: 'cancelled: customer asked' })).toEqual({ outcome: 'halted' });
+    expect((await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } })).status).toBe('cancelled');
+    // A late retry of the confirmation (the provider is back) refuses and calls nothing.
+    const late = await failureOf(run('sendOrderConfirmation', { orderId }, info(orderId, 2)));
+    expect([late.type, late.nonRetryable]).toEqual([ErrorType.OrderHalted, true]);
+    expect(email.calls).toHaveLength(1);
+    expect(email.effects.size).toBe(0);
+  });
+
+  it('takes a failed claim again on retry and sends once', async () => {
+    const orderId = await invoiced();
+    email.failNext('unavailable', 2, 503);
+    await failureOf(run('sendOrderConfirmation', { orderId }, info(orderId, 1)));
+    await failureOf(run('sendOrderConfirmation', { orderId }, info(orderId, 2)));
+    const sent = await run('sendOrderConfirmation', { orderId }, info(orderId, 3));
+    expect(sent.sentNow).toBe(true);
+    expect(email.effects.size).toBe(1);
+    const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({
+      where: { key: `order-confirmation:${orderId}` },
+    });
+    expect([claim.status, claim.attempts]).toEqual(['sent', 3]);
   });
 
   it('reclaims a claim whose owner died once the lease expired, and not before', async () => {
@@ -246,12 +283,47 @@ describe('sendOrderConfirmation', () => {
     expect([claim.status, claim.attempts]).toEqual(['sent', 2]);
   });
 
-  it('fails permanently on a provider rejection and releases the claim', async () => {
+  it('fails permanently on a provider rejection and marks the claim failed (definitely not sent)', async () => {
     const orderId = await invoiced();
     email.failNext('rejected');
     const failure = await failureOf(run('sendOrderConfirmation', { orderId }));
     expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderRejected, true]);
-    expect(await tdb.prisma.sideEffectClaim.count({ where: { key: `order-confirmation:${orderId}` } })).toBe(0);
+    const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({
+      where: { key: `order-confirmation:${orderId}` },
+    });
+    expect(claim.status).toBe('failed');
+  });
+
+  it('the halt fence reports a sent confirmation and changes nothing', async () => {
+    const orderId = await invoiced();
+    const sent = await run('sendOrderConfirmation', { orderId }, info(orderId, 1));
+    expect(await run('haltOrder', { orderId, reason: 'cancelled' })).toEqual({
+      outcome: 'sent',
+      messageId: sent.messageId,
+    });
+    const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    expect([order.status, order.haltedAt]).toEqual(['confirmation_sent', null]);
+  });
+
+  it('halt and send race: either the email goes out and the halt says sent, or the halt wins and nothing is sent', async () => {
+    for (let i = 0; i < 6; i++) {
+      const orderId = await invoiced();
+      email.delayMs = i % 2 ? 20 : 0;
+      const [sendResult, halt] = await Promise.allSettled([
+        run('sendOrderConfirmation', { orderId }, info(orderId, 1)),
+        run('haltOrder', { orderId, reason: 'cancelled' }),
+      ]);
+      const haltOutcome = (halt as PromiseFulfilledResult<{ outcome: string }>).value.outcome;
+      const effects = email.calls.filter((c) => c.key === `order-confirmation:${orderId}`).length;
+      if (sendResult.status === 'fulfilled') {
+        expect(['sent', 'unknown']).toContain(haltOutcome);
+        expect(effects).toBe(1);
+      } else {
+        expect((sendResult.reason as ApplicationFailure).type).toBe(ErrorType.OrderHalted);
+        expect(haltOutcome).toBe('halted');
+        expect(effects).toBe(0);
+      }
+    }
   });
 });
 
@@ -287,7 +359,81 @@ describe('syncInvoiceToAccounting', () => {
   });
 });
 
+describe('the order tombstone: forward steps never act after a halt or on a final order', () => {
+  it('reserveInventory refuses after the reservation was released (never "already done")', async () => {
+    const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 2 }]);
+    const before = await stockOf(tdb.prisma, 'MUG-WHT');
+    await run('reserveInventory', { orderId });
+    await run('releaseInventory', { orderId });
+    const late = await failureOf(run('reserveInventory', { orderId }, info(orderId, 2)));
+    expect([late.type, late.nonRetryable]).toEqual([ErrorType.OrderHalted, true]);
+    expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(before);
+  });
+
+  it('a late reserve racing its compensation leaves nothing reserved', async () => {
+    for (let i = 0; i < 5; i++) {
+      const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
+      const before = await stockOf(tdb.prisma, 'MUG-WHT');
+      await Promise.allSettled([run('reserveInventory', { orderId }), run('releaseInventory', { orderId })]);
+      expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(before);
+    }
+  });
+
+  it('createInvoice refuses a void invoice; syncInvoiceToAccounting never syncs one', async () => {
+    const orderId = await invoiced();
+    await run('voidInvoice', { orderId });
+    const again = await failureOf(run('createInvoice', { orderId }, info(orderId, 2)));
+    expect([again.type, again.nonRetryable]).toEqual([ErrorType.OrderHalted, true]);
+    const sync = await failureOf(run('syncInvoiceToAccounting', { orderId }));
+    expect(sync.type).toBe(ErrorType.OrderHalted);
+    expect(accounting.calls).toHaveLength(0);
+  });
+
+  it('the first step refuses an order that is already final', async () => {
+    const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
+    await run('setOrderStatus', { orderId, status: 'failed', failureReason: 'earlier run' });
+    const before = await stockOf(tdb.prisma, 'MUG-WHT');
+    const refused = await failureOf(run('reserveInventory', { orderId }));
+    expect([refused.type, refused.nonRetryable, refused.details?.[0]]).toEqual([
+      ErrorType.OrderClosed,
+      true,
+      { status: 'failed' },
+    ]);
+    expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(before);
+  });
+
+  it('forward steps write their own status, with the database clock', async () => {
+    const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
+    await run('reserveInventory', { orderId });
+    expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('inventory_reserved');
+    const invoice = await run('createInvoice', { orderId });
+    expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('invoiced');
+    const [{ now }] = await tdb.prisma.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`;
+    expect(Math.abs(new Date(invoice.issuedAt).getTime() - now.getTime())).toBeLessThan(5_000);
+    await run('syncInvoiceToAccounting', { orderId });
+    const sync = await tdb.prisma.accountingSync.findUniqueOrThrow({ where: { orderId } });
+    expect(Math.abs(sync.syncedAt.getTime() - now.getTime())).toBeLessThan(5_000);
+    expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('completed');
+  });
+});
+
 describe('setOrderStatus', () => {
+  it('ranks attention_required just before the status its step leads to', async () => {
+    const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
+    await run('setOrderStatus', { orderId, status: 'confirmation_sent' });
+    expect(
+      await run('setOrderStatus', { orderId, status: 'attention_required', step: 'shipOrder', failureReason: 'x' }),
+    ).toEqual({ applied: true });
+    // A late write of an earlier status is ignored; the step's success after a retry wins.
+    expect(await run('setOrderStatus', { orderId, status: 'confirmation_sent' })).toEqual({ applied: false });
+    expect(await run('setOrderStatus', { orderId, status: 'shipped' })).toEqual({ applied: true });
+    const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    expect([order.status, order.failureReason]).toEqual(['shipped', null]);
+    // failed and cancelled never overwrite each other.
+    await run('setOrderStatus', { orderId, status: 'cancelled', failureReason: 'customer' });
+    expect(await run('setOrderStatus', { orderId, status: 'failed' })).toEqual({ applied: false });
+  });
+
   it('writes absolute values and ignores a stale (earlier-step) write', async () => {
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
     expect(await run('setOrderStatus', { orderId, status: 'invoiced' })).toEqual({ applied: true });
