@@ -1,16 +1,21 @@
 /**
- * Records the event histories that test/replay/replay.spec.ts replays: one per path through the workflow
- * (completed, failed at reserve, compensated after a later failure), run on a local dev server with
- * scripted activities. Re-record only on purpose, when a change is meant to be incompatible AND no
- * execution of the old version can still be running; otherwise keep the old histories, add new ones, and
- * guard the change with `patched()`. See https://docs.temporal.io/develop/typescript/versioning
- * Run: `npm run record:histories`. It overwrites the files of every scenario: commit the new scenario's file
- * and restore (`git checkout`) the older ones unless you mean to replace them.
+ * Records the event histories that test/replay/replay.spec.ts replays: one per path through the current
+ * workflow version (`lifecycle-v2`), run on a local dev server with scripted activities. Files are named
+ * `order-fulfilment-v2-<scenario>.json`. The `order-fulfilment-<scenario>.json` files without `v2` were recorded
+ * from the first version (before the `lifecycle-v2` patch) and can no longer be recorded: keep them, they prove
+ * that executions started on the first version still replay.
+ *
+ * Re-record only on purpose, when a change is meant to be incompatible AND no execution of the old shape can
+ * still be running; otherwise keep the old histories, add new ones, and guard the change with `patched()`.
+ * See README, "Workflow versioning", and https://docs.temporal.io/develop/typescript/versioning
+ * Run: `npm run record:histories [-- scenario ...]` (default: every scenario; each overwrites its own file).
  */
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Context } from '@temporalio/activity';
+import type { WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -20,38 +25,193 @@ import { ErrorType } from '../../workflows/errors.js';
 import {
   ORDER_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
+  cancelOrderUpdate,
   orderStatusQuery,
   orderWorkflowId,
-  retryAccountingSyncSignal,
+  retryStepUpdate,
 } from '../../workflows/order-fulfilment.contract.js';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
-type Failing = 'reserveInventory' | 'sendOrderConfirmation' | 'syncInvoiceToAccounting' | undefined;
-const scenarios: Array<{ name: string; orderId: string; failing: Failing }> = [
-  { name: 'completed', orderId: '00000000-0000-4000-8000-000000000001', failing: undefined },
-  { name: 'insufficient-stock', orderId: '00000000-0000-4000-8000-000000000002', failing: 'reserveInventory' },
-  { name: 'compensated', orderId: '00000000-0000-4000-8000-000000000003', failing: 'sendOrderConfirmation' },
-  // Accounting rejects once: attention_required, then the retryAccountingSync signal, then completed.
-  { name: 'attention-retried', orderId: '00000000-0000-4000-8000-000000000004', failing: 'syncInvoiceToAccounting' },
-];
-const failingOf = new Map(scenarios.map((s) => [s.orderId, s.failing]));
+type Activity = (arg: { orderId: string }) => Promise<unknown>;
 
-const failedOnce = new Set<string>();
+const results: Record<string, unknown> = {
+  reserveInventory: { orderId: 'x', movements: [] },
+  releaseInventory: { orderId: 'x', movements: [] },
+  createInvoice: {
+    invoiceId: 'inv',
+    invoiceNumber: 'INV-000001',
+    currency: 'EUR',
+    totalMinor: 2499,
+    issuedAt: '2026-11-29T00:00:00.000Z',
+    created: true,
+  },
+  voidInvoice: { invoiceNumber: 'INV-000001', voided: true },
+  haltOrder: { outcome: 'halted' },
+  sendOrderConfirmation: { messageId: 'msg_1', idempotencyKey: 'order-confirmation:x', sentNow: true },
+  shipOrder: {
+    shipmentId: 'shp_1',
+    trackingNumber: '1Z0000000000000001',
+    idempotencyKey: 'shipment:x',
+    shippedNow: true,
+  },
+  syncInvoiceToAccounting: {
+    accountingId: 'acc_1',
+    externalId: 'INV-000001',
+    idempotencyKey: 'accounting-invoice:x',
+    syncedNow: true,
+  },
+  setOrderStatus: { applied: true },
+};
 
-function activity(name: string, result: unknown) {
-  return async ({ orderId }: { orderId: string }) => {
-    const once = name === 'syncInvoiceToAccounting';
-    if (failingOf.get(orderId) === name && !(once && failedOnce.has(orderId))) {
-      if (once) failedOnce.add(orderId);
-      throw ApplicationFailure.nonRetryable(
-        `${name} failed for good`,
-        name === 'reserveInventory' ? ErrorType.InsufficientStock : ErrorType.ProviderRejected,
-      );
-    }
-    return result;
-  };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One path: per-activity behaviour for its order, and how the recorder drives the workflow. */
+interface Scenario {
+  name: string;
+  orderId: string;
+  behave?: Partial<Record<string, (attempt: number) => Promise<unknown>>>;
+  drive?: (handle: WorkflowHandle) => Promise<void>;
 }
+
+const rejected = (message: string, type: string, details?: unknown) => () => {
+  throw ApplicationFailure.nonRetryable(message, type, details);
+};
+/** Fails on the first call only. */
+const onceThen = (fail: () => never, result: unknown) => async (n: number) => (n === 1 ? fail() : result);
+/** Waits (heartbeating) until the activity is cancelled, or `ms` passed. */
+const slow = (ms: number, result: unknown) => async () => {
+  const ctx = Context.current();
+  const beat = setInterval(() => ctx.heartbeat(), 100);
+  try {
+    await Promise.race([sleep(ms), ctx.cancelled]);
+    return result;
+  } finally {
+    clearInterval(beat);
+  }
+};
+
+async function until(handle: WorkflowHandle, status: string): Promise<void> {
+  while ((await handle.query(orderStatusQuery)).status !== status) await sleep(50);
+}
+
+const id = (n: number) => `00000000-0000-4000-8000-0000000002${String(n).padStart(2, '0')}`;
+const scenarios: Scenario[] = [
+  { name: 'completed', orderId: id(1) },
+  {
+    name: 'insufficient-stock',
+    orderId: id(2),
+    behave: { reserveInventory: rejected('insufficient stock', ErrorType.InsufficientStock) },
+  },
+  {
+    name: 'confirmation-rejected',
+    orderId: id(3),
+    behave: {
+      sendOrderConfirmation: rejected('recipient rejected', ErrorType.ProviderRejected, { mayHaveActed: false }),
+    },
+  },
+  {
+    name: 'cancelled-before-pivot',
+    orderId: id(4),
+    behave: { createInvoice: slow(1_000, results.createInvoice) },
+    drive: async (handle) => {
+      await sleep(300);
+      await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] });
+    },
+  },
+  {
+    name: 'cancel-refused',
+    orderId: id(5),
+    // The email call is under way when the cancel arrives: it finishes (sent), the cancel is refused.
+    behave: {
+      sendOrderConfirmation: async () => {
+        await sleep(1_500);
+        return results.sendOrderConfirmation;
+      },
+      haltOrder: async () => ({ outcome: 'sent', messageId: 'msg_1' }),
+    },
+    drive: async (handle) => {
+      await until(handle, 'invoiced');
+      await sleep(200);
+      await handle
+        .executeUpdate(cancelOrderUpdate, { args: [{ reason: 'too late' }] })
+        .then(() => Promise.reject(new Error('the cancel should have been refused')))
+        .catch((err: Error) => {
+          if (err.message.includes('should have been refused')) throw err;
+        });
+    },
+  },
+  {
+    name: 'workflow-cancelled',
+    orderId: id(6),
+    behave: { sendOrderConfirmation: slow(5_000, results.sendOrderConfirmation) },
+    drive: async (handle) => {
+      await until(handle, 'invoiced');
+      await sleep(200);
+      await handle.cancel();
+    },
+  },
+  {
+    name: 'shipping-attention-retried',
+    orderId: id(7),
+    behave: { shipOrder: onceThen(rejected('carrier 422', ErrorType.ProviderRejected), results.shipOrder) },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(retryStepUpdate, { args: [{ step: 'shipOrder' }], updateId: 'retry-1' });
+    },
+  },
+  {
+    name: 'accounting-attention-retried',
+    orderId: id(8),
+    behave: {
+      syncInvoiceToAccounting: onceThen(
+        rejected('accounting 401', ErrorType.Unauthorized),
+        results.syncInvoiceToAccounting,
+      ),
+    },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-1' });
+    },
+  },
+  {
+    name: 'confirmation-unknown-retried',
+    orderId: id(9),
+    behave: {
+      sendOrderConfirmation: onceThen(
+        rejected('email provider → 500', ErrorType.ProviderRejected, { status: 500, mayHaveActed: true }),
+        results.sendOrderConfirmation,
+      ),
+      haltOrder: async () => ({ outcome: 'unknown', claimOwner: 'order-x/3#1' }),
+    },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-1' });
+    },
+  },
+  {
+    name: 'order-closed',
+    orderId: id(10),
+    behave: { reserveInventory: rejected('already failed', ErrorType.OrderClosed, { status: 'failed' }) },
+  },
+];
+
+const only = process.argv.slice(2);
+const chosen = only.length ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
+const byOrder = new Map(chosen.map((s) => [s.orderId, s]));
+const calls = new Map<string, number>();
+
+const activities: Record<string, Activity> = Object.fromEntries(
+  Object.keys(results).map((name) => [
+    name,
+    async ({ orderId }: { orderId: string }) => {
+      const n = (calls.get(`${orderId}/${name}`) ?? 0) + 1;
+      calls.set(`${orderId}/${name}`, n);
+      const behave = byOrder.get(orderId)?.behave?.[name];
+      return behave ? behave(n) : results[name];
+    },
+  ]),
+);
 
 const executable = await temporalServerExecutable();
 if (executable.type !== 'existing-path') throw new Error('recording needs a Temporal CLI (see README, Temporal)');
@@ -64,45 +224,16 @@ try {
     connection: env.nativeConnection,
     namespace: 'default',
     taskQueue,
-    activities: {
-      reserveInventory: activity('reserveInventory', { orderId: 'x', movements: [] }),
-      releaseInventory: activity('releaseInventory', { orderId: 'x', movements: [] }),
-      createInvoice: activity('createInvoice', {
-        invoiceId: 'inv',
-        invoiceNumber: 'INV-000001',
-        currency: 'EUR',
-        totalMinor: 2499,
-        issuedAt: '2026-11-29T00:00:00.000Z',
-        created: true,
-      }),
-      voidInvoice: activity('voidInvoice', { invoiceNumber: 'INV-000001', voided: true }),
-      sendOrderConfirmation: activity('sendOrderConfirmation', {
-        messageId: 'msg_1',
-        idempotencyKey: 'order-confirmation:x',
-        sentNow: true,
-      }),
-      syncInvoiceToAccounting: activity('syncInvoiceToAccounting', {
-        accountingId: 'acc_1',
-        externalId: 'INV-000001',
-        idempotencyKey: 'accounting-invoice:x',
-        syncedNow: true,
-      }),
-      setOrderStatus: activity('setOrderStatus', { applied: true }),
-    },
+    activities,
   });
   await worker.runUntil(async () => {
-    for (const s of scenarios) {
+    for (const s of chosen) {
       const handle = await env.client.workflow.start(ORDER_WORKFLOW_TYPE, {
         taskQueue,
         workflowId: orderWorkflowId(s.orderId),
         args: [{ orderId: s.orderId }],
       });
-      if (s.failing === 'syncInvoiceToAccounting') {
-        while ((await handle.query(orderStatusQuery)).status !== 'attention_required') {
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        await handle.signal(retryAccountingSyncSignal);
-      }
+      await s.drive?.(handle);
       await handle.result().catch(() => undefined);
       // The CLI writes the proto3 JSON form that Worker.runReplayHistories reads (historyFromJSON).
       const { stdout } = await promisify(execFile)(executable.path, [
@@ -116,7 +247,7 @@ try {
         'json',
       ]);
       const history = JSON.parse(stdout) as { events: unknown[] };
-      const file = fileURLToPath(new URL(`./histories/order-fulfilment-${s.name}.json`, import.meta.url));
+      const file = fileURLToPath(new URL(`./histories/order-fulfilment-v2-${s.name}.json`, import.meta.url));
       await writeFile(file, JSON.stringify(history, null, 2) + '\n');
       console.log(`recorded ${file} (${history.events.length} events)`);
     }
