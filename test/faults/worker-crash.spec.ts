@@ -1,8 +1,8 @@
 /**
- * A worker dies (SIGKILL) while the confirmation email is in flight at the provider. Temporal times the
- * attempt out (start-to-close 30 s of the providerCall profile) and a second worker retries it: the
- * retry finds its own earlier attempt's claim and re-sends with the same Idempotency-Key, so the
- * customer gets exactly one email, and the order completes. Takes ~35 s by design.
+ * A worker dies (SIGKILL) while the confirmation email is in flight at the provider. Temporal notices the
+ * missing heartbeats (heartbeat timeout 10 s of the providerCall profile, not the 30 s start-to-close) and a
+ * second worker retries it: the retry finds its own earlier attempt's claim and re-sends with the same
+ * Idempotency-Key, so the customer gets exactly one email, and the order completes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -72,8 +72,11 @@ describe('worker crash mid-step', () => {
     expect(claim.status).toBe('sending');
 
     await startWorkerProcess();
+    const killedAt = Date.now();
     const order = await stack.waitForOrder(id, 90_000);
     expect(order.status).toBe('completed');
+    // Heartbeats: the retry starts within the 10 s heartbeat timeout (plus the 2 s backoff and the slow send).
+    expect(Date.now() - killedAt).toBeLessThan(25_000);
     expect(stack.email.ledger.count(key)).toBe(1);
     const after = await stack.db.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } });
     expect(after.status).toBe('sent');
