@@ -366,6 +366,23 @@ describe('orderFulfilment workflow', () => {
     expectOneStory(order, 'failed');
   });
 
+  it.each(['reserveInventory', 'createInvoice'] as const)(
+    'undoes %s when its last attempt committed but its result was lost (compensation registered before the step)',
+    async (step) => {
+      const { orderId, order } = newOrder({
+        [step]: async (o: FakeOrder, a: Record<string, unknown>) => {
+          await defaults[step]!(o, a); // the effect commits...
+          // ...and the answer never arrives (the worker died after the commit, the last attempt timed out).
+          throw ApplicationFailure.nonRetryable('start-to-close timeout on the last attempt', 'TimeoutError');
+        },
+      });
+      const handle = await start(orderId);
+      await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+      expect(names(order).slice(-4)).toEqual(['haltOrder', 'voidInvoice', 'releaseInventory', 'status:failed']);
+      expectOneStory(order, 'failed');
+    },
+  );
+
   it('runs every compensation and still marks the order failed when one compensation fails', async () => {
     const { orderId, order } = newOrder({
       sendOrderConfirmation: async () => {
