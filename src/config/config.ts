@@ -4,6 +4,7 @@
  * checkout runs without a `.env` file. Invalid values fail fast at start-up with a readable message.
  */
 import { z } from 'zod';
+import { CANCEL_WAIT_MS } from '../temporal/temporal.constants.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const url = z.string().url();
@@ -34,6 +35,17 @@ export const configSchema = z.object({
   CLAIM_LEASE_MS: z.coerce.number().int().min(31_000).default(120_000),
   /** Interval of the reconciler that starts workflows for committed orders that have none, ms. 0 disables. */
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(15_000),
+  /**
+   * The sweeper (part of the reconciler loop) checks orders that are not final, whose workflow was started, and
+   * that have not changed for this long, ms (default 5 min): a closed workflow behind such an order is repaired
+   * or flagged `attention_required`.
+   */
+  SWEEP_MIN_AGE_MS: z.coerce.number().int().min(0).default(300_000),
+  /**
+   * How long `POST /orders/:id/cancel` waits for the cancel's outcome before answering 202, ms (default
+   * {@link CANCEL_WAIT_MS}, 30 s).
+   */
+  CANCEL_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(CANCEL_WAIT_MS),
   /**
    * Retention of `Idempotency-Key` records of `POST /orders`, ms (default 24 h, at least 1 min). A retry with
    * the same key within this time replays the first response; after it the key counts as unused, and the

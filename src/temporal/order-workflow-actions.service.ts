@@ -1,0 +1,262 @@
+/**
+ * Operator and customer actions on a running order workflow, sent as Temporal Updates (see
+ * https://docs.temporal.io/encyclopedia/workflow-message-passing#sending-updates):
+ * - {@link OrderWorkflowActions.cancel}: the `cancelOrder` Update, waited for up to a bound;
+ * - {@link OrderWorkflowActions.retry}: the `retry` Update, with a fallback to the `retryAccountingSync` signal for
+ *   executions started before the Update existed.
+ *
+ * Each method answers with an outcome (a tagged union) instead of throwing for the expected cases, so the HTTP
+ * layer maps every case deliberately. Every error class the client can throw here is classified:
+ * - `WorkflowUpdateFailedError` with an `ApplicationFailure` cause: the validator rejected the Update or the
+ *   handler failed; we read `cause.type` (workflows/errors.ts), never `instanceof` on our own classes;
+ * - `WorkflowNotFoundError`: "already completed" (the execution closed) or no execution at all;
+ * - `WorkflowUpdateRPCTimeoutOrCancelledError`: our deadline passed before the Update's stage or outcome (the
+ *   Update itself may still be admitted or run);
+ * - `ServiceError` / gRPC UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED: Temporal unavailable.
+ * Anything else (a bug, a refused request) is thrown to the caller.
+ *
+ * Update ids: the caller passes one derived from the request's `Idempotency-Key` (prefixed per action, so one key
+ * used for a cancel and a retry names two Updates). Temporal de-duplicates Updates by id within a workflow run: a
+ * repeated request with the same id gets the first Update's outcome, and a retry runs once.
+ */
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  type Client,
+  WorkflowNotFoundError,
+  type WorkflowHandle,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  WorkflowUpdateStage,
+} from '@temporalio/client';
+import { ErrorType } from '../../workflows/errors.js';
+import {
+  cancelOrderUpdate,
+  type CancelOrderInput,
+  type OrderCancelledResult,
+  type OrderFulfilmentState,
+  OrderStatus,
+  OrderStep,
+  orderStatusQuery,
+  orderWorkflowId,
+  retryAccountingSyncSignal,
+  type RetryStepInput,
+  type RetryStepResult,
+  retryStepUpdate,
+} from '../../workflows/order-fulfilment.contract.js';
+import { PRISMA } from '../prisma/prisma.module.js';
+import type { PrismaClient } from '../prisma/prisma.js';
+import {
+  isTemporalUnavailable,
+  isUpdateHandlerMissing,
+  isWorkflowClosedError,
+  type UpdateFailure,
+  updateFailureOf,
+} from './temporal-errors.js';
+import { RETRY_UPDATE_TIMEOUT_MS, TEMPORAL_CALL_TIMEOUT_MS, TEMPORAL_CLIENT } from './temporal.constants.js';
+
+/** Outcomes every action shares: the workflow cannot be reached or is not running. */
+export type WorkflowUnreachableOutcome =
+  /** The execution has closed (`workflowStatus`: COMPLETED, FAILED, CANCELLED, TERMINATED, TIMED_OUT, ...). */
+  | { kind: 'closed'; workflowStatus: string }
+  /** There is no execution with the order's workflow id. */
+  | { kind: 'not-found' }
+  /** Temporal is unreachable or rate-limits us; try again later. */
+  | { kind: 'unavailable'; error: unknown };
+
+/** Outcome of {@link OrderWorkflowActions.cancel}. */
+export type CancelOrderOutcome =
+  /** The order was compensated and is `cancelled`. */
+  | { kind: 'cancelled'; result: OrderCancelledResult }
+  /**
+   * `OrderNotCancellableError`: the validator refused (confirmation sent, final, waits for an operator), or the
+   * handler found the confirmation accepted by the provider before the cancel took effect.
+   */
+  | { kind: 'refused'; failure: UpdateFailure }
+  /** The Update failed with another failure type (e.g. the execution has no `cancelOrder` handler). */
+  | { kind: 'failed'; failure: UpdateFailure; handlerMissing: boolean }
+  /** The bound passed before the outcome was known; the same Update id later returns it. */
+  | { kind: 'pending' }
+  | WorkflowUnreachableOutcome;
+
+/** Outcome of {@link OrderWorkflowActions.retry}. */
+export type RetryStepOutcome =
+  /**
+   * The retry has started: through the `retry` Update (`retry` is the operator retry's number), or through the
+   * legacy `retryAccountingSync` signal (`retry` null: the old workflow does not count them).
+   */
+  | { kind: 'started'; via: 'update' | 'signal'; result: Omit<RetryStepResult, 'retry'> & { retry: number | null } }
+  /**
+   * The workflow does not wait for a retry (of `step`, when given). `failure` is the validator's
+   * `OrderNotAwaitingRetryError` (null for the legacy path's own check); `state` is the workflow's live view, when
+   * its `status` query answered, to say what it waits for.
+   */
+  | { kind: 'refused'; failure: UpdateFailure | null; state: OrderFulfilmentState | null; orderStatus?: string }
+  /** No worker completed the Update within {@link RETRY_UPDATE_TIMEOUT_MS}; repeat with the same Update id. */
+  | { kind: 'timeout' }
+  | WorkflowUnreachableOutcome;
+
+/** Options of {@link OrderWorkflowActions.cancel}. */
+export interface CancelOrderOptions {
+  /** Update id; the same id for a repeated request returns the first Update's outcome. */
+  updateId: string;
+  /** How long to wait for the outcome, ms (accepted, then completed), before answering `pending`. */
+  waitMs: number;
+}
+
+@Injectable()
+export class OrderWorkflowActions {
+  private readonly logger = new Logger(OrderWorkflowActions.name);
+
+  constructor(
+    @Inject(TEMPORAL_CLIENT) private readonly client: Client,
+    @Inject(PRISMA) private readonly prisma: PrismaClient,
+  ) {}
+
+  /**
+   * Sends the `cancelOrder` Update to `order-<orderId>` and waits up to `waitMs` for its outcome:
+   * `startUpdate(..., { waitForStage: ACCEPTED })`, then the handle's `result()`, both under one deadline.
+   * Before that, one `describe` (within {@link TEMPORAL_CALL_TIMEOUT_MS}) tells an unreachable Temporal, a
+   * missing and a closed execution apart from a slow one.
+   * @throws the client's error for anything not listed in {@link CancelOrderOutcome} (a bug, a refused request).
+   */
+  async cancel(orderId: string, input: CancelOrderInput, options: CancelOrderOptions): Promise<CancelOrderOutcome> {
+    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
+    const unreachable = await this.checkRunning(handle);
+    if (unreachable) return unreachable;
+
+    const deadline = Date.now() + options.waitMs;
+    try {
+      const update = await this.client.withDeadline(deadline, () =>
+        handle.startUpdate(cancelOrderUpdate, {
+          args: [input],
+          updateId: options.updateId,
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        }),
+      );
+      const result = await this.client.withDeadline(deadline, () => update.result());
+      return { kind: 'cancelled', result };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return { kind: 'pending' };
+      const failure = updateFailureOf(err);
+      if (failure?.type === ErrorType.OrderNotCancellable) return { kind: 'refused', failure };
+      if (failure) return { kind: 'failed', failure, handlerMissing: isUpdateHandlerMissing(err) };
+      return this.classifyUnreachable(err, handle);
+    }
+  }
+
+  /**
+   * Asks the order's workflow to retry the step it waits on: the `retry` Update with `updateId`, bounded by
+   * {@link RETRY_UPDATE_TIMEOUT_MS}. It completes once the retry has started, so `started` means the workflow
+   * really runs the step again.
+   *
+   * Executions started before the lifecycle change have no `retry` handler (the SDK rejects the Update with "No
+   * registered handler for update"); for them the legacy `retryAccountingSync` signal is sent instead, see
+   * {@link legacyRetry}.
+   * @throws the client's error for anything not listed in {@link RetryStepOutcome}.
+   */
+  async retry(orderId: string, input: RetryStepInput, updateId: string): Promise<RetryStepOutcome> {
+    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
+    const unreachable = await this.checkRunning(handle);
+    if (unreachable) return unreachable;
+
+    try {
+      const result = await this.client.withDeadline(Date.now() + RETRY_UPDATE_TIMEOUT_MS, () =>
+        handle.executeUpdate(retryStepUpdate, { args: [input], updateId }),
+      );
+      return { kind: 'started', via: 'update', result };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return { kind: 'timeout' };
+      if (isUpdateHandlerMissing(err)) return this.legacyRetry(orderId, input, handle);
+      const failure = updateFailureOf(err);
+      if (failure?.type === ErrorType.OrderNotAwaitingRetry) {
+        return { kind: 'refused', failure, state: await this.queryState(handle) };
+      }
+      if (failure) throw err;
+      return this.classifyUnreachable(err, handle);
+    }
+  }
+
+  /**
+   * The retry of an execution started before the lifecycle change (no `lifecycle-v2` patch marker): it has no
+   * `retry` Update, only the `retryAccountingSync` signal, which it ignores unless it waits in
+   * `attention_required` (only the accounting sync ever waited in that version). A signal carries no answer, so
+   * we check first, as the brief of this change asks: the DB status must be `attention_required`. That check alone
+   * raced (the old workflow writes the status row, then sets its own state after the activity returns; a signal in
+   * between was dropped silently), so we also require the workflow's own `status` query to say
+   * `attention_required`: the old workflow sets that state in the workflow task that then waits for the signal,
+   * so a signal sent after the query sees it. If the query does not answer, we do not signal (outcome `timeout`).
+   * This path goes away once no pre-change execution is open.
+   */
+  private async legacyRetry(orderId: string, input: RetryStepInput, handle: WorkflowHandle): Promise<RetryStepOutcome> {
+    const row = await this.prisma.order.findUnique({ where: { id: orderId }, select: { status: true } });
+    const state = await this.queryState(handle);
+    const waitsForAccounting =
+      row?.status === OrderStatus.AttentionRequired &&
+      state?.status === OrderStatus.AttentionRequired &&
+      (input.step === undefined || input.step === OrderStep.SyncInvoiceToAccounting);
+    if (!waitsForAccounting) {
+      if (row?.status === OrderStatus.AttentionRequired && state === null) return { kind: 'timeout' };
+      return { kind: 'refused', failure: null, state, orderStatus: row?.status };
+    }
+    try {
+      await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+        handle.signal(retryAccountingSyncSignal),
+      );
+    } catch (err) {
+      return this.classifyUnreachable(err, handle);
+    }
+    this.logger.log({ orderId }, 'Sent the legacy retryAccountingSync signal to a pre-Update workflow');
+    return {
+      kind: 'started',
+      via: 'signal',
+      result: { orderId, step: OrderStep.SyncInvoiceToAccounting, retry: null },
+    };
+  }
+
+  /**
+   * The workflow's live state through the `status` query, or null when it does not answer within
+   * {@link TEMPORAL_CALL_TIMEOUT_MS} (no worker) or fails. Never throws.
+   */
+  async queryState(handle: WorkflowHandle): Promise<OrderFulfilmentState | null> {
+    try {
+      return await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+        handle.query(orderStatusQuery),
+      );
+    } catch (err) {
+      this.logger.debug({ err, workflowId: handle.workflowId }, 'status query did not answer');
+      return null;
+    }
+  }
+
+  /**
+   * One `describe` of the execution: null when it is running, otherwise why an action cannot reach it.
+   * @throws the client's error when it is neither "not found" nor "unavailable".
+   */
+  private async checkRunning(handle: WorkflowHandle): Promise<WorkflowUnreachableOutcome | null> {
+    try {
+      const description = await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+        handle.describe(),
+      );
+      const status = description.status.name;
+      return status === 'RUNNING' || status === 'PAUSED' ? null : { kind: 'closed', workflowStatus: status };
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return { kind: 'not-found' };
+      if (isTemporalUnavailable(err)) return { kind: 'unavailable', error: err };
+      throw err;
+    }
+  }
+
+  /**
+   * Maps the errors a workflow call can meet once the execution was seen running.
+   * @throws `err` when it is none of them.
+   */
+  private async classifyUnreachable(err: unknown, handle: WorkflowHandle): Promise<WorkflowUnreachableOutcome> {
+    if (isWorkflowClosedError(err)) {
+      // It closed between the describe and the call: ask once more for its final status (best effort).
+      const closed = await this.checkRunning(handle).catch(() => null);
+      return { kind: 'closed', workflowStatus: closed?.kind === 'closed' ? closed.workflowStatus : 'CLOSED' };
+    }
+    if (err instanceof WorkflowNotFoundError) return { kind: 'not-found' };
+    if (isTemporalUnavailable(err)) return { kind: 'unavailable', error: err };
+    throw err;
+  }
+}
