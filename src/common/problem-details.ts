@@ -35,9 +35,20 @@ export const ProblemType = {
   NotFound: `${PROBLEM_TYPE_BASE}not-found`,
   /** A stock change would leave less on hand than is reserved for accepted orders. */
   StockBelowReserved: `${PROBLEM_TYPE_BASE}stock-below-reserved`,
-  /** A retry was asked for an order that is not in `attention_required`. */
+  /**
+   * 409: an operator retry was asked for an order whose workflow does not wait for one (or waits on another step
+   * than the one named); extensions `orderStatus` and `waitingFor` (the step that waits, or null).
+   */
   OrderNotAwaitingRetry: `${PROBLEM_TYPE_BASE}order-not-awaiting-retry`,
-  /** A dependency (database, Temporal) is unavailable; see the `checks` extension. */
+  /**
+   * 409: a cancel the order cannot honour: its confirmation already went out (the point of no return), it is
+   * final (completed or failed), it waits for an operator, or its workflow has closed; extension `orderStatus`.
+   */
+  OrderNotCancellable: `${PROBLEM_TYPE_BASE}order-not-cancellable`,
+  /**
+   * 503: a dependency (database, Temporal, or a worker to run the workflow) is unavailable; `/health` adds the
+   * `checks` extension, order actions a `Retry-After` header.
+   */
   ServiceUnavailable: `${PROBLEM_TYPE_BASE}service-unavailable`,
   /** An unexpected server error; details are in the server log, never in the response. */
   InternalError: `${PROBLEM_TYPE_BASE}internal-error`,
@@ -134,6 +145,20 @@ export class ProblemException extends HttpException {
       detail: detail ?? describeErrors(errors),
       extensions: { errors },
     });
+  }
+}
+
+/**
+ * 503 `service-unavailable` for a dependency that should come back (Temporal, a worker), with the seconds a client
+ * should wait before repeating the request; the controller sends them as `Retry-After` (RFC 9110 §10.2.3).
+ */
+export class ServiceUnavailableProblem extends ProblemException {
+  constructor(
+    detail: string,
+    readonly retryAfterSeconds: number,
+    options?: { cause?: unknown },
+  ) {
+    super({ status: 503, type: ProblemType.ServiceUnavailable, title: 'Service unavailable', detail }, options);
   }
 }
 

@@ -17,7 +17,7 @@ export const ORDER_LIMITS = {
  * Text PostgreSQL can store: well-formed Unicode (no lone UTF-16 surrogates) without NUL characters.
  * Without this check such input would reach the database and fail there with a 500.
  */
-const storableText = () =>
+export const storableText = () =>
   z.string().refine((s) => (s as string & { isWellFormed(): boolean }).isWellFormed() && !s.includes('\u0000'), {
     message: 'must be well-formed Unicode text without NUL characters',
   });

@@ -6,13 +6,27 @@
  *   {@link IdempotencyService}). Without the header every request places a new order.
  * - `GET /orders/:id` → 200 {@link OrderView}; 400 for a non-UUID id, 404 when unknown.
  * - `GET /orders?limit&cursor&status` → 200 {@link OrderPageView}, newest first.
+ * - `POST /orders/:id/cancel` body `{ reason }` → 200 {@link OrderView} (cancelled), 202 (outcome not known within
+ *   `CANCEL_WAIT_MS`; repeat with the same `Idempotency-Key`), 409 `order-not-cancellable`, 404, 503.
+ * - `POST /orders/:id/retry` body `{ step? }` → 202 {@link RetryStartedView} once the retry started; 409
+ *   `order-not-awaiting-retry`, 404, 503. `POST /orders/:id/accounting-sync/retry`: the same for
+ *   `syncInvoiceToAccounting`, answering the {@link OrderView}.
  * Errors are `application/problem+json` (RFC 9457).
  */
 import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import {
+  ApiAcceptedResponse,
+  ApiBody,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiResponse,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
-import { PROBLEM_JSON } from '../common/problem-details.js';
+import { OrderStep } from '../../workflows/order-fulfilment.contract.js';
+import { PROBLEM_JSON, ServiceUnavailableProblem } from '../common/problem-details.js';
 import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_MAX_LENGTH,
@@ -26,6 +40,14 @@ import {
   type StoredResponse,
 } from '../idempotency/idempotency.service.js';
 import { type CreateOrderRequest, createOrderSchema } from './create-order.dto.js';
+import {
+  type CancelOrderRequest,
+  cancelOrderSchema,
+  type RetryOrderRequest,
+  retryOrderSchema,
+  type RetryStartedView,
+  retryStartedViewSchema,
+} from './order-actions.dto.js';
 import { type ListOrdersQuery, listOrdersQuerySchema, orderIdParamsSchema } from './list-orders.dto.js';
 import { type OrderPageView, orderPageViewSchema, type OrderView, orderViewSchema } from './order-response.dto.js';
 import { OrdersService } from './orders.service.js';
@@ -128,26 +150,119 @@ export class OrdersController {
   }
 
   /**
-   * Retries the accounting sync of an order in `attention_required` (a confirmed order whose invoice the
-   * accounting system rejected for good), after the cause was fixed: signals `retryAccountingSync` to the
-   * order's workflow. 202: the retry is under way; poll `GET /orders/:id`.
+   * Cancels an order before its confirmation went out: sends the `cancelOrder` Update and waits up to
+   * `CANCEL_WAIT_MS` (30 s) for the outcome. 200 cancelled, 202 still deciding, 409 not cancellable.
+   */
+  @Post(':id/cancel')
+  @HttpCode(HttpStatus.OK)
+  @ApiOperation({
+    summary: 'Cancel an order',
+    description:
+      'Possible until the confirmation email goes out (the point of no return). Sends the `cancelOrder` Update to ' +
+      'the workflow `order-<id>`: stock is released and the invoice voided, then the order is `cancelled`. The ' +
+      'request waits for that outcome up to `CANCEL_WAIT_MS` (default 30 s).\n\n' +
+      '- **200**: the order is `cancelled` (also when it already was).\n' +
+      '- **202** with `Location`: the outcome is not known yet; repeat the request with the same `Idempotency-Key` ' +
+      '(it names the same cancel) or poll `GET /orders/:id`.\n' +
+      '- **409** `order-not-cancellable`: the confirmation was already sent (also when it was accepted by the ' +
+      'provider while the cancel was waiting for it: the order then completes), the order is `completed` or ' +
+      '`failed`, it waits for an operator in `attention_required`, or its workflow is not running.\n\n' +
+      'Without an `Idempotency-Key` every request is a new cancel request.',
+  })
+  @ApiActionIdempotencyKey('cancel')
+  @ApiOkResponse({ description: 'The order, now `cancelled`', standardSchema: orderViewSchema })
+  @ApiAcceptedResponse({
+    description: 'The cancel is still being decided; the order as it is now',
+    standardSchema: orderViewSchema,
+    headers: { Location: { description: 'URL of the order: /orders/{id}', schema: { type: 'string' } } },
+  })
+  @ApiProblemResponses({
+    400: 'Invalid body (`reason` 1..500 characters), id not a UUID, or a malformed Idempotency-Key',
+    404: 'No such order',
+    409: 'The order cannot be cancelled any more (`order-not-cancellable`; see `detail` and `orderStatus`)',
+    422: 'This Idempotency-Key already cancelled the order with another reason (`idempotency-key-reused`)',
+  })
+  @ApiServiceUnavailableResponse()
+  async cancel(
+    @Param({ schema: orderIdParamsSchema }) params: { id: string },
+    @Body({ schema: cancelOrderSchema }) body: CancelOrderRequest,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<OrderView> {
+    const key = parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()]);
+    const { status, order } = await withRetryAfter(res, () => this.orders.cancel(params.id, body, key));
+    res.status(status);
+    if (status === HttpStatus.ACCEPTED) res.location(`/orders/${order.id}`);
+    return order;
+  }
+
+  /**
+   * Operator action: retries the step an order in `attention_required` waits on, after its cause was fixed.
+   * 202 once the workflow has started the retry.
+   */
+  @Post(':id/retry')
+  @HttpCode(HttpStatus.ACCEPTED)
+  @ApiOperation({
+    summary: 'Retry the step an order waits on (operator action)',
+    description:
+      'For orders in `attention_required`: sends the `retry` Update to the workflow `order-<id>`, which runs the ' +
+      'waiting step again (with the same provider Idempotency-Key, so a provider that did act is not asked twice). ' +
+      '202 only once the workflow has started the retry; poll `GET /orders/:id` for the result. With `step`, the ' +
+      'retry happens only if that is the waiting step. The same `Idempotency-Key` again is the same retry, not a ' +
+      'second one.\n\n' +
+      'Orders started before this API existed can only wait on `syncInvoiceToAccounting`; for them the legacy ' +
+      '`retryAccountingSync` signal is sent (when both the order row and the workflow say `attention_required`), ' +
+      'and `retry` is null.',
+  })
+  @ApiActionIdempotencyKey('retry')
+  @ApiBody({ required: false, schema: { $ref: '#/components/schemas/RetryOrderRequest' } })
+  @ApiAcceptedResponse({ description: 'The retry has started', standardSchema: retryStartedViewSchema })
+  @ApiProblemResponses({
+    400: 'Invalid body (unknown `step`), id not a UUID, or a malformed Idempotency-Key',
+    404: 'No such order',
+    409: 'The workflow does not wait for a retry, or waits on another step (`order-not-awaiting-retry`; see `waitingFor`)',
+  })
+  @ApiServiceUnavailableResponse()
+  retry(
+    @Param({ schema: orderIdParamsSchema }) params: { id: string },
+    @Body({ schema: retryOrderSchema }) body: RetryOrderRequest,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<RetryStartedView> {
+    const key = parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()]);
+    return withRetryAfter(res, () => this.orders.retry(params.id, body?.step, key));
+  }
+
+  /**
+   * The accounting-sync retry of the first API version: `POST /orders/:id/retry` with step
+   * `syncInvoiceToAccounting`, answering the order as before.
    */
   @Post(':id/accounting-sync/retry')
   @HttpCode(HttpStatus.ACCEPTED)
   @ApiOperation({
     summary: 'Retry the accounting sync of an order that needs attention',
     description:
-      'Only for orders in `attention_required`. Sends the `retryAccountingSync` signal to the workflow ' +
-      '`order-<id>`, which calls the accounting system again with the same Idempotency-Key.',
+      'Same as `POST /orders/:id/retry` with `{ "step": "syncInvoiceToAccounting" }`, answering the order. ' +
+      '202 only once the workflow has started the retry.',
   })
-  @ApiAcceptedResponse({ standardSchema: orderViewSchema })
+  @ApiActionIdempotencyKey('retry')
+  @ApiAcceptedResponse({ description: 'The retry has started', standardSchema: orderViewSchema })
   @ApiProblemResponses({
-    400: 'The id is not a UUID',
+    400: 'The id is not a UUID, or a malformed Idempotency-Key',
     404: 'No such order',
-    409: 'The order is not in attention_required',
+    409: 'The order does not wait for an accounting-sync retry (`order-not-awaiting-retry`)',
   })
-  retryAccountingSync(@Param({ schema: orderIdParamsSchema }) params: { id: string }): Promise<OrderView> {
-    return this.orders.retryAccountingSync(params.id);
+  @ApiServiceUnavailableResponse()
+  async retryAccountingSync(
+    @Param({ schema: orderIdParamsSchema }) params: { id: string },
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<OrderView> {
+    const key = parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()]);
+    const started = await withRetryAfter(res, () =>
+      this.orders.retry(params.id, OrderStep.SyncInvoiceToAccounting, key),
+    );
+    return started.order;
   }
 
   /** Orders, newest first, keyset-paginated. */
@@ -161,6 +276,44 @@ export class OrdersController {
   list(@Query({ schema: listOrdersQuerySchema }) query: ListOrdersQuery): Promise<OrderPageView> {
     return this.orders.list(query);
   }
+}
+
+/**
+ * Runs an order action; a {@link ServiceUnavailableProblem} it throws gets its `Retry-After` header
+ * (RFC 9110 §10.2.3) before the problem filter renders it.
+ */
+async function withRetryAfter<T>(res: Response, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (err) {
+    if (err instanceof ServiceUnavailableProblem) res.setHeader('Retry-After', String(err.retryAfterSeconds));
+    throw err;
+  }
+}
+
+/** Documents the optional `Idempotency-Key` of an order action (`cancel` or `retry`). */
+function ApiActionIdempotencyKey(action: 'cancel' | 'retry'): MethodDecorator {
+  return ApiHeader({
+    name: IDEMPOTENCY_KEY_HEADER,
+    required: false,
+    description:
+      `Optional, recommended. A unique key per ${action} intent (a UUID v4), 1..${IDEMPOTENCY_KEY_MAX_LENGTH} ` +
+      'visible ASCII characters, bare or quoted. It becomes the Temporal Update id ' +
+      `(\`${action}:<key>\`), so repeating the request with the same key is the same ${action}: it returns that ` +
+      `${action}'s outcome and never acts twice (while the workflow runs; after it closed, the order's final ` +
+      'status answers).',
+    schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH + 2 },
+  });
+}
+
+/** Documents the 503 of order actions (Temporal or its worker unavailable), with `Retry-After`. */
+function ApiServiceUnavailableResponse(): MethodDecorator {
+  return ApiResponse({
+    status: 503,
+    description: 'Temporal is unreachable, or no worker took the action in time (`service-unavailable`)',
+    headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
+    content: { [PROBLEM_JSON]: { schema: { $ref: '#/components/schemas/ProblemDetails' } } },
+  });
 }
 
 /** The 202 response of `POST /orders` for an order, as stored for idempotent replays. */

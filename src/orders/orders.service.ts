@@ -5,17 +5,28 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Prisma } from '../../prisma/generated/client.js';
 import {
+  isTerminalStatus,
   OrderStatus,
   type OrderStatus as OrderStatusValue,
+  type OrderStep,
   orderWorkflowId,
 } from '../../workflows/order-fulfilment.contract.js';
-import { ProblemException, ProblemType } from '../common/problem-details.js';
+import { ProblemException, ProblemType, ServiceUnavailableProblem } from '../common/problem-details.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
+import { IdempotencyProblemType } from '../idempotency/idempotency-key.js';
+import {
+  OrderWorkflowActions,
+  type RetryStepOutcome,
+  type WorkflowUnreachableOutcome,
+} from '../temporal/order-workflow-actions.service.js';
 import { OrderWorkflowStarter } from '../temporal/order-workflow-starter.service.js';
+import { isTemporalUnavailable } from '../temporal/temporal-errors.js';
+import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
 import type { CreateOrderRequest } from './create-order.dto.js';
 import type { ListOrdersQuery } from './list-orders.dto.js';
+import type { CancelOrderRequest, RetryStartedView } from './order-actions.dto.js';
 import { encodeOrderCursor } from './order-cursor.js';
 import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
 
@@ -47,6 +58,16 @@ export interface CreateOrderOptions {
   inTransaction?: OrderTransactionHook;
 }
 
+/** Status code and body of an order action that succeeded or is still under way. */
+export interface OrderActionResponse {
+  /** 200: done; 202: under way (repeat the request with the same Idempotency-Key for the outcome). */
+  status: 200 | 202;
+  order: OrderView;
+}
+
+/** `Retry-After` of 503 answers from order actions, seconds. */
+export const RETRY_AFTER_SECONDS = 5;
+
 type OrderRow = Prisma.OrderGetPayload<{ include: typeof orderInclude }>;
 type OrderSummaryRow = Prisma.OrderGetPayload<{ include: typeof summaryInclude }>;
 
@@ -58,6 +79,7 @@ export class OrdersService {
     @Inject(PRISMA) private readonly prisma: PrismaClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly starter: OrderWorkflowStarter,
+    private readonly actions: OrderWorkflowActions,
   ) {}
 
   /**
@@ -176,22 +198,140 @@ export class OrdersService {
   }
 
   /**
-   * Signals `retryAccountingSync` to the order's workflow.
-   * @throws ProblemException 404 (no such order), 409 `order-not-awaiting-retry` (status is not
-   *   `attention_required`); the Temporal client's error when Temporal is unreachable.
+   * Cancels an order through the `cancelOrder` Update of its workflow (see {@link OrderWorkflowActions.cancel}),
+   * waiting up to `CANCEL_WAIT_MS` for the outcome.
+   *
+   * - 200 with the order (`cancelled`) when the cancel is done; also for an order that is already `cancelled`, so a
+   *   repeated request gets the same answer after the workflow has closed.
+   * - 202 with the order as it is now when the bound passed before the outcome: the same `Idempotency-Key` names
+   *   the same Update (id `cancel:<key>`), so repeating the request returns its outcome.
+   * An order whose workflow was never started (Temporal was down at POST time) gets it started first (idempotent,
+   * as the reconciler would), so there is a workflow to decide the cancel.
+   * @param idempotencyKey the request's parsed `Idempotency-Key`; without it every request is a new Update.
+   * @throws ProblemException 404 (no such order); 409 `order-not-cancellable` (confirmation sent, final, waits for
+   *   an operator, the workflow closed or has no cancel handler; extension `orderStatus`); 422
+   *   `idempotency-key-reused` (the key's cancel was made with another reason); {@link ServiceUnavailableProblem}
+   *   503 when Temporal is unavailable.
    */
-  async retryAccountingSync(id: string): Promise<OrderView> {
+  async cancel(id: string, request: CancelOrderRequest, idempotencyKey?: string): Promise<OrderActionResponse> {
     const order = await this.get(id);
-    if (order.status !== OrderStatus.AttentionRequired) {
-      throw new ProblemException({
-        status: 409,
-        type: ProblemType.OrderNotAwaitingRetry,
-        title: 'Order is not awaiting a retry',
-        detail: `Order ${id} is ${order.status}; only orders in ${OrderStatus.AttentionRequired} can be retried`,
-      });
+    if (order.status === OrderStatus.Cancelled) return { status: 200, order };
+    if (isTerminalStatus(order.status)) {
+      throw notCancellable(order, `Order ${id} is already ${order.status}; a final order cannot be cancelled`);
     }
-    await this.starter.retryAccountingSync(id);
-    return order;
+    if (order.workflowStartedAt === null) await this.startForAction(id);
+
+    const outcome = await this.actions.cancel(
+      id,
+      { reason: request.reason },
+      { updateId: `cancel:${idempotencyKey ?? randomUUID()}`, waitMs: this.config.CANCEL_WAIT_MS },
+    );
+    switch (outcome.kind) {
+      case 'cancelled':
+        if (outcome.result.reason !== request.reason) {
+          throw new ProblemException({
+            status: 422,
+            type: IdempotencyProblemType.KeyReused,
+            title: 'Idempotency-Key reused with a different request',
+            detail: `This Idempotency-Key already cancelled order ${id} with another reason; use a new key`,
+          });
+        }
+        return { status: 200, order: await this.get(id) };
+      case 'pending':
+        return { status: 202, order: await this.get(id) };
+      case 'refused':
+        throw notCancellable(await this.get(id), `Order ${id} cannot be cancelled: ${outcome.failure.message}`);
+      case 'failed': {
+        const current = await this.get(id);
+        if (outcome.handlerMissing) {
+          throw notCancellable(
+            current,
+            `Order ${id}'s workflow was started before cancellation existed and cannot be cancelled through the API`,
+          );
+        }
+        this.logger.warn({ orderId: id, failure: outcome.failure }, 'cancelOrder Update failed');
+        throw notCancellable(
+          current,
+          `The cancel of order ${id} failed: ${outcome.failure.type}: ${outcome.failure.message}`,
+        );
+      }
+      default: {
+        const current = await this.afterUnreachable(id, outcome, 'cancel');
+        if (current.status === OrderStatus.Cancelled) return { status: 200, order: current };
+        throw notCancellable(current, closedDetail(current, outcome));
+      }
+    }
+  }
+
+  /**
+   * Asks the order's workflow to retry the step it waits on in `attention_required` (see
+   * {@link OrderWorkflowActions.retry}); answers once the retry has started.
+   * @param step when given, the retry happens only if the order waits on this step.
+   * @param idempotencyKey the request's parsed `Idempotency-Key`: the Update id is `retry:<key>`, so a repeated
+   *   request with the same key is one retry.
+   * @throws ProblemException 404 (no such order); 409 `order-not-awaiting-retry` (the workflow waits for no retry,
+   *   or for another step; extensions `orderStatus`, `waitingFor`); {@link ServiceUnavailableProblem} 503 when
+   *   Temporal is unavailable or no worker answered.
+   */
+  async retry(id: string, step: OrderStep | undefined, idempotencyKey?: string): Promise<RetryStartedView> {
+    const order = await this.get(id);
+    if (isTerminalStatus(order.status)) {
+      throw notAwaitingRetry(order, null, `Order ${id} is ${order.status}; a final order has nothing to retry`);
+    }
+    const outcome = await this.actions.retry(
+      id,
+      step === undefined ? {} : { step },
+      `retry:${idempotencyKey ?? randomUUID()}`,
+    );
+    switch (outcome.kind) {
+      case 'started':
+        return { ...outcome.result, order: await this.get(id) };
+      case 'refused': {
+        const current = await this.get(id);
+        const waitingFor = outcome.state?.attention?.step ?? null;
+        throw notAwaitingRetry(current, waitingFor, refusedRetryDetail(id, step, outcome));
+      }
+      case 'timeout':
+        throw new ServiceUnavailableProblem(
+          `The workflow of order ${id} did not take the retry within ${RETRY_UPDATE_TIMEOUT_MS / 1000} s (is a worker ` +
+            'running?); repeat the request with the same Idempotency-Key: it is the same retry',
+          RETRY_AFTER_SECONDS,
+        );
+      default: {
+        const current = await this.afterUnreachable(id, outcome, 'retry');
+        throw notAwaitingRetry(current, null, closedDetail(current, outcome));
+      }
+    }
+  }
+
+  /** Starts the workflow of an order that has none yet. @throws ServiceUnavailableProblem when Temporal is down. */
+  private async startForAction(id: string): Promise<void> {
+    try {
+      await this.starter.start(id);
+    } catch (err) {
+      if (isTemporalUnavailable(err)) throw temporalUnavailable(err);
+      throw err;
+    }
+  }
+
+  /**
+   * The order after an action found its workflow closed, missing or unreachable.
+   * @throws ServiceUnavailableProblem for `unavailable`.
+   */
+  private async afterUnreachable(id: string, outcome: WorkflowUnreachableOutcome, action: string): Promise<OrderView> {
+    if (outcome.kind === 'unavailable') throw temporalUnavailable(outcome.error);
+    const current = await this.get(id);
+    if (!isTerminalStatus(current.status)) {
+      this.logger.warn(
+        {
+          orderId: id,
+          outcome: outcome.kind,
+          workflowStatus: 'workflowStatus' in outcome ? outcome.workflowStatus : null,
+        },
+        `${action}: the workflow of order ${id} is not running while the order is ${current.status}`,
+      );
+    }
+    return current;
   }
 
   /**
@@ -255,4 +395,70 @@ export class OrdersService {
     const base = this.config.TEMPORAL_UI_URL.replace(/\/+$/, '');
     return `${base}/namespaces/${encodeURIComponent(this.config.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
   }
+}
+
+/** 409 `order-not-cancellable` for `order`, with its status as the `orderStatus` extension. */
+function notCancellable(order: OrderView, detail: string): ProblemException {
+  return new ProblemException({
+    status: 409,
+    type: ProblemType.OrderNotCancellable,
+    title: 'Order cannot be cancelled',
+    detail,
+    extensions: { orderStatus: order.status },
+  });
+}
+
+/** 409 `order-not-awaiting-retry` for `order`, with `orderStatus` and `waitingFor` (the step that waits, or null). */
+function notAwaitingRetry(order: OrderView, waitingFor: string | null, detail: string): ProblemException {
+  return new ProblemException({
+    status: 409,
+    type: ProblemType.OrderNotAwaitingRetry,
+    title: 'Order is not awaiting a retry',
+    detail,
+    extensions: { orderStatus: order.status, waitingFor },
+  });
+}
+
+/** 503 for an unavailable Temporal. */
+function temporalUnavailable(cause: unknown): ServiceUnavailableProblem {
+  return new ServiceUnavailableProblem(
+    'The workflow engine (Temporal) is unavailable; try again later',
+    RETRY_AFTER_SECONDS,
+    { cause },
+  );
+}
+
+/** Why an action could not reach the workflow of `order` (closed, missing or unreachable). */
+function closedDetail(order: OrderView, outcome: WorkflowUnreachableOutcome): string {
+  if (isTerminalStatus(order.status)) return `Order ${order.id} is already ${order.status}`;
+  if (order.workflowStartedAt === null) {
+    return `The workflow of order ${order.id} has not been started yet (the reconciler starts it); try again later`;
+  }
+  const what = {
+    closed: `has closed (${'workflowStatus' in outcome ? outcome.workflowStatus : ''})`,
+    'not-found': 'does not exist',
+    unavailable: 'is unreachable',
+  }[outcome.kind];
+  return (
+    `The workflow ${order.workflowId} ${what} while the order is ${order.status}; ` +
+    'it needs an operator (the sweeper flags such orders attention_required)'
+  );
+}
+
+/** What a refused retry's 409 says: what the workflow waits for, if anything. */
+function refusedRetryDetail(
+  id: string,
+  step: OrderStep | undefined,
+  outcome: Extract<RetryStepOutcome, { kind: 'refused' }>,
+): string {
+  const state = outcome.state;
+  if (state?.attention) {
+    return `Order ${id} waits for a retry of ${state.attention.step}, not of ${step ?? 'another step'}`;
+  }
+  if (state) {
+    const running = state.currentStep ? ` (running ${state.currentStep})` : '';
+    return `Order ${id} is not waiting for an operator: its workflow is at ${state.status}${running}`;
+  }
+  if (outcome.failure) return `Order ${id} is not waiting for an operator retry: ${outcome.failure.message}`;
+  return `Order ${id} is ${outcome.orderStatus ?? 'not waiting'}; only an order waiting in attention_required can be retried`;
 }

@@ -1,5 +1,6 @@
 /**
- * Starts (idempotently) and signals the fulfilment workflow of an order.
+ * Starts (idempotently) the fulfilment workflow of an order. Actions on a running workflow (cancel, retry) are
+ * in {@link OrderWorkflowActions}.
  *
  * Idempotency layer 2 (README, Guarantees): the workflow id is `order-<orderId>` ({@link orderWorkflowId}), the
  * conflict policy `USE_EXISTING` turns a start of a running workflow into a no-op, and the reuse policy
@@ -19,7 +20,6 @@ import {
   type OrderFulfilmentResult,
   OrderStatus,
   orderWorkflowId,
-  retryAccountingSyncSignal,
   SEARCH_ATTRIBUTES,
 } from '../../workflows/order-fulfilment.contract.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -78,17 +78,5 @@ export class OrderWorkflowStarter {
       data: { workflowStartedAt: new Date() },
     });
     return { workflowId, alreadyStarted };
-  }
-
-  /**
-   * Sends `retryAccountingSync` to the order's workflow (the workflow ignores it unless the order is in
-   * `attention_required`).
-   * @throws the client's error when the workflow does not exist or Temporal is unreachable.
-   */
-  async retryAccountingSync(orderId: string): Promise<void> {
-    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
-    await this.client.withDeadline(Date.now() + WORKFLOW_START_TIMEOUT_MS, () =>
-      handle.signal(retryAccountingSyncSignal),
-    );
   }
 }

@@ -1,0 +1,64 @@
+/**
+ * Request bodies and responses of the order actions: `POST /orders/:id/cancel`, `POST /orders/:id/retry` and
+ * `POST /orders/:id/accounting-sync/retry`. Validated by the global StandardSchemaValidationPipe (400
+ * `validation-error` problems); unknown keys are rejected.
+ */
+import { z } from 'zod';
+import { OrderStep } from '../../workflows/order-fulfilment.contract.js';
+import { storableText } from './create-order.dto.js';
+import { orderViewSchema } from './order-response.dto.js';
+
+/** Limits of a cancel request. */
+export const CANCEL_LIMITS = { maxReasonLength: 500 } as const;
+
+/** `POST /orders/:id/cancel` body: `{ reason }`, 1..500 characters after trimming. */
+export const cancelOrderSchema = z
+  .strictObject({
+    reason: storableText().trim().min(1).max(CANCEL_LIMITS.maxReasonLength).meta({
+      description: 'Why the order is cancelled; stored as its failureReason',
+      example: 'Customer changed mind',
+    }),
+  })
+  .meta({ id: 'CancelOrderRequest' });
+
+/** A validated cancel body. */
+export type CancelOrderRequest = z.output<typeof cancelOrderSchema>;
+
+const orderSteps = Object.values(OrderStep) as [OrderStep, ...OrderStep[]];
+
+/**
+ * `POST /orders/:id/retry` body: `{ step? }`. When `step` is given the retry happens only if that is the step the
+ * order waits on. The body may be omitted.
+ */
+export const retryOrderSchema = z
+  .strictObject({
+    step: z
+      .enum(orderSteps)
+      .optional()
+      .meta({ description: 'Retry only if the order waits on this step', example: OrderStep.SyncInvoiceToAccounting }),
+  })
+  .optional()
+  .meta({ id: 'RetryOrderRequest' });
+
+/** A validated retry body (undefined when none was sent). */
+export type RetryOrderRequest = z.output<typeof retryOrderSchema>;
+
+/** `POST /orders/:id/retry` response (202): which step's retry started, and the order as stored right after. */
+export const retryStartedViewSchema = z
+  .object({
+    orderId: z.uuid(),
+    step: z.enum(orderSteps).meta({ description: 'The step whose retry started' }),
+    retry: z
+      .int()
+      .nullable()
+      .meta({
+        description:
+          'The how-many-th operator retry of this step (1 for the first); null for orders started before ' +
+          'operator retries were counted (the legacy retryAccountingSync signal was sent)',
+      }),
+    order: orderViewSchema,
+  })
+  .meta({ id: 'RetryStarted' });
+
+/** The 202 body of `POST /orders/:id/retry`. */
+export type RetryStartedView = z.infer<typeof retryStartedViewSchema>;
