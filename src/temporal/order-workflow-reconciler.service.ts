@@ -3,6 +3,17 @@
  * committed orders whose workflow was never started (`workflow_started_at IS NULL`, e.g. Temporal was down
  * at POST time), older than {@link RECONCILE_MIN_AGE_MS} ms so it does not race the POST handler, at most
  * {@link RECONCILE_BATCH_SIZE} per pass, and starts them through {@link OrderWorkflowStarter} (idempotent).
+ * Orders already final (`completed`, `failed`, `cancelled`) are never started: a workflow would have nothing to do,
+ * and a final order's row must not be touched again.
+ *
+ * The sweeper ({@link OrderWorkflowReconciler.sweepOnce}, same loop, after the reconciler): "nothing open is
+ * forgotten". Orders that are not final, whose workflow was started, and that have not changed for
+ * `SWEEP_MIN_AGE_MS` (default 5 min) are checked with `describe`: a running workflow is left alone; a closed one
+ * (or a missing one) behind an order that is not final means the row will never move again, so it is repaired
+ * (the workflow COMPLETED with a result: its status is written, rank-guarded) or flagged `attention_required`
+ * with a reason for an operator. The sweeper never touches stock or invoices. At most {@link SWEEP_BATCH_SIZE}
+ * orders per pass, taken in (updated_at, id) order after where the previous pass stopped, so long-waiting
+ * running orders cannot starve the others.
  *
  * A failed start is logged and the pass goes on with the next order; when Temporal is unreachable the pass
  * ends early (the others would fail the same way) and the next pass tries again. Passes never overlap; the
@@ -19,13 +30,29 @@ import {
   type OnModuleDestroy,
   Optional,
 } from '@nestjs/common';
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import {
+  isTerminalStatus,
+  OrderStatus,
+  OrderStep,
+  orderWorkflowId,
+  statusRank,
+  TERMINAL_ORDER_STATUSES,
+} from '../../workflows/order-fulfilment.contract.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
 import { isTemporalUnreachable } from './temporal-errors.js';
-import { RECONCILE_BATCH_SIZE, RECONCILE_MIN_AGE_MS } from './temporal.constants.js';
+import {
+  RECONCILE_BATCH_SIZE,
+  RECONCILE_MIN_AGE_MS,
+  SWEEP_BATCH_SIZE,
+  TEMPORAL_CALL_TIMEOUT_MS,
+  TEMPORAL_CLIENT,
+} from './temporal.constants.js';
 
 /** What one reconciliation pass did. */
 export interface ReconcileResult {
@@ -37,15 +64,54 @@ export interface ReconcileResult {
   failed: number;
 }
 
+/** What one sweeper pass did. */
+export interface SweepResult {
+  /** Stale, non-final orders with a started workflow that were checked. */
+  checked: number;
+  /** Their workflow is still running: nothing to do. */
+  running: number;
+  /** Closed COMPLETED with a result: the result's status (`completed`/`cancelled`) was written. */
+  repaired: number;
+  /** Closed otherwise, or missing: set to `attention_required` with a reason for an operator. */
+  flagged: number;
+  /** Checks that failed (Temporal errors, unexpected results); the order is checked again in a later pass. */
+  failed: number;
+  /** Rows that changed between the read and the write (someone else moved them): left alone. */
+  skipped: number;
+}
+
+/**
+ * The step an order waits on when it stops at `status`: the one that would move it on. Gives the rank of a
+ * flag (`statusRank('attention_required', step)`), just above the order's current rank.
+ */
+const NEXT_STEP: Readonly<Record<string, OrderStep>> = {
+  [OrderStatus.Received]: OrderStep.ReserveInventory,
+  [OrderStatus.InventoryReserved]: OrderStep.CreateInvoice,
+  [OrderStatus.Invoiced]: OrderStep.SendOrderConfirmation,
+  [OrderStatus.ConfirmationSent]: OrderStep.ShipOrder,
+  [OrderStatus.Shipped]: OrderStep.SyncInvoiceToAccounting,
+};
+
+/** A swept order as read. */
+interface SweptOrder {
+  id: string;
+  status: string;
+  statusStep: number;
+  updatedAt: Date;
+}
+
 @Injectable()
 export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(OrderWorkflowReconciler.name);
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private stopped = false;
+  /** Where the previous sweeper pass stopped; null: start from the oldest. */
+  private sweepCursor: { updatedAt: Date; id: string } | null = null;
 
   constructor(
     @Inject(PRISMA) private readonly prisma: PrismaClient,
+    @Inject(TEMPORAL_CLIENT) private readonly client: Client,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly starter: OrderWorkflowStarter,
     @Optional() private readonly idempotency?: IdempotencyService,
@@ -69,7 +135,11 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
    */
   async reconcileOnce(now: Date = new Date()): Promise<ReconcileResult> {
     const orders = await this.prisma.order.findMany({
-      where: { workflowStartedAt: null, createdAt: { lt: new Date(now.getTime() - RECONCILE_MIN_AGE_MS) } },
+      where: {
+        workflowStartedAt: null,
+        status: { notIn: [...TERMINAL_ORDER_STATUSES] },
+        createdAt: { lt: new Date(now.getTime() - RECONCILE_MIN_AGE_MS) },
+      },
       orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
       take: RECONCILE_BATCH_SIZE,
       select: { id: true },
@@ -97,6 +167,131 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
   }
 
   /**
+   * One sweeper pass now (also run by the periodic loop): checks up to {@link SWEEP_BATCH_SIZE} orders that are not
+   * final, have a started workflow and have not changed for `SWEEP_MIN_AGE_MS`, and repairs or flags those whose
+   * workflow is closed or missing (see the file's docstring). Every write is conditional on the row being exactly
+   * as read (status and updated_at), so a concurrent status write wins. Stops early when Temporal is unreachable.
+   * @param now reference time for the minimum age, default the current time.
+   */
+  async sweepOnce(now: Date = new Date()): Promise<SweepResult> {
+    const cursor = this.sweepCursor;
+    const orders: SweptOrder[] = await this.prisma.order.findMany({
+      where: {
+        status: { notIn: [...TERMINAL_ORDER_STATUSES] },
+        workflowStartedAt: { not: null },
+        updatedAt: { lt: new Date(now.getTime() - this.config.SWEEP_MIN_AGE_MS) },
+        ...(cursor
+          ? { OR: [{ updatedAt: { gt: cursor.updatedAt } }, { updatedAt: cursor.updatedAt, id: { gt: cursor.id } }] }
+          : {}),
+      },
+      orderBy: [{ updatedAt: 'asc' }, { id: 'asc' }],
+      take: SWEEP_BATCH_SIZE,
+      select: { id: true, status: true, statusStep: true, updatedAt: true },
+    });
+    const last = orders.at(-1);
+    this.sweepCursor = orders.length === SWEEP_BATCH_SIZE && last ? { updatedAt: last.updatedAt, id: last.id } : null;
+
+    const result: SweepResult = { checked: 0, running: 0, repaired: 0, flagged: 0, failed: 0, skipped: 0 };
+    for (const order of orders) {
+      if (this.stopped) break;
+      try {
+        const outcome = await this.sweepOrder(order);
+        result.checked++;
+        result[outcome]++;
+      } catch (err) {
+        result.checked++;
+        result.failed++;
+        if (isTemporalUnreachable(err)) {
+          this.logger.warn({ err, orderId: order.id }, 'Temporal unreachable; the sweeper pass stops here');
+          this.sweepCursor = cursor;
+          break;
+        }
+        this.logger.error({ err, orderId: order.id }, `Could not sweep order ${order.id}`);
+      }
+    }
+    if (result.checked > 0) {
+      const log = result.flagged + result.failed > 0 ? 'warn' : 'log';
+      this.logger[log](result, 'Swept stale orders');
+    }
+    return result;
+  }
+
+  /** Checks one order's workflow and repairs or flags the row. */
+  private async sweepOrder(order: SweptOrder): Promise<'running' | 'repaired' | 'flagged' | 'skipped' | 'failed'> {
+    const workflowId = orderWorkflowId(order.id);
+    const handle = this.client.workflow.getHandle(workflowId);
+    let workflowStatus: string;
+    let runId: string | undefined;
+    try {
+      const description = await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+        handle.describe(),
+      );
+      workflowStatus = description.status.name;
+      runId = description.runId;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      workflowStatus = 'NOT_FOUND';
+    }
+    // PAUSED (an operator paused it in Temporal) is open too: it resumes where it stopped.
+    if (workflowStatus === 'RUNNING' || workflowStatus === 'PAUSED') return 'running';
+
+    if (workflowStatus === 'COMPLETED') {
+      const closed = this.client.workflow.getHandle(workflowId, runId, { followRuns: false });
+      const value: unknown = await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+        closed.result(),
+      );
+      const final = finalStatusOf(value, order.id);
+      if (final) {
+        const applied = await this.writeSwept(order, final.status, statusRank(final.status), final.reason);
+        if (applied) {
+          this.logger.warn(
+            { orderId: order.id, from: order.status, to: final.status },
+            `Order ${order.id} was ${order.status} although its workflow completed; wrote ${final.status}`,
+          );
+        }
+        return applied ? 'repaired' : 'skipped';
+      }
+      this.logger.error({ orderId: order.id, result: value }, 'Completed workflow with an unexpected result');
+    }
+
+    const nextStep = NEXT_STEP[order.status];
+    const rank =
+      order.status === OrderStatus.AttentionRequired
+        ? order.statusStep
+        : nextStep
+          ? statusRank(OrderStatus.AttentionRequired, nextStep)
+          : null;
+    if (rank === null) {
+      this.logger.error({ orderId: order.id, status: order.status }, 'Cannot flag an order with an unknown status');
+      return 'failed';
+    }
+    const reason =
+      `workflow ${workflowId} closed (${workflowStatus.toLowerCase().replace(/_/g, ' ')}) while the order was ${order.status}; ` +
+      'needs an operator';
+    const applied = await this.writeSwept(order, OrderStatus.AttentionRequired, rank, reason);
+    if (applied) this.logger.warn({ orderId: order.id, workflowStatus }, `Flagged order ${order.id}: ${reason}`);
+    return applied ? 'flagged' : 'skipped';
+  }
+
+  /**
+   * Writes a status as an absolute value with its rank (the guard of the workflow contract: applied when the stored
+   * rank is lower, or equal with the same status), and only if the row is still as the sweeper read it.
+   * `completed_at` is set on `completed`. Stock, invoices and claims are not touched.
+   * @returns true when the row changed.
+   */
+  private async writeSwept(order: SweptOrder, status: OrderStatus, rank: number, reason: string | null) {
+    const stored = reason?.slice(0, 1000) ?? null;
+    const updated = await this.prisma.$executeRaw`
+      UPDATE orders
+      SET status = ${status}, status_step = ${rank}, failure_reason = ${stored},
+          completed_at = CASE WHEN ${status} = 'completed' THEN coalesce(completed_at, now()) ELSE completed_at END,
+          updated_at = now()
+      WHERE id = ${order.id}::uuid AND status = ${order.status} AND updated_at = ${order.updatedAt}
+        AND (status_step < ${rank} OR (status_step = ${rank} AND status = ${status}))`;
+    return updated === 1;
+  }
+
+  /**
    * Deletes idempotency records past their retention (also run by the periodic loop after each pass).
    * Never throws: a failure is logged and the next pass tries again.
    * @returns the number of deleted records (0 without the IdempotencyModule).
@@ -118,6 +313,8 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
     this.timer = setTimeout(() => {
       this.running = this.reconcileOnce()
         .catch((err: unknown) => this.logger.error({ err }, 'Reconciliation pass failed'))
+        .then(() => this.sweepOnce())
+        .catch((err: unknown) => this.logger.error({ err }, 'Sweeper pass failed'))
         .then(() => this.purgeExpiredIdempotencyRecords())
         .finally(() => {
           this.running = undefined;
@@ -126,4 +323,22 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
     }, this.config.RECONCILE_INTERVAL_MS);
     this.timer.unref();
   }
+}
+
+/**
+ * The final status a completed workflow's result reports for `orderId`: `completed` (reason null) or `cancelled`
+ * (with the cancel reason); null for anything else.
+ */
+function finalStatusOf(
+  value: unknown,
+  orderId: string,
+): { status: typeof OrderStatus.Completed | typeof OrderStatus.Cancelled; reason: string | null } | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const result = value as { orderId?: unknown; status?: unknown; reason?: unknown };
+  if (result.orderId !== orderId || !isTerminalStatus(String(result.status))) return null;
+  if (result.status === OrderStatus.Completed) return { status: OrderStatus.Completed, reason: null };
+  if (result.status === OrderStatus.Cancelled) {
+    return { status: OrderStatus.Cancelled, reason: typeof result.reason === 'string' ? result.reason : null };
+  }
+  return null;
 }
