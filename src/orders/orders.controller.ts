@@ -180,7 +180,6 @@ export class OrdersController {
     400: 'Invalid body (`reason` 1..500 characters), id not a UUID, or a malformed Idempotency-Key',
     404: 'No such order',
     409: 'The order cannot be cancelled any more (`order-not-cancellable`; see `detail` and `orderStatus`)',
-    422: 'This Idempotency-Key already cancelled the order with another reason (`idempotency-key-reused`)',
   })
   @ApiServiceUnavailableResponse()
   async cancel(

@@ -15,14 +15,13 @@ import { ProblemException, ProblemType, ServiceUnavailableProblem } from '../com
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
-import { IdempotencyProblemType } from '../idempotency/idempotency-key.js';
 import {
   OrderWorkflowActions,
   type RetryStepOutcome,
   type WorkflowUnreachableOutcome,
 } from '../temporal/order-workflow-actions.service.js';
 import { OrderWorkflowStarter } from '../temporal/order-workflow-starter.service.js';
-import { isTemporalUnavailable } from '../temporal/temporal-errors.js';
+import { isTemporalUnavailable, type UpdateFailure } from '../temporal/temporal-errors.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
 import type { CreateOrderRequest } from './create-order.dto.js';
 import type { ListOrdersQuery } from './list-orders.dto.js';
@@ -209,9 +208,8 @@ export class OrdersService {
    * as the reconciler would), so there is a workflow to decide the cancel.
    * @param idempotencyKey the request's parsed `Idempotency-Key`; without it every request is a new Update.
    * @throws ProblemException 404 (no such order); 409 `order-not-cancellable` (confirmation sent, final, waits for
-   *   an operator, the workflow closed or has no cancel handler; extension `orderStatus`); 422
-   *   `idempotency-key-reused` (the key's cancel was made with another reason); {@link ServiceUnavailableProblem}
-   *   503 when Temporal is unavailable.
+   *   an operator, the workflow closed or has no cancel handler; extension `orderStatus`);
+   *   {@link ServiceUnavailableProblem} 503 when Temporal is unavailable.
    */
   async cancel(id: string, request: CancelOrderRequest, idempotencyKey?: string): Promise<OrderActionResponse> {
     const order = await this.get(id);
@@ -228,19 +226,13 @@ export class OrdersService {
     );
     switch (outcome.kind) {
       case 'cancelled':
-        if (outcome.result.reason !== request.reason) {
-          throw new ProblemException({
-            status: 422,
-            type: IdempotencyProblemType.KeyReused,
-            title: 'Idempotency-Key reused with a different request',
-            detail: `This Idempotency-Key already cancelled order ${id} with another reason; use a new key`,
-          });
-        }
+        // With a reused key the result is the first cancel's, whatever this request's reason: same key, same
+        // answer. (The result's reason is the one the order was cancelled with, which may be an earlier request's.)
         return { status: 200, order: await this.get(id) };
       case 'pending':
         return { status: 202, order: await this.get(id) };
       case 'refused':
-        throw notCancellable(await this.get(id), `Order ${id} cannot be cancelled: ${outcome.failure.message}`);
+        throw notCancellable(await this.get(id), `Order ${id} cannot be cancelled: ${refusalWhy(outcome.failure)}`);
       case 'failed': {
         const current = await this.get(id);
         if (outcome.handlerMissing) {
@@ -288,7 +280,7 @@ export class OrdersService {
         return { ...outcome.result, order: await this.get(id) };
       case 'refused': {
         const current = await this.get(id);
-        const waitingFor = outcome.state?.attention?.step ?? null;
+        const waitingFor = outcome.state?.attention?.step ?? detailOf(outcome.failure, 'waitingStep');
         throw notAwaitingRetry(current, waitingFor, refusedRetryDetail(id, step, outcome));
       }
       case 'timeout':
@@ -443,6 +435,20 @@ function closedDetail(order: OrderView, outcome: WorkflowUnreachableOutcome): st
     `The workflow ${order.workflowId} ${what} while the order is ${order.status}; ` +
     'it needs an operator (the sweeper flags such orders attention_required)'
   );
+}
+
+/**
+ * A string member of the first detail of a workflow failure (our workflow attaches e.g. `{ why }` to
+ * `OrderNotCancellableError` and `{ status, waitingStep }` to `OrderNotAwaitingRetryError`); null when absent.
+ */
+function detailOf(failure: UpdateFailure | null, member: string): string | null {
+  const value = (failure?.details[0] as Record<string, unknown> | undefined)?.[member];
+  return typeof value === 'string' ? value : null;
+}
+
+/** Why the workflow refused a cancel: its `why` detail, else its message. */
+function refusalWhy(failure: UpdateFailure): string {
+  return detailOf(failure, 'why') ?? failure.message;
 }
 
 /** What a refused retry's 409 says: what the workflow waits for, if anything. */

@@ -327,7 +327,7 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
 
 /**
  * The final status a completed workflow's result reports for `orderId`: `completed` (reason null) or `cancelled`
- * (with the cancel reason); null for anything else.
+ * (reason `cancelled: <the cancel's reason>`); null for anything else.
  */
 function finalStatusOf(
   value: unknown,
@@ -338,7 +338,11 @@ function finalStatusOf(
   if (result.orderId !== orderId || !isTerminalStatus(String(result.status))) return null;
   if (result.status === OrderStatus.Completed) return { status: OrderStatus.Completed, reason: null };
   if (result.status === OrderStatus.Cancelled) {
-    return { status: OrderStatus.Cancelled, reason: typeof result.reason === 'string' ? result.reason : null };
+    // The workflow stores a cancel as `cancelled: <reason>` (its compensate step); write the same.
+    return {
+      status: OrderStatus.Cancelled,
+      reason: typeof result.reason === 'string' ? `cancelled: ${result.reason}` : 'cancelled',
+    };
   }
   return null;
 }
