@@ -19,12 +19,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let stack: TestStack;
 /** Wall-clock durations of cancel requests, ms, by outcome; printed at the end. */
 const cancelLatencies: Record<string, number[]> = {};
+/** Statuses of the cancels sent while the confirmation was in flight; printed at the end. */
+const inFlightOutcomes: number[] = [];
 
 beforeAll(async () => {
   stack = await startTestStack();
 });
 afterAll(async () => {
   console.info('cancel latencies (ms):', JSON.stringify(cancelLatencies));
+  console.info('cancels while the confirmation was in flight:', inFlightOutcomes.join(' '));
   await stack?.close();
 });
 
@@ -77,7 +80,7 @@ async function expectCompensated(id: string, reservedBefore: number, sku = 'MUG-
   expect(order.status).toBe('cancelled');
   expect((await stockOf(stack.db.prisma, sku))[1]).toBe(reservedBefore);
   const invoice = await stack.db.prisma.invoice.findUnique({ where: { orderId: id } });
-  if (invoice) expect(invoice.status).toBe('voided');
+  if (invoice) expect(invoice.status).toBe('void');
   expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(0);
 }
 
@@ -106,6 +109,7 @@ describe('cancel through the cancelOrder Update', () => {
       const id = await placeOrder();
       await waitInFlight(stack.email, `order-confirmation:${id}`);
       const res = await cancel(id);
+      inFlightOutcomes.push(res.status);
       if (res.status === 200) {
         expect(res.body.status).toBe('cancelled');
         await sleep(1_500);
