@@ -1,5 +1,5 @@
 /**
- * The ports activities depend on: the database and the two providers. Activities never import Nest
+ * The ports activities depend on: the database and the three providers (email, accounting, carrier). Activities never import Nest
  * or HTTP code; the worker wires real implementations in, unit tests wire fakes.
  */
 import type { PrismaClient } from '../prisma/generated/client.js';
@@ -65,6 +65,37 @@ export interface AccountingProvider {
   upsertInvoice(invoice: AccountingInvoice, idempotencyKey: string): Promise<AccountingUpsertResult>;
 }
 
+/** A shipment to hand to the carrier: who receives which items. Built only from stored, immutable order data. */
+export interface ShipmentRequest {
+  /** Our id for the shipment at the carrier: the order id. */
+  reference: string;
+  recipient: {
+    email: string;
+    /** Omitted when the order has no customer name. */
+    name?: string;
+  };
+  /** One entry per order line, in line order; `quantity` in units (integer > 0). */
+  items: Array<{ sku: string; quantity: number }>;
+}
+
+/** The carrier's answer to an accepted shipment. */
+export interface ShipmentResult {
+  /** The carrier's shipment id, e.g. `shp_3f2a...`. Stable for a given idempotency key. */
+  shipmentId: string;
+  /** The carrier's tracking number, e.g. `1Z...`. Stable for a given idempotency key. */
+  trackingNumber: string;
+}
+
+/**
+ * A parcel carrier reachable over HTTP. `createShipment` must be called with an idempotency key derived
+ * from the work (`shipment:<orderId>`); the implementation sends it as the `Idempotency-Key` header on every
+ * attempt, so the carrier creates at most one shipment per key and replays its first answer.
+ * @throws ProviderError on any failure, classified by `kind` (and `mayHaveActed`).
+ */
+export interface CarrierProvider {
+  createShipment(request: ShipmentRequest, idempotencyKey: string): Promise<ShipmentResult>;
+}
+
 /** Tunables of the activities. */
 export interface ActivitySettings {
   /**
@@ -80,5 +111,6 @@ export interface ActivityDeps {
   db: Db;
   email: EmailProvider;
   accounting: AccountingProvider;
+  carrier: CarrierProvider;
   settings: ActivitySettings;
 }

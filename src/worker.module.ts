@@ -9,6 +9,7 @@ import { ConfigModule } from './config/config.module.js';
 import { PrismaModule, PRISMA } from './prisma/prisma.module.js';
 import type { PrismaClient } from './prisma/prisma.js';
 import { HttpAccountingProvider } from './providers/http-accounting-provider.js';
+import { HttpCarrierProvider } from './providers/http-carrier-provider.js';
 import { HttpEmailProvider } from './providers/http-email-provider.js';
 
 /** Injection token of the worker's ActivityDeps. */
@@ -31,6 +32,11 @@ export const ACTIVITY_DEPS = Symbol('ACTIVITY_DEPS');
         accounting: new HttpAccountingProvider({
           baseUrl: config.ACCOUNTING_PROVIDER_URL,
           apiKey: config.ACCOUNTING_PROVIDER_API_KEY,
+          timeoutMs: config.PROVIDER_TIMEOUT_MS,
+        }),
+        carrier: new HttpCarrierProvider({
+          baseUrl: config.CARRIER_PROVIDER_URL,
+          apiKey: config.CARRIER_PROVIDER_API_KEY,
           timeoutMs: config.PROVIDER_TIMEOUT_MS,
         }),
         settings: { claimLeaseMs: config.CLAIM_LEASE_MS },

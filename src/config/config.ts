@@ -29,6 +29,9 @@ export const configSchema = z.object({
   /** Base URL of the accounting system (the simulator by default). */
   ACCOUNTING_PROVIDER_URL: url.default('http://127.0.0.1:4020'),
   ACCOUNTING_PROVIDER_API_KEY: z.string().min(1).default('dev-accounting-key'),
+  /** Base URL of the carrier (the simulator by default). */
+  CARRIER_PROVIDER_URL: url.default('http://127.0.0.1:4030'),
+  CARRIER_PROVIDER_API_KEY: z.string().min(1).default('dev-carrier-key'),
   /** Per-request HTTP timeout of provider calls, ms. Keep below the provider profile's 30 s start-to-close. */
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(25_000).default(10_000),
   /** Lease of a `sending` side-effect claim, ms (see ActivitySettings.claimLeaseMs). */
