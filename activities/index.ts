@@ -9,6 +9,7 @@ import { createInventoryActivities } from './inventory.activities.js';
 import { createInvoiceActivities } from './invoice.activities.js';
 import { createOrderStatusActivities } from './order-status.activities.js';
 import type { ActivityDeps } from './ports.js';
+import { createShippingActivities } from './shipping.activities.js';
 
 /**
  * Merges the activity factories: reserveInventory, releaseInventory, createInvoice, voidInvoice,
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createInventoryActivities(deps.db),
     ...createInvoiceActivities(deps.db),
     ...createConfirmationActivities(deps.db, deps.email, deps.settings),
+    ...createShippingActivities(deps.db, deps.carrier, deps.settings),
     ...createAccountingActivities(deps.db, deps.accounting),
     ...createOrderStatusActivities(deps.db),
   };
@@ -32,5 +34,6 @@ export * from './provider-error.js';
 export type * from './inventory.activities.js';
 export type * from './invoice.activities.js';
 export type * from './confirmation.activities.js';
+export type * from './shipping.activities.js';
 export type * from './accounting.activities.js';
 export type * from './order-status.activities.js';

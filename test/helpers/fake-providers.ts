@@ -3,7 +3,16 @@
  * the same idempotency key yields the same id and no second effect. They count calls and effects
  * separately, and can be told to fail the next N calls.
  */
-import type { AccountingInvoice, AccountingProvider, EmailMessage, EmailProvider } from '../../activities/ports.js';
+import { randomBytes } from 'node:crypto';
+import type {
+  AccountingInvoice,
+  AccountingProvider,
+  CarrierProvider,
+  EmailMessage,
+  EmailProvider,
+  ShipmentRequest,
+  ShipmentResult,
+} from '../../activities/ports.js';
 import { ProviderError, type ProviderFailureKind } from '../../activities/provider-error.js';
 
 abstract class FakeProvider<TReq, TRes> {
@@ -58,5 +67,18 @@ export class FakeAccountingProvider
 {
   upsertInvoice(invoice: AccountingInvoice, idempotencyKey: string) {
     return this.handle(idempotencyKey, invoice, () => ({ accountingId: `acc_${invoice.externalId}` }));
+  }
+}
+
+/**
+ * Carrier fake: shipment ids `shp_<12 hex>` and tracking numbers `1Z<16 upper-case hex>`, random (tracking
+ * numbers are unique in the database across a suite's fakes), one pair per key.
+ */
+export class FakeCarrierProvider extends FakeProvider<ShipmentRequest, ShipmentResult> implements CarrierProvider {
+  createShipment(request: ShipmentRequest, idempotencyKey: string) {
+    return this.handle(idempotencyKey, request, () => ({
+      shipmentId: `shp_${randomBytes(6).toString('hex')}`,
+      trackingNumber: `1Z${randomBytes(8).toString('hex').toUpperCase()}`,
+    }));
   }
 }

@@ -1,0 +1,246 @@
+/**
+ * Shipping: the carrier creates one shipment per order, by claim-first, act-second (see side-effect-claims.ts)
+ * and the carrier's `Idempotency-Key` de-duplication; the shipment is then recorded in one transaction with the
+ * claim's completion, the `ship:<orderId>:<sku>` movements (which consume the reservation: `on_hand` and
+ * `reserved` both go down) and the `shipped` status.
+ */
+import { activityInfo, Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { ErrorType } from '../workflows/errors.js';
+import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
+import { notFound, rethrowProviderError } from './failures.js';
+import type { ActivitySettings, CarrierProvider, Db, ShipmentRequest, ShipmentResult } from './ports.js';
+import { ProviderError } from './provider-error.js';
+import {
+  claimSideEffect,
+  completeSideEffect,
+  markSideEffectNotPerformed,
+  type ClaimOwner,
+  type PriorClaimStatus,
+} from './side-effect-claims.js';
+
+/** Input of shipOrder. */
+export interface ShipOrderInput {
+  orderId: string;
+}
+
+/** Result of shipOrder. */
+export interface ShipOrderResult {
+  /** The carrier's shipment id, e.g. `shp_...`. */
+  shipmentId: string;
+  /** The carrier's tracking number, e.g. `1Z...`. */
+  trackingNumber: string;
+  /** `shipment:<orderId>`: the claim key and the `Idempotency-Key` sent to the carrier. */
+  idempotencyKey: string;
+  /**
+   * True when this run recorded the shipment (row, movements, status); false when an earlier or concurrent run
+   * had already recorded it. The carrier call of a run that records may have been a replay of an earlier
+   * attempt's: the carrier never creates a second shipment for the key either way.
+   */
+  shippedNow: boolean;
+}
+
+/** Claim kind of a shipment (`side_effect_claims.kind`). */
+export const SHIPMENT_CLAIM_KIND = 'shipment';
+
+/** Longest interval between two heartbeats during the carrier call, ms (shorter when the heartbeat timeout is). */
+export const SHIPMENT_HEARTBEAT_INTERVAL_MS = 1_000;
+
+/** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key`. */
+export function shipmentKey(orderId: string): string {
+  return `shipment:${orderId}`;
+}
+
+/** The id of the movement that consumes an order line's reservation when it ships. */
+export function shipMovementId(orderId: string, sku: string): string {
+  return `ship:${orderId}:${sku}`;
+}
+
+/** The current activity execution as a claim owner (as in confirmation.activities.ts). */
+function currentClaimOwner(): ClaimOwner {
+  const info = activityInfo();
+  const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
+  return { execution: `${workflowId}/${info.activityId}`, attempt: info.attempt };
+}
+
+/**
+ * Heartbeats while a call runs, when the activity has a heartbeat timeout (Temporal: an activity without one
+ * must not heartbeat): one beat at once, then every {@link SHIPMENT_HEARTBEAT_INTERVAL_MS} ms or a third of the
+ * timeout, whichever is shorter. A worker that dies mid-call is then noticed after the heartbeat timeout rather
+ * than the start-to-close timeout.
+ * @returns a function that stops the heartbeats.
+ */
+function heartbeatWhileRunning(): () => void {
+  const timeoutMs = activityInfo().heartbeatTimeoutMs;
+  if (!timeoutMs) return () => undefined;
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const timer = setInterval(
+    () => ctx.heartbeat(),
+    Math.max(100, Math.min(SHIPMENT_HEARTBEAT_INTERVAL_MS, Math.floor(timeoutMs / 3))),
+  );
+  return () => clearInterval(timer);
+}
+
+/** Builds the shipping activity over the database and carrier ports. */
+export function createShippingActivities(db: Db, carrier: CarrierProvider, settings: ActivitySettings) {
+  /**
+   * Calls the carrier with `key`, heartbeating meanwhile. When this run owns the claim and the carrier
+   * definitely did not act, the claim is marked `failed` (taken again by the next attempt, or tombstoned).
+   * @throws ApplicationFailure via rethrowProviderError.
+   */
+  async function createShipment(
+    request: ShipmentRequest,
+    key: string,
+    owned?: { owner: ClaimOwner; prior: PriorClaimStatus },
+  ): Promise<ShipmentResult> {
+    const stopHeartbeats = heartbeatWhileRunning();
+    try {
+      return await carrier.createShipment(request, key);
+    } catch (err) {
+      if (owned && err instanceof ProviderError && !err.mayHaveActed) {
+        await markSideEffectNotPerformed(db, key, owned.owner, owned.prior);
+      }
+      return rethrowProviderError(err, 'carrier');
+    } finally {
+      stopHeartbeats();
+    }
+  }
+
+  /**
+   * Records the carrier's shipment in one transaction: the claim `sent` with the shipment id, the `shipments`
+   * row, one `ship:<orderId>:<sku>` movement per line (`on_hand -= q`, `reserved -= q`, applied only when the
+   * movement is new) and the `shipped` status (never lowering a higher rank). Lines go in SKU order, like the
+   * reservation, so concurrent transactions lock products in one order.
+   * @returns the recorded shipment, `shippedNow` false when another run had recorded it first.
+   * @throws ApplicationFailure `ValidationError` (non-retryable) when less than a line's quantity is reserved.
+   */
+  async function recordShipment(
+    orderId: string,
+    key: string,
+    lines: Array<{ sku: string; quantity: number }>,
+    shipment: ShipmentResult,
+  ): Promise<ShipOrderResult> {
+    return db.$transaction(async (tx) => {
+      const claimedId = await completeSideEffect(tx, key, shipment.shipmentId);
+      if (claimedId !== shipment.shipmentId) {
+        log.warn('the shipment claim holds another carrier id than the carrier returned', {
+          key,
+          claimedId,
+          shipmentId: shipment.shipmentId,
+        });
+      }
+      const inserted = await tx.$executeRaw`
+        INSERT INTO shipments (order_id, carrier_id, tracking_number)
+        VALUES (${orderId}::uuid, ${shipment.shipmentId}, ${shipment.trackingNumber})
+        ON CONFLICT (order_id) DO NOTHING`;
+      if (inserted === 0) {
+        const row = await tx.shipment.findUniqueOrThrow({ where: { orderId } });
+        return {
+          shipmentId: row.carrierId,
+          trackingNumber: row.trackingNumber,
+          idempotencyKey: key,
+          shippedNow: false,
+        };
+      }
+      for (const line of [...lines].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0))) {
+        const id = shipMovementId(orderId, line.sku);
+        const moved = await tx.$executeRaw`
+          INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+          VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'shipment', ${-line.quantity}, ${-line.quantity})
+          ON CONFLICT (id) DO NOTHING`;
+        if (moved === 0) continue;
+        const updated = await tx.$executeRaw`
+          UPDATE products
+          SET on_hand = on_hand - ${line.quantity}, reserved = reserved - ${line.quantity}, updated_at = now()
+          WHERE sku = ${line.sku} AND reserved >= ${line.quantity}`;
+        if (updated === 0) {
+          // Rolls the whole transaction back; the claim stays `sending` (the carrier acted) for a later retry.
+          throw ApplicationFailure.nonRetryable(
+            `cannot ship ${line.quantity} x ${line.sku} of order ${orderId}: less than that is reserved`,
+            ErrorType.Validation,
+          );
+        }
+      }
+      const rank = statusRank(OrderStatus.Shipped);
+      await tx.$executeRaw`
+        UPDATE orders
+        SET status = ${OrderStatus.Shipped}, status_step = ${rank}, failure_reason = NULL, updated_at = now()
+        WHERE id = ${orderId}::uuid AND status_step < ${rank}`;
+      return { ...shipment, idempotencyKey: key, shippedNow: true };
+    });
+  }
+
+  return {
+    /**
+     * Ships the order: claim `shipment:<orderId>` (kind `shipment`), ask the carrier for a shipment with that
+     * key as `Idempotency-Key` (heartbeating during the call), then record it (see the module docstring). A
+     * recorded shipment is returned as it is; a claim that is `sent` without its record (the run that sent it
+     * died before recording) asks the carrier again with the same key, which replays its answer.
+     * Cancellation is not acted on during the carrier call: the call finishes and is recorded.
+     * @throws ApplicationFailure `NotFoundError` (order missing), `OrderHaltedError` (the claim is a tombstone:
+     *   the order was halted before shipping; the carrier is not called), `ProviderRejectedError` or
+     *   `UnauthorizedError` (permanent; the claim is marked `failed`), `ValidationError` (less stock reserved
+     *   than a line ships), all non-retryable; `ProviderUnavailableError` or `ClaimInProgressError` (transient,
+     *   retried).
+     */
+    async shipOrder(input: ShipOrderInput): Promise<ShipOrderResult> {
+      const { orderId } = input;
+      const key = shipmentKey(orderId);
+      const order = await db.order.findUnique({
+        where: { id: orderId },
+        include: { lines: { orderBy: { lineNo: 'asc' } }, shipment: true },
+      });
+      if (!order) throw notFound('order', orderId);
+      if (order.shipment) {
+        return {
+          shipmentId: order.shipment.carrierId,
+          trackingNumber: order.shipment.trackingNumber,
+          idempotencyKey: key,
+          shippedNow: false,
+        };
+      }
+      const lines = order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity }));
+      // Built only from stored, immutable fields: every attempt sends the identical body for the key.
+      const request: ShipmentRequest = {
+        reference: orderId,
+        recipient: {
+          email: order.customerEmail,
+          ...(order.customerName === null ? {} : { name: order.customerName }),
+        },
+        items: lines,
+      };
+
+      const owner = currentClaimOwner();
+      // The order row's lock is the one a halt takes before it tombstones the claim (tombstoneSideEffect).
+      const claim = await db.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM orders WHERE id = ${orderId}::uuid FOR UPDATE`;
+        return claimSideEffect(tx, { key, kind: SHIPMENT_CLAIM_KIND, owner, leaseMs: settings.claimLeaseMs });
+      });
+      if (claim.state === 'cancelled') {
+        throw ApplicationFailure.nonRetryable(
+          `order ${orderId} was halted before it shipped; the shipment is cancelled`,
+          ErrorType.OrderHalted,
+        );
+      }
+      if (claim.state === 'done') {
+        const row = await db.shipment.findUnique({ where: { orderId } });
+        if (row) {
+          return {
+            shipmentId: row.carrierId,
+            trackingNumber: row.trackingNumber,
+            idempotencyKey: key,
+            shippedNow: false,
+          };
+        }
+        log.warn('shipment claimed as sent but not recorded: asking the carrier again with the same key', { key });
+        return recordShipment(orderId, key, lines, await createShipment(request, key));
+      }
+      if (claim.how !== 'new') {
+        log.info('re-sending a claimed shipment with the same idempotency key', { key, how: claim.how });
+      }
+      const shipment = await createShipment(request, key, { owner, prior: claim.prior });
+      return recordShipment(orderId, key, lines, shipment);
+    },
+  };
+}

@@ -1,0 +1,320 @@
+/**
+ * shipOrder run once, twice, concurrently, after provider failures and against a tombstone: always at most one
+ * shipment at the carrier and one record (row, movements, status) in the database. The activity runs under
+ * MockActivityEnvironment with the fake carrier; the database is a real PostgreSQL (a fresh migrated database for
+ * this suite), because the guarantees under test (unique keys, conditional updates, row locks) live there.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { Info } from '@temporalio/activity';
+import { DefaultLogger } from '@temporalio/worker';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  createShippingActivities,
+  type ShipOrderInput,
+  type ShipOrderResult,
+} from '../../../activities/shipping.activities.js';
+import { tombstoneSideEffect } from '../../../activities/side-effect-claims.js';
+import { ErrorType } from '../../../workflows/errors.js';
+import { FakeCarrierProvider } from '../../helpers/fake-providers.js';
+import { insertOrder, seedTestCatalogue, stockOf, type TestSku } from '../../helpers/fixtures.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.js';
+
+let tdb: TestDatabase;
+let carrier: FakeCarrierProvider;
+let shipOrder: (input: ShipOrderInput) => Promise<ShipOrderResult>;
+
+/** Activity info of attempt `attempt` of activity `activityId` in the order's workflow. */
+function info(orderId: string, attempt = 1, activityId = '7', extra: Partial<Info> = {}): Partial<Info> {
+  return {
+    attempt,
+    activityId,
+    workflowExecution: { workflowId: `order-${orderId}`, runId: 'run-1' },
+    ...extra,
+  } as Partial<Info>;
+}
+
+/** A mock activity environment that logs only errors (the tests provoke failures on purpose). */
+function mockEnv(activityInfo: Partial<Info>): MockActivityEnvironment {
+  return new MockActivityEnvironment(activityInfo, { logger: new DefaultLogger('ERROR') });
+}
+
+function ship(orderId: string, activityInfo: Partial<Info> = info(orderId)): Promise<ShipOrderResult> {
+  return mockEnv(activityInfo).run(shipOrder, { orderId });
+}
+
+async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ApplicationFailure);
+  return err as ApplicationFailure;
+}
+
+type Line = { sku: TestSku; quantity: number };
+
+/**
+ * An order past its confirmation: inserted, its stock reserved (the `reserve:` movements and `reserved += q`,
+ * as reserveInventory leaves them) and its status `confirmation_sent` (rank 30).
+ */
+async function confirmedOrder(lines: Line[] = [{ sku: 'MUG-WHT', quantity: 1 }]): Promise<string> {
+  const orderId = await insertOrder(tdb.prisma, lines);
+  await tdb.prisma.$transaction(async (tx) => {
+    for (const l of lines) {
+      await tx.$executeRaw`
+        INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+        VALUES (${`reserve:${orderId}:${l.sku}`}, ${l.sku}, ${orderId}::uuid, 'reservation', 0, ${l.quantity})`;
+      await tx.$executeRaw`UPDATE products SET reserved = reserved + ${l.quantity} WHERE sku = ${l.sku}`;
+    }
+    await tx.$executeRaw`UPDATE orders SET status = 'confirmation_sent', status_step = 30 WHERE id = ${orderId}::uuid`;
+  });
+  return orderId;
+}
+
+async function claimOf(orderId: string) {
+  return tdb.prisma.sideEffectClaim.findUnique({ where: { key: `shipment:${orderId}` } });
+}
+
+async function shipMovements(orderId: string): Promise<Array<[string, number, number]>> {
+  const rows = await tdb.prisma.inventoryMovement.findMany({
+    where: { orderId, reason: 'shipment' },
+    orderBy: { id: 'asc' },
+  });
+  return rows.map((m) => [m.id, m.onHandDelta, m.reservedDelta]);
+}
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  await seedTestCatalogue(tdb.prisma);
+});
+afterAll(async () => tdb?.drop());
+beforeEach(() => {
+  carrier = new FakeCarrierProvider();
+  ({ shipOrder } = createShippingActivities(tdb.prisma, carrier, { claimLeaseMs: 60_000 }));
+});
+
+describe('shipOrder', () => {
+  it('ships once: one carrier effect, one shipment row, movements that lower on_hand and reserved', async () => {
+    const lines: Line[] = [
+      { sku: 'TEE-BLK-M', quantity: 2 },
+      { sku: 'MUG-WHT', quantity: 1 },
+    ];
+    const before = { tee: await stockOf(tdb.prisma, 'TEE-BLK-M'), mug: await stockOf(tdb.prisma, 'MUG-WHT') };
+    const orderId = await confirmedOrder(lines);
+
+    const result = await ship(orderId);
+
+    const key = `shipment:${orderId}`;
+    const [effect] = carrier.effects.values();
+    expect(result).toEqual({ ...effect, idempotencyKey: key, shippedNow: true });
+    expect(carrier.effects.size).toBe(1);
+    expect(carrier.calls).toEqual([
+      {
+        key,
+        request: {
+          reference: orderId,
+          recipient: { email: 'ada@example.com', name: 'Ada Lovelace' },
+          items: [
+            { sku: 'TEE-BLK-M', quantity: 2 },
+            { sku: 'MUG-WHT', quantity: 1 },
+          ],
+        },
+      },
+    ]);
+
+    const row = await tdb.prisma.shipment.findUniqueOrThrow({ where: { orderId } });
+    expect([row.carrierId, row.trackingNumber]).toEqual([result.shipmentId, result.trackingNumber]);
+    const [{ age }] = await tdb.prisma.$queryRaw<[{ age: number }]>`
+      SELECT extract(epoch FROM now() - created_at)::float8 AS age FROM shipments WHERE order_id = ${orderId}::uuid`;
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(60);
+
+    expect(await shipMovements(orderId)).toEqual([
+      [`ship:${orderId}:MUG-WHT`, -1, -1],
+      [`ship:${orderId}:TEE-BLK-M`, -2, -2],
+    ]);
+    // Reserved by confirmedOrder, then consumed: reserved is back where it was, on_hand is lower.
+    expect(await stockOf(tdb.prisma, 'TEE-BLK-M')).toEqual([before.tee[0] - 2, before.tee[1]]);
+    expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual([before.mug[0] - 1, before.mug[1]]);
+
+    const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    expect([order.status, order.statusStep, order.failureReason]).toEqual(['shipped', 40, null]);
+    const claim = await claimOf(orderId);
+    expect([claim?.kind, claim?.status, claim?.providerId]).toEqual(['shipment', 'sent', result.shipmentId]);
+  });
+
+  it('ships once when run twice in a row', async () => {
+    const orderId = await confirmedOrder([{ sku: 'TEE-BLK-M', quantity: 3 }]);
+    const stock = await stockOf(tdb.prisma, 'TEE-BLK-M');
+    const first = await ship(orderId, info(orderId, 1));
+    const second = await ship(orderId, info(orderId, 2));
+
+    expect(second).toEqual({ ...first, shippedNow: false });
+    expect(carrier.calls).toHaveLength(1);
+    expect(carrier.effects.size).toBe(1);
+    expect(await shipMovements(orderId)).toHaveLength(1);
+    expect(await stockOf(tdb.prisma, 'TEE-BLK-M')).toEqual([stock[0] - 3, stock[1] - 3]);
+  });
+
+  it('ships once when runs race: a retry racing its first attempt, and another execution', async () => {
+    const orderId = await confirmedOrder([{ sku: 'TEE-BLK-M', quantity: 1 }]);
+    const stock = await stockOf(tdb.prisma, 'TEE-BLK-M');
+    carrier.delayMs = 200;
+
+    const outcomes = await Promise.allSettled([
+      ship(orderId, info(orderId, 1, '7')),
+      ship(orderId, info(orderId, 2, '7')),
+      ship(orderId, info(orderId, 1, '9')),
+    ]);
+
+    expect(carrier.effects.size).toBe(1);
+    const fulfilled = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+    expect(fulfilled.filter((r) => r.shippedNow)).toHaveLength(1);
+    expect(new Set(fulfilled.map((r) => r.trackingNumber)).size).toBe(1);
+    for (const o of outcomes) {
+      if (o.status === 'rejected') {
+        const failure = o.reason as ApplicationFailure;
+        expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ClaimInProgress, false]);
+      }
+    }
+    expect(await tdb.prisma.shipment.count({ where: { orderId } })).toBe(1);
+    expect(await shipMovements(orderId)).toHaveLength(1);
+    expect(await stockOf(tdb.prisma, 'TEE-BLK-M')).toEqual([stock[0] - 1, stock[1] - 1]);
+
+    // A loser retrying later finds the shipment recorded and calls nothing.
+    const calls = carrier.calls.length;
+    expect((await ship(orderId, info(orderId, 2, '9'))).shippedNow).toBe(false);
+    expect(carrier.calls).toHaveLength(calls);
+  });
+
+  it('after a carrier failure that may have acted (lost response), the retry replays: one effect', async () => {
+    const orderId = await confirmedOrder();
+    const stock = await stockOf(tdb.prisma, 'MUG-WHT');
+    carrier.dropNextResponse();
+
+    const failure = await failureOf(ship(orderId, info(orderId, 1)));
+    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderUnavailable, false]);
+    expect(carrier.effects.size).toBe(1);
+    expect((await claimOf(orderId))?.status).toBe('sending'); // the outcome is unknown: the claim stays
+    expect(await tdb.prisma.shipment.count({ where: { orderId } })).toBe(0);
+    expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(stock);
+
+    const retry = await ship(orderId, info(orderId, 2));
+    expect(retry).toMatchObject({ ...carrier.effects.get(`shipment:${orderId}`), shippedNow: true });
+    expect(carrier.calls).toHaveLength(2);
+    expect(carrier.effects.size).toBe(1);
+    expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual([stock[0] - 1, stock[1] - 1]);
+  });
+
+  it('after a definite 503 the claim is failed, and the retry ships', async () => {
+    const orderId = await confirmedOrder();
+    carrier.failNext('unavailable');
+
+    const failure = await failureOf(ship(orderId, info(orderId, 1)));
+    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderUnavailable, false]);
+    expect(carrier.effects.size).toBe(0);
+    expect((await claimOf(orderId))?.status).toBe('failed');
+
+    const retry = await ship(orderId, info(orderId, 2));
+    expect(retry.shippedNow).toBe(true);
+    expect(carrier.effects.size).toBe(1);
+    const claim = await claimOf(orderId);
+    expect([claim?.status, claim?.attempts]).toEqual(['sent', 2]);
+  });
+
+  it('fails permanently on a carrier 422 (ProviderRejectedError), claim failed, nothing recorded', async () => {
+    const orderId = await confirmedOrder();
+    const stock = await stockOf(tdb.prisma, 'MUG-WHT');
+    carrier.failNext('rejected');
+
+    const failure = await failureOf(ship(orderId));
+    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderRejected, true]);
+    expect((await claimOf(orderId))?.status).toBe('failed');
+    expect(await tdb.prisma.shipment.count({ where: { orderId } })).toBe(0);
+    expect(await shipMovements(orderId)).toEqual([]);
+    expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(stock);
+    expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('confirmation_sent');
+  });
+
+  it('refuses a tombstoned claim with OrderHaltedError and never calls the carrier', async () => {
+    const orderId = await confirmedOrder();
+    await tombstoneSideEffect(tdb.prisma, `shipment:${orderId}`, 'shipment');
+
+    const failure = await failureOf(ship(orderId));
+    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.OrderHalted, true]);
+    expect(carrier.calls).toHaveLength(0);
+    expect(await tdb.prisma.shipment.count({ where: { orderId } })).toBe(0);
+    expect(await shipMovements(orderId)).toEqual([]);
+  });
+
+  it('records a shipment whose claim is sent but whose record is missing, from the carrier replay', async () => {
+    const orderId = await confirmedOrder();
+    const key = `shipment:${orderId}`;
+    const sent = await carrier.createShipment(
+      { reference: orderId, recipient: { email: 'x@example.com' }, items: [] },
+      key,
+    );
+    await tdb.prisma.$executeRaw`
+      INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at, provider_id, completed_at)
+      VALUES (${key}, 'shipment', 'sent', ${`order-${orderId}/7#1`}, 1, now(), ${sent.shipmentId}, now())`;
+
+    const result = await ship(orderId, info(orderId, 2));
+    expect(result).toEqual({ ...sent, idempotencyKey: key, shippedNow: true });
+    expect(carrier.calls).toHaveLength(2);
+    expect(carrier.effects.size).toBe(1);
+    expect((await tdb.prisma.shipment.findUniqueOrThrow({ where: { orderId } })).trackingNumber).toBe(
+      sent.trackingNumber,
+    );
+    expect(await shipMovements(orderId)).toHaveLength(1);
+  });
+
+  it("reclaims a dead owner's claim after the lease, re-sending with the same key", async () => {
+    const orderId = await confirmedOrder();
+    const key = `shipment:${orderId}`;
+    await tdb.prisma.$executeRaw`
+      INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at)
+      VALUES (${key}, 'shipment', 'sending', 'order-other/3#1', 1, now() - interval '5 seconds')`;
+    const fresh = await failureOf(ship(orderId));
+    expect(fresh.type).toBe(ErrorType.ClaimInProgress);
+    expect(carrier.calls).toHaveLength(0);
+
+    await tdb.prisma.$executeRaw`
+      UPDATE side_effect_claims SET claimed_at = now() - interval '61 seconds' WHERE key = ${key}`;
+    expect((await ship(orderId)).shippedNow).toBe(true);
+    expect(carrier.effects.size).toBe(1);
+    const claim = await claimOf(orderId);
+    expect([claim?.status, claim?.attempts]).toEqual(['sent', 2]);
+  });
+
+  it('never lowers a higher status: a late run on a completed order records the shipment only', async () => {
+    const orderId = await confirmedOrder();
+    await tdb.prisma.$executeRaw`UPDATE orders SET status = 'completed', status_step = 50 WHERE id = ${orderId}::uuid`;
+    expect((await ship(orderId)).shippedNow).toBe(true);
+    const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    expect([order.status, order.statusStep]).toEqual(['completed', 50]);
+  });
+
+  it('heartbeats during the carrier call when the activity has a heartbeat timeout, and not otherwise', async () => {
+    carrier.delayMs = 500;
+    const withTimeout = await confirmedOrder();
+    const env = mockEnv(info(withTimeout, 1, '7', { heartbeatTimeoutMs: 300 }));
+    let beats = 0;
+    env.on('heartbeat', () => (beats += 1));
+    await env.run(shipOrder, { orderId: withTimeout });
+    expect(beats).toBeGreaterThanOrEqual(3); // one at once, then every 100 ms (a third of the timeout)
+
+    const without = await confirmedOrder();
+    const quiet = mockEnv(info(without));
+    let quietBeats = 0;
+    quiet.on('heartbeat', () => (quietBeats += 1));
+    await quiet.run(shipOrder, { orderId: without });
+    expect(quietBeats).toBe(0);
+  });
+
+  it('fails permanently for an unknown order', async () => {
+    const failure = await failureOf(ship('00000000-0000-4000-8000-000000000000'));
+    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.NotFound, true]);
+    expect(carrier.calls).toHaveLength(0);
+  });
+});
