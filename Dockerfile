@@ -51,5 +51,5 @@ COPY --from=prod-deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 USER node
 EXPOSE 3000
-# Overridden per service in docker-compose.yml: dist/src/worker.js, dist/simulators/{email,accounting}/main.js.
+# Overridden per service in docker-compose.yml: dist/src/worker.js, dist/simulators/{email,accounting,carrier}/main.js.
 CMD ["node", "--enable-source-maps", "dist/src/main.js"]

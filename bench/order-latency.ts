@@ -1,12 +1,12 @@
 /**
  * Benchmark: how long an order takes from `POST /orders` to `completed`, one at a time and in a burst,
  * against a running stack (`npm start`), over real HTTP. Prints figures; asserts nothing about speed.
- * It does check correctness on the way: every order completes with exactly one email and one accounting
- * effect in the simulators' ledgers.
+ * It does check correctness on the way: every order completes with exactly one email, one shipment and one
+ * accounting effect in the simulators' ledgers.
  *
  * Usage: `npm run bench -- [--sequential 20] [--burst 50] [--poll-ms 20]`
  * Env: API_URL (http://127.0.0.1:3000), EMAIL_PROVIDER_URL (http://127.0.0.1:4010),
- * ACCOUNTING_PROVIDER_URL (http://127.0.0.1:4020).
+ * ACCOUNTING_PROVIDER_URL (http://127.0.0.1:4020), CARRIER_PROVIDER_URL (http://127.0.0.1:4030).
  * Two latency figures per order: `client` from just before the POST to the first poll that sees `completed`
  * (carries up to one poll interval), and `server` = completedAt - createdAt of the order (the API's own
  * timestamps, ms precision, independent of polling). Burst orders are polled every --burst-poll-ms (default
@@ -30,6 +30,7 @@ const BURST_POLL_MS = Number(values['burst-poll-ms']);
 const API = (process.env.API_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
 const EMAIL = (process.env.EMAIL_PROVIDER_URL ?? 'http://127.0.0.1:4010').replace(/\/+$/, '');
 const ACCOUNTING = (process.env.ACCOUNTING_PROVIDER_URL ?? 'http://127.0.0.1:4020').replace(/\/+$/, '');
+const CARRIER = (process.env.CARRIER_PROVIDER_URL ?? 'http://127.0.0.1:4030').replace(/\/+$/, '');
 
 interface Product {
   sku: string;
@@ -84,11 +85,14 @@ async function effects(base: string, key: string): Promise<number> {
 
 async function verify(ids: string[]): Promise<void> {
   for (const id of ids) {
-    const [e, a] = await Promise.all([
+    const [e, s, a] = await Promise.all([
       effects(EMAIL, `order-confirmation:${id}`),
+      effects(CARRIER, `shipment:${id}`),
       effects(ACCOUNTING, `accounting-invoice:${id}`),
     ]);
-    if (e !== 1 || a !== 1) throw new Error(`order ${id}: ${e} email and ${a} accounting effects (expected 1 and 1)`);
+    if (e !== 1 || s !== 1 || a !== 1) {
+      throw new Error(`order ${id}: ${e} email, ${s} shipment and ${a} accounting effects (expected 1 each)`);
+    }
   }
 }
 
@@ -124,4 +128,4 @@ console.log(
 );
 
 await verify([...seqIds, ...burst.map((r) => r.id)]);
-console.log(`effects: exactly 1 email and 1 accounting effect for each of ${SEQUENTIAL + BURST} orders`);
+console.log(`effects: exactly 1 email, 1 shipment and 1 accounting effect for each of ${SEQUENTIAL + BURST} orders`);

@@ -9,11 +9,13 @@
  *     product (`POST /orders`, 202 + `Location`);
  *  3. polls `GET /orders/:id` until each is `completed` or `failed` (at most 120 s);
  *  4. prints a table: order id, final status, invoice number, failure reason, time from POST to the terminal
- *     status (ms), side effects recorded by the email simulator for `order-confirmation:<id>` and by the
- *     accounting simulator for `accounting-invoice:<id>` (`GET /_sim/ledger/<key>`), and the Temporal UI link.
+ *     status (ms), side effects recorded by the email simulator for `order-confirmation:<id>`, by the carrier
+ *     simulator for `shipment:<id>` and by the accounting simulator for `accounting-invoice:<id>`
+ *     (`GET /_sim/ledger/<key>`), and the Temporal UI link.
  *
  * Environment: API_URL, EMAIL_PROVIDER_URL (default http://127.0.0.1:4010), ACCOUNTING_PROVIDER_URL (default
- * http://127.0.0.1:4020), DEMO_SKIP_BUILD=1 (start the stack from the existing dist/ without `npm run build`).
+ * http://127.0.0.1:4020), CARRIER_PROVIDER_URL (default http://127.0.0.1:4030), DEMO_SKIP_BUILD=1 (start the stack
+ * from the existing dist/ without `npm run build`).
  * Exit code 0 when the 4 orders completed and the over-stock order failed; 1 otherwise.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -29,6 +31,7 @@ const ROOT = repoRoot();
 const API_URL = trimSlash(process.env.API_URL?.trim() || 'http://127.0.0.1:3000');
 const EMAIL_URL = trimSlash(process.env.EMAIL_PROVIDER_URL?.trim() || 'http://127.0.0.1:4010');
 const ACCOUNTING_URL = trimSlash(process.env.ACCOUNTING_PROVIDER_URL?.trim() || 'http://127.0.0.1:4020');
+const CARRIER_URL = trimSlash(process.env.CARRIER_PROVIDER_URL?.trim() || 'http://127.0.0.1:4030');
 
 /** How long to wait for all orders to reach a terminal status, ms. */
 const ORDERS_TIMEOUT_MS = 120_000;
@@ -219,6 +222,7 @@ interface OrderOutcome {
   failureReason: string;
   elapsedMs?: number;
   emailEffects: string;
+  shipmentEffects: string;
   accountingEffects: string;
   temporalUiUrl: string;
 }
@@ -306,6 +310,7 @@ async function placeOrder(
       invoiceNumber: '',
       failureReason: describeProblem(res.json),
       emailEffects: '',
+      shipmentEffects: '',
       accountingEffects: '',
       temporalUiUrl: '',
     };
@@ -330,8 +335,9 @@ async function followOrder(plan: PlannedOrder, id: string, postedAt: number, dea
     }
     await sleep(POLL_INTERVAL_MS);
   }
-  const [emailEffects, accountingEffects] = await Promise.all([
+  const [emailEffects, shipmentEffects, accountingEffects] = await Promise.all([
     ledgerCount(EMAIL_URL, `order-confirmation:${id}`),
+    ledgerCount(CARRIER_URL, `shipment:${id}`),
     ledgerCount(ACCOUNTING_URL, `accounting-invoice:${id}`),
   ]);
   return {
@@ -342,6 +348,7 @@ async function followOrder(plan: PlannedOrder, id: string, postedAt: number, dea
     failureReason: last?.failureReason ?? '',
     elapsedMs: terminalAt === undefined ? undefined : terminalAt - postedAt,
     emailEffects,
+    shipmentEffects,
     accountingEffects,
     temporalUiUrl: last?.temporalUiUrl ?? '',
   };
@@ -382,7 +389,19 @@ async function runDemo(): Promise<boolean> {
 
   console.log('');
   printTable(
-    ['', 'order id', 'expected', 'status', 'invoice', 'failure reason', 'ms', 'email', 'accounting', 'Temporal UI'],
+    [
+      '',
+      'order id',
+      'expected',
+      'status',
+      'invoice',
+      'failure reason',
+      'ms',
+      'email',
+      'shipment',
+      'accounting',
+      'Temporal UI',
+    ],
     outcomes.map((o) => [
       o.planned.label,
       o.id ?? '-',
@@ -392,14 +411,15 @@ async function runDemo(): Promise<boolean> {
       truncate(o.failureReason || '-', 60),
       o.elapsedMs === undefined ? '-' : String(o.elapsedMs),
       o.emailEffects || '-',
+      o.shipmentEffects || '-',
       o.accountingEffects || '-',
       o.temporalUiUrl || '-',
     ]),
   );
   console.log('');
   console.log(
-    'email / accounting: side effects the simulators recorded for the keys order-confirmation:<id> and ' +
-      'accounting-invoice:<id> (1 each for a completed order, 0 for a failed one).',
+    'email / shipment / accounting: side effects the simulators recorded for the keys order-confirmation:<id>, ' +
+      'shipment:<id> and accounting-invoice:<id> (1 each for a completed order, 0 for a failed one).',
   );
   for (const plan of plans) {
     console.log(`  ${plan.label}: ${plan.lines.map((l) => `${l.quantity} × ${l.sku}`).join(', ')}`);

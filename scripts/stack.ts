@@ -7,7 +7,7 @@
  *  2. `prisma migrate deploy`, then the seed (`prisma/seed.ts`, idempotent) when it exists;
  *  3. Temporal: `TEMPORAL_ADDRESS` if set, else the dev server (`.data/temporal/dev.db`, gRPC 7233, UI 8233;
  *     `TEMPORAL_PORT` / `TEMPORAL_UI_PORT` override), the CLI found or built by scripts/lib/temporal-cli.ts;
- *  4. the email and accounting simulators, the worker and the API from `dist/` (each waited for: the HTTP
+ *  4. the email, accounting and carrier simulators, the worker and the API from `dist/` (each waited for: the HTTP
  *     health endpoints, and the worker's pollers on its task queue);
  * then prints a banner with the URLs and runs until Ctrl-C / SIGTERM, which stops everything in reverse order
  * (SIGTERM, SIGKILL after 10 s) and exits 0. If a process dies unexpectedly, or a step fails, the stack stops
@@ -81,6 +81,7 @@ const COLOURS = {
   temporal: '35',
   'email-sim': '36',
   'accounting-sim': '33',
+  'carrier-sim': '94',
   worker: '32',
   api: '96',
 } as const;
@@ -284,6 +285,7 @@ const ENTRY_POINTS = {
   worker: 'dist/src/worker.js',
   'email-sim': 'dist/simulators/email/main.js',
   'accounting-sim': 'dist/simulators/accounting/main.js',
+  'carrier-sim': 'dist/simulators/carrier/main.js',
 } as const;
 
 // ---------------------------------------------------------------------------------------------------------
@@ -491,6 +493,7 @@ async function main(): Promise<void> {
   const apiPort = portFromEnv('PORT', 3000);
   const emailPort = portFromEnv('EMAIL_SIMULATOR_PORT', 4010);
   const accountingPort = portFromEnv('ACCOUNTING_SIMULATOR_PORT', 4020);
+  const carrierPort = portFromEnv('CARRIER_SIMULATOR_PORT', 4030);
   const embeddedPgPort = portFromEnv('EMBEDDED_PG_PORT', 54329);
   const temporalPort = portFromEnv('TEMPORAL_PORT', 7233);
   const temporalUiPort = portFromEnv('TEMPORAL_UI_PORT', 8233);
@@ -509,6 +512,7 @@ async function main(): Promise<void> {
     ['the API (PORT)', apiPort],
     ['the email simulator (EMAIL_SIMULATOR_PORT)', emailPort],
     ['the accounting simulator (ACCOUNTING_SIMULATOR_PORT)', accountingPort],
+    ['the carrier simulator (CARRIER_SIMULATOR_PORT)', carrierPort],
   ];
   if (!externalDatabaseUrl) ports.push(['the embedded PostgreSQL (EMBEDDED_PG_PORT)', embeddedPgPort]);
   if (!externalTemporal) {
@@ -583,6 +587,7 @@ async function main(): Promise<void> {
   // 4. Simulators, worker, API
   const emailUrl = `http://127.0.0.1:${emailPort}`;
   const accountingUrl = `http://127.0.0.1:${accountingPort}`;
+  const carrierUrl = `http://127.0.0.1:${carrierPort}`;
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
@@ -594,8 +599,10 @@ async function main(): Promise<void> {
     PORT: String(apiPort),
     EMAIL_SIMULATOR_PORT: String(emailPort),
     ACCOUNTING_SIMULATOR_PORT: String(accountingPort),
+    CARRIER_SIMULATOR_PORT: String(carrierPort),
     EMAIL_PROVIDER_URL: process.env.EMAIL_PROVIDER_URL?.trim() || emailUrl,
     ACCOUNTING_PROVIDER_URL: process.env.ACCOUNTING_PROVIDER_URL?.trim() || accountingUrl,
+    CARRIER_PROVIDER_URL: process.env.CARRIER_PROVIDER_URL?.trim() || carrierUrl,
     // Children write to pipes; keep their colours when ours are on.
     ...(useColour && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
   };
@@ -607,9 +614,11 @@ async function main(): Promise<void> {
 
   const emailSim = node('email-sim');
   const accountingSim = node('accounting-sim');
+  const carrierSim = node('carrier-sim');
   await Promise.all([
     waitForHttp(`${emailUrl}/_sim/health`, emailSim),
     waitForHttp(`${accountingUrl}/_sim/health`, accountingSim),
+    waitForHttp(`${carrierUrl}/_sim/health`, carrierSim),
   ]);
   const worker = node('worker');
   await waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, proc: worker });
@@ -627,6 +636,7 @@ async function main(): Promise<void> {
     `  Temporal UI    ${bold(temporalUiUrl)}   (gRPC ${temporalAddress}, namespace ${namespace})`,
     `  Email ledger   ${emailUrl}/_sim/ledger`,
     `  Accounting     ${accountingUrl}/_sim/ledger`,
+    `  Carrier        ${carrierUrl}/_sim/ledger`,
     `  PostgreSQL     ${redactUrl(databaseUrl)}`,
     '',
     '  Place an order:',

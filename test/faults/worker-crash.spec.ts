@@ -25,6 +25,8 @@ async function startWorkerProcess(): Promise<ChildProcess> {
       EMAIL_PROVIDER_API_KEY: stack.config.EMAIL_PROVIDER_API_KEY,
       ACCOUNTING_PROVIDER_URL: stack.config.ACCOUNTING_PROVIDER_URL,
       ACCOUNTING_PROVIDER_API_KEY: stack.config.ACCOUNTING_PROVIDER_API_KEY,
+      CARRIER_PROVIDER_URL: stack.config.CARRIER_PROVIDER_URL,
+      CARRIER_PROVIDER_API_KEY: stack.config.CARRIER_PROVIDER_API_KEY,
       PROVIDER_TIMEOUT_MS: '20000',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -82,5 +84,6 @@ describe('worker crash mid-step', () => {
     expect(after.status).toBe('sent');
     expect(after.attempts).toBeGreaterThanOrEqual(2);
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
+    expect(stack.carrier.ledger.count(`shipment:${id}`)).toBe(1);
   }, 120_000);
 });

@@ -1,7 +1,7 @@
 /**
  * The whole order path in one test process, with real parts: the Nest API (supertest), a Temporal
- * Worker on its own task queue of the shared dev server, a fresh PostgreSQL database, and both provider
- * simulators over real HTTP on free ports.
+ * Worker on its own task queue of the shared dev server, a fresh PostgreSQL database, and the three provider
+ * simulators (email, accounting, carrier) over real HTTP on free ports.
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -11,11 +11,13 @@ import request from 'supertest';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { startAccountingSimulator } from '../../simulators/accounting/accounting-simulator.js';
+import { startCarrierSimulator } from '../../simulators/carrier/carrier-simulator.js';
 import { startEmailSimulator } from '../../simulators/email/email-simulator.js';
 import type { RunningSimulator } from '../../simulators/shared/idempotent-simulator.js';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';
 import { HttpAccountingProvider } from '../../src/providers/http-accounting-provider.js';
+import { HttpCarrierProvider } from '../../src/providers/http-carrier-provider.js';
 import { HttpEmailProvider } from '../../src/providers/http-email-provider.js';
 import { createOrderWorker } from '../../src/worker/order-worker.js';
 import { seedTestCatalogue } from './fixtures.js';
@@ -27,6 +29,7 @@ export interface TestStack {
   db: TestDatabase;
   email: RunningSimulator;
   accounting: RunningSimulator;
+  carrier: RunningSimulator;
   api: NestExpressApplication;
   http: ReturnType<typeof request>;
   client: Client;
@@ -50,6 +53,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   await seedTestCatalogue(db.prisma);
   const email = await startEmailSimulator({ apiKey: 'test-email-key' });
   const accounting = await startAccountingSimulator({ apiKey: 'test-accounting-key' });
+  const carrier = await startCarrierSimulator({ apiKey: 'test-carrier-key' });
   const config = loadConfig({
     ...process.env,
     DATABASE_URL: db.url,
@@ -59,6 +63,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     EMAIL_PROVIDER_API_KEY: 'test-email-key',
     ACCOUNTING_PROVIDER_URL: accounting.url,
     ACCOUNTING_PROVIDER_API_KEY: 'test-accounting-key',
+    CARRIER_PROVIDER_URL: carrier.url,
+    CARRIER_PROVIDER_API_KEY: 'test-carrier-key',
     PROVIDER_TIMEOUT_MS: '2000',
     RECONCILE_INTERVAL_MS: '0',
     LOG_LEVEL: 'warn',
@@ -85,6 +91,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
               apiKey: 'test-accounting-key',
               timeoutMs: config.PROVIDER_TIMEOUT_MS,
             }),
+            carrier: new HttpCarrierProvider({
+              baseUrl: carrier.url,
+              apiKey: 'test-carrier-key',
+              timeoutMs: config.PROVIDER_TIMEOUT_MS,
+            }),
             settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
           }),
         });
@@ -100,6 +111,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     db,
     email,
     accounting,
+    carrier,
     api,
     http,
     client,
@@ -121,6 +133,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       await client.connection.close();
       await email.close();
       await accounting.close();
+      await carrier.close();
       await db.drop();
     },
   };
