@@ -4,11 +4,19 @@
  * claim's completion, the `ship:<orderId>:<sku>` movements (which consume the reservation: `on_hand` and
  * `reserved` both go down) and the `shipped` status.
  */
-import { activityInfo, Context, log } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { log } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { ErrorType } from '../workflows/errors.js';
 import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound, rethrowProviderError } from './failures.js';
+import {
+  cancellationRequested,
+  currentClaimOwner,
+  halted,
+  lockOrderForForwardStep,
+  withHeartbeats,
+  writeOrderStatus,
+} from './order-guards.js';
 import type { ActivitySettings, CarrierProvider, Db, ShipmentRequest, ShipmentResult } from './ports.js';
 import { ProviderError } from './provider-error.js';
 import {
@@ -43,9 +51,6 @@ export interface ShipOrderResult {
 /** Claim kind of a shipment (`side_effect_claims.kind`). */
 export const SHIPMENT_CLAIM_KIND = 'shipment';
 
-/** Longest interval between two heartbeats during the carrier call, ms (shorter when the heartbeat timeout is). */
-export const SHIPMENT_HEARTBEAT_INTERVAL_MS = 1_000;
-
 /** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key`. */
 export function shipmentKey(orderId: string): string {
   return `shipment:${orderId}`;
@@ -56,62 +61,34 @@ export function shipMovementId(orderId: string, sku: string): string {
   return `ship:${orderId}:${sku}`;
 }
 
-/** The current activity execution as a claim owner (as in confirmation.activities.ts). */
-function currentClaimOwner(): ClaimOwner {
-  const info = activityInfo();
-  const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
-  return { execution: `${workflowId}/${info.activityId}`, attempt: info.attempt };
-}
-
-/**
- * Heartbeats while a call runs, when the activity has a heartbeat timeout (Temporal: an activity without one
- * must not heartbeat): one beat at once, then every {@link SHIPMENT_HEARTBEAT_INTERVAL_MS} ms or a third of the
- * timeout, whichever is shorter. A worker that dies mid-call is then noticed after the heartbeat timeout rather
- * than the start-to-close timeout.
- * @returns a function that stops the heartbeats.
- */
-function heartbeatWhileRunning(): () => void {
-  const timeoutMs = activityInfo().heartbeatTimeoutMs;
-  if (!timeoutMs) return () => undefined;
-  const ctx = Context.current();
-  ctx.heartbeat();
-  const timer = setInterval(
-    () => ctx.heartbeat(),
-    Math.max(100, Math.min(SHIPMENT_HEARTBEAT_INTERVAL_MS, Math.floor(timeoutMs / 3))),
-  );
-  return () => clearInterval(timer);
-}
-
 /** Builds the shipping activity over the database and carrier ports. */
 export function createShippingActivities(db: Db, carrier: CarrierProvider, settings: ActivitySettings) {
   /**
-   * Calls the carrier with `key`, heartbeating meanwhile. When this run owns the claim and the carrier
-   * definitely did not act, the claim is marked `failed` (taken again by the next attempt, or tombstoned).
-   * @throws ApplicationFailure via rethrowProviderError.
+   * Calls the carrier with `key`, heartbeating every second meanwhile (the call itself is never cut short). When
+   * this run owns the claim and the carrier definitely did not act, the claim is marked `failed` (taken again by
+   * the next attempt, or tombstoned by a halt).
+   * @throws ApplicationFailure via rethrowProviderError (details `{ status, mayHaveActed }`).
    */
   async function createShipment(
     request: ShipmentRequest,
     key: string,
     owned?: { owner: ClaimOwner; prior: PriorClaimStatus },
   ): Promise<ShipmentResult> {
-    const stopHeartbeats = heartbeatWhileRunning();
     try {
-      return await carrier.createShipment(request, key);
+      return await withHeartbeats(() => carrier.createShipment(request, key));
     } catch (err) {
       if (owned && err instanceof ProviderError && !err.mayHaveActed) {
         await markSideEffectNotPerformed(db, key, owned.owner, owned.prior);
       }
       return rethrowProviderError(err, 'carrier');
-    } finally {
-      stopHeartbeats();
     }
   }
 
   /**
    * Records the carrier's shipment in one transaction: the claim `sent` with the shipment id, the `shipments`
    * row, one `ship:<orderId>:<sku>` movement per line (`on_hand -= q`, `reserved -= q`, applied only when the
-   * movement is new) and the `shipped` status (never lowering a higher rank). Lines go in SKU order, like the
-   * reservation, so concurrent transactions lock products in one order.
+   * movement is new) and the `shipped` status (writeOrderStatus: never lowering a higher rank). Lines go in SKU
+   * order, like the reservation, so concurrent transactions lock products in one order.
    * @returns the recorded shipment, `shippedNow` false when another run had recorded it first.
    * @throws ApplicationFailure `ValidationError` (non-retryable) when less than a line's quantity is reserved.
    */
@@ -162,27 +139,27 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
           );
         }
       }
-      const rank = statusRank(OrderStatus.Shipped);
-      await tx.$executeRaw`
-        UPDATE orders
-        SET status = ${OrderStatus.Shipped}, status_step = ${rank}, failure_reason = NULL, updated_at = now()
-        WHERE id = ${orderId}::uuid AND status_step < ${rank}`;
+      await writeOrderStatus(tx, orderId, OrderStatus.Shipped, statusRank(OrderStatus.Shipped));
       return { ...shipment, idempotencyKey: key, shippedNow: true };
     });
   }
 
   return {
     /**
-     * Ships the order: claim `shipment:<orderId>` (kind `shipment`), ask the carrier for a shipment with that
-     * key as `Idempotency-Key` (heartbeating during the call), then record it (see the module docstring). A
-     * recorded shipment is returned as it is; a claim that is `sent` without its record (the run that sent it
-     * died before recording) asks the carrier again with the same key, which replays its answer.
-     * Cancellation is not acted on during the carrier call: the call finishes and is recorded.
-     * @throws ApplicationFailure `NotFoundError` (order missing), `OrderHaltedError` (the claim is a tombstone:
-     *   the order was halted before shipping; the carrier is not called), `ProviderRejectedError` or
-     *   `UnauthorizedError` (permanent; the claim is marked `failed`), `ValidationError` (less stock reserved
-     *   than a line ships), all non-retryable; `ProviderUnavailableError` or `ClaimInProgressError` (transient,
-     *   retried).
+     * Ships the order: under the order-row lock (refusing a final or halted order), claim `shipment:<orderId>`
+     * (kind `shipment`); ask the carrier for a shipment with that key as `Idempotency-Key`, heartbeating during
+     * the call; then record it (see the module docstring). A recorded shipment is returned as it is, without a
+     * lock or a call; a claim that is `sent` without its record (the run that sent it died before recording)
+     * asks the carrier again with the same key, which replays its answer.
+     *
+     * Cancellation (delivered through heartbeats): before the carrier is called, the activity stops and never
+     * calls it; once the call is under way it finishes, and a success is recorded and reported.
+     * @throws ApplicationFailure `NotFoundError` (order missing), `OrderClosedError` (the order is final and has
+     *   no shipment), `OrderHaltedError` (halted, or the claim is a tombstone; the carrier is not called),
+     *   `ProviderRejectedError` or `UnauthorizedError` (permanent; the claim is marked `failed`),
+     *   `ValidationError` (less stock reserved than a line ships), all non-retryable; `ProviderUnavailableError`
+     *   or `ClaimInProgressError` (transient, retried; details `{ status, mayHaveActed }` for the former);
+     *   `CancelledFailure` when cancelled before the call.
      */
     async shipOrder(input: ShipOrderInput): Promise<ShipOrderResult> {
       const { orderId } = input;
@@ -211,18 +188,15 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
         items: lines,
       };
 
+      if (cancellationRequested()) throw new CancelledFailure('cancelled before the shipment was claimed');
+
       const owner = currentClaimOwner();
-      // The order row's lock is the one a halt takes before it tombstones the claim (tombstoneSideEffect).
+      // The order row's lock is the one a halt takes before it tombstones claims.
       const claim = await db.$transaction(async (tx) => {
-        await tx.$queryRaw`SELECT 1 FROM orders WHERE id = ${orderId}::uuid FOR UPDATE`;
+        await lockOrderForForwardStep(tx, orderId, 'shipOrder');
         return claimSideEffect(tx, { key, kind: SHIPMENT_CLAIM_KIND, owner, leaseMs: settings.claimLeaseMs });
       });
-      if (claim.state === 'cancelled') {
-        throw ApplicationFailure.nonRetryable(
-          `order ${orderId} was halted before it shipped; the shipment is cancelled`,
-          ErrorType.OrderHalted,
-        );
-      }
+      if (claim.state === 'cancelled') throw halted(orderId, 'shipOrder', 'the shipment is cancelled');
       if (claim.state === 'done') {
         const row = await db.shipment.findUnique({ where: { orderId } });
         if (row) {
@@ -237,7 +211,15 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
         return recordShipment(orderId, key, lines, await createShipment(request, key));
       }
       if (claim.how !== 'new') {
-        log.info('re-sending a claimed shipment with the same idempotency key', { key, how: claim.how });
+        log.info('sending the claimed shipment with the same idempotency key', {
+          key,
+          how: claim.how,
+          prior: claim.prior,
+        });
+      }
+      if (cancellationRequested()) {
+        await markSideEffectNotPerformed(db, key, owner, claim.prior);
+        throw new CancelledFailure('cancelled before the carrier was called');
       }
       const shipment = await createShipment(request, key, { owner, prior: claim.prior });
       return recordShipment(orderId, key, lines, shipment);

@@ -4,7 +4,7 @@
  * MockActivityEnvironment with the fake carrier; the database is a real PostgreSQL (a fresh migrated database for
  * this suite), because the guarantees under test (unique keys, conditional updates, row locks) live there.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Info } from '@temporalio/activity';
 import { DefaultLogger } from '@temporalio/worker';
@@ -287,29 +287,60 @@ describe('shipOrder', () => {
     expect([claim?.status, claim?.attempts]).toEqual(['sent', 2]);
   });
 
-  it('never lowers a higher status: a late run on a completed order records the shipment only', async () => {
-    const orderId = await confirmedOrder();
-    await tdb.prisma.$executeRaw`UPDATE orders SET status = 'completed', status_step = 50 WHERE id = ${orderId}::uuid`;
-    expect((await ship(orderId)).shippedNow).toBe(true);
-    const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
-    expect([order.status, order.statusStep]).toEqual(['completed', 50]);
+  it('refuses a final order without a shipment (OrderClosedError) and a halted one (OrderHaltedError)', async () => {
+    const closed = await confirmedOrder();
+    await tdb.prisma.$executeRaw`UPDATE orders SET status = 'completed', status_step = 50 WHERE id = ${closed}::uuid`;
+    const refused = await failureOf(ship(closed));
+    expect([refused.type, refused.nonRetryable]).toEqual([ErrorType.OrderClosed, true]);
+
+    const stopped = await confirmedOrder();
+    await tdb.prisma.$executeRaw`
+      UPDATE orders SET halted_at = now(), halt_reason = 'test' WHERE id = ${stopped}::uuid`;
+    const haltedFailure = await failureOf(ship(stopped));
+    expect([haltedFailure.type, haltedFailure.nonRetryable]).toEqual([ErrorType.OrderHalted, true]);
+
+    expect(carrier.calls).toHaveLength(0);
+    expect(
+      await tdb.prisma.sideEffectClaim.count({ where: { key: { in: [`shipment:${closed}`, `shipment:${stopped}`] } } }),
+    ).toBe(0);
   });
 
-  it('heartbeats during the carrier call when the activity has a heartbeat timeout, and not otherwise', async () => {
-    carrier.delayMs = 500;
-    const withTimeout = await confirmedOrder();
-    const env = mockEnv(info(withTimeout, 1, '7', { heartbeatTimeoutMs: 300 }));
+  it('moves an order waiting in attention_required (rank 35) to shipped and clears the reason', async () => {
+    const orderId = await confirmedOrder();
+    await tdb.prisma.$executeRaw`
+      UPDATE orders SET status = 'attention_required', status_step = 35, failure_reason = 'carrier down'
+      WHERE id = ${orderId}::uuid`;
+    await ship(orderId);
+    const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    expect([order.status, order.statusStep, order.failureReason]).toEqual(['shipped', 40, null]);
+  });
+
+  it('heartbeats during the carrier call', async () => {
+    carrier.delayMs = 1_100;
+    const orderId = await confirmedOrder();
+    const env = mockEnv(info(orderId, 1, '7', { heartbeatTimeoutMs: 10_000 }));
     let beats = 0;
     env.on('heartbeat', () => (beats += 1));
-    await env.run(shipOrder, { orderId: withTimeout });
-    expect(beats).toBeGreaterThanOrEqual(3); // one at once, then every 100 ms (a third of the timeout)
+    await env.run(shipOrder, { orderId });
+    expect(beats).toBeGreaterThanOrEqual(2); // one at once, then every second
+  });
 
-    const without = await confirmedOrder();
-    const quiet = mockEnv(info(without));
-    let quietBeats = 0;
-    quiet.on('heartbeat', () => (quietBeats += 1));
-    await quiet.run(shipOrder, { orderId: without });
-    expect(quietBeats).toBe(0);
+  it('stops before the carrier call when cancelled, and finishes a call under way', async () => {
+    const early = await confirmedOrder();
+    const cancelledEnv = mockEnv(info(early));
+    cancelledEnv.cancel();
+    await expect(cancelledEnv.run(shipOrder, { orderId: early })).rejects.toBeInstanceOf(CancelledFailure);
+    expect(carrier.calls).toHaveLength(0);
+    expect(await claimOf(early)).toBeNull();
+
+    carrier.delayMs = 300;
+    const late = await confirmedOrder();
+    const env = mockEnv(info(late));
+    const running = env.run(shipOrder, { orderId: late });
+    await expect.poll(() => carrier.calls.length).toBe(1);
+    env.cancel();
+    expect((await running).shippedNow).toBe(true);
+    expect(await tdb.prisma.shipment.count({ where: { orderId: late } })).toBe(1);
   });
 
   it('fails permanently for an unknown order', async () => {
