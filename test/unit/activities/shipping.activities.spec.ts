@@ -336,7 +336,7 @@ describe('shipOrder', () => {
     carrier.delayMs = 300;
     const late = await confirmedOrder();
     const env = mockEnv(info(late));
-    const running = env.run(shipOrder, { orderId: late });
+    const running: Promise<ShipOrderResult> = env.run(shipOrder, { orderId: late });
     await expect.poll(() => carrier.calls.length).toBe(1);
     env.cancel();
     expect((await running).shippedNow).toBe(true);
