@@ -57,12 +57,8 @@ import {
 /** Patch id of the lifecycle change (cancel Update, halt fence, shipping, attention after the pivot). */
 export const LIFECYCLE_V2_PATCH = 'lifecycle-v2';
 
-// TODO(merge): shipOrder comes with activities/shipping.activities.ts; drop this intersection then.
-type WorkflowActivities = OrderActivities & {
-  shipOrder(input: { orderId: string }): Promise<{ shipmentId: string; trackingNumber: string }>;
-};
 const db = proxyActivities<OrderActivities>(databaseStep);
-const provider = proxyActivities<WorkflowActivities>(providerCall);
+const provider = proxyActivities<OrderActivities>(providerCall);
 /** The confirmation: a cancel waits for an attempt under way to finish (it reports whether it sent). */
 const confirmation = proxyActivities<OrderActivities>({
   ...providerCall,

@@ -1,6 +1,6 @@
 /**
  * The whole order path: POST /orders over HTTP → PostgreSQL → Temporal workflow on a real dev server →
- * four activities against real PostgreSQL and the provider simulators over real HTTP. Effects are
+ * five activities against real PostgreSQL and the provider simulators (email, carrier, accounting) over real HTTP. Effects are
  * counted where they land: the inventory ledger, the invoices table and the simulators' ledgers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,8 +24,8 @@ async function placeOrder(lines: Array<{ sku: string; quantity: number }>): Prom
 }
 
 describe('order fulfilment, end to end', () => {
-  it('completes an order with exactly one effect per step', async () => {
-    const [, reservedBefore] = await stockOf(stack.db.prisma, 'TEE-BLK-M');
+  it('completes an order with exactly one effect per step; shipping consumes the reservation', async () => {
+    const [onHandBefore, reservedBefore] = await stockOf(stack.db.prisma, 'TEE-BLK-M');
     const id = await placeOrder([
       { sku: 'TEE-BLK-M', quantity: 2 },
       { sku: 'MUG-WHT', quantity: 1 },
@@ -41,11 +41,17 @@ describe('order fulfilment, end to end', () => {
       where: { orderId: id },
       orderBy: { id: 'asc' },
     });
-    expect(movements.map((m) => [m.id, m.reservedDelta])).toEqual([
-      [`reserve:${id}:MUG-WHT`, 1],
-      [`reserve:${id}:TEE-BLK-M`, 2],
+    expect(movements.map((m) => [m.id, m.onHandDelta, m.reservedDelta])).toEqual([
+      [`reserve:${id}:MUG-WHT`, 0, 1],
+      [`reserve:${id}:TEE-BLK-M`, 0, 2],
+      [`ship:${id}:MUG-WHT`, -1, -1],
+      [`ship:${id}:TEE-BLK-M`, -2, -2],
     ]);
-    expect((await stockOf(stack.db.prisma, 'TEE-BLK-M'))[1]).toBe(reservedBefore + 2);
+    // Shipped: on hand lowered, the reservation consumed (reserved back where it was).
+    expect(await stockOf(stack.db.prisma, 'TEE-BLK-M')).toEqual([onHandBefore - 2, reservedBefore]);
+    const shipment = await stack.db.prisma.shipment.findUniqueOrThrow({ where: { orderId: id } });
+    expect(shipment.trackingNumber).toMatch(/^1Z/);
+    expect(stack.carrier.ledger.count(`shipment:${id}`)).toBe(1);
     expect(await stack.db.prisma.invoice.count({ where: { orderId: id } })).toBe(1);
     expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);

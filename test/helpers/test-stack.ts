@@ -3,6 +3,7 @@
  * Worker on its own task queue of the shared dev server, a fresh PostgreSQL database, and the three provider
  * simulators (email, accounting, carrier) over real HTTP on free ports.
  */
+import { isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -120,7 +121,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       for (;;) {
         const res = await http.get(`/orders/${id}`);
         if (res.status !== 200) throw new Error(`GET /orders/${id} answered ${res.status}: ${res.text}`);
-        if (['completed', 'failed'].includes(res.body.status)) return res.body;
+        if (isTerminalStatus(res.body.status as string)) return res.body;
         if (Date.now() > deadline) throw new Error(`order ${id} still ${res.body.status} after ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 100));
       }

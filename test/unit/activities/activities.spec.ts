@@ -10,7 +10,7 @@ import type { Info } from '@temporalio/activity';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, type OrderActivities } from '../../../activities/index.js';
 import { ErrorType } from '../../../workflows/errors.js';
-import { FakeAccountingProvider, FakeEmailProvider } from '../../helpers/fake-providers.js';
+import { FakeAccountingProvider, FakeCarrierProvider, FakeEmailProvider } from '../../helpers/fake-providers.js';
 import { insertOrder, seedTestCatalogue, stockOf } from '../../helpers/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.js';
 
@@ -56,7 +56,13 @@ afterAll(async () => tdb?.drop());
 beforeEach(() => {
   email = new FakeEmailProvider();
   accounting = new FakeAccountingProvider();
-  acts = createActivities({ db: tdb.prisma, email, accounting, settings: { claimLeaseMs: 60_000 } });
+  acts = createActivities({
+    db: tdb.prisma,
+    email,
+    accounting,
+    carrier: new FakeCarrierProvider(),
+    settings: { claimLeaseMs: 60_000 },
+  });
 });
 
 async function invoiced(lines = [{ sku: 'MUG-WHT' as const, quantity: 1 }]): Promise<string> {
