@@ -9,7 +9,8 @@
  *
  * SIGTERM/SIGINT: `worker.shutdown()` (stop polling, let running activities finish within the grace
  * time), then close the Nest context (Prisma pool) and exit 0. A second signal exits at once.
- * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, DATABASE_URL,
+ * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_API_KEY or
+ * TEMPORAL_TLS_CERT/KEY for Temporal Cloud, DATABASE_URL,
  * EMAIL_PROVIDER_URL, ACCOUNTING_PROVIDER_URL, ...).
  */
 import 'reflect-metadata';
@@ -19,6 +20,7 @@ import { pino } from 'pino';
 import { createActivities } from '../activities/index.js';
 import type { ActivityDeps } from '../activities/ports.js';
 import { APP_CONFIG, type AppConfig } from './config/config.js';
+import { temporalConnectionOptions } from './config/temporal-connection.js';
 import { createOrderWorker, ensureSearchAttributes } from './worker/order-worker.js';
 import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
 
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
     }),
   });
 
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   // Without its search attributes every workflow start fails (INVALID_ARGUMENT): stop here with one clear error.
   let registered: string[];
   try {
