@@ -7,6 +7,9 @@
  *  2. `prisma migrate deploy`, then the seed (`prisma/seed.ts`, idempotent) when it exists;
  *  3. Temporal: `TEMPORAL_ADDRESS` if set, else the dev server (`.data/temporal/dev.db`, gRPC 7233, UI 8233;
  *     `TEMPORAL_PORT` / `TEMPORAL_UI_PORT` override), the CLI found or built by scripts/lib/temporal-cli.ts;
+ *     with `--cluster` (`npm run start:cluster`), a real Temporal Server on PostgreSQL instead (same ports; its
+ *     databases `temporal` and `temporal_visibility` on the PostgreSQL of step 1 unless TEMPORAL_PERSISTENCE_URL
+ *     is set), with its UI server: see scripts/lib/temporal-cluster.ts;
  *  4. the email, accounting and carrier simulators, the worker and the API from `dist/` (each waited for: the HTTP
  *     health endpoints, and the worker's pollers on its task queue);
  * then prints a banner with the URLs and runs until Ctrl-C / SIGTERM, which stops everything in reverse order
@@ -42,6 +45,7 @@ import {
   type ExitInfo,
 } from './lib/temporal-cli.js';
 import { errorMessage, portFromEnv } from './lib/env.js';
+import { clusterDatabasesFromEnv, ensureClusterBinaries, startTemporalCluster } from './lib/temporal-cluster.js';
 
 const ROOT = repoRoot();
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -502,6 +506,8 @@ async function main(): Promise<void> {
   const externalDatabaseUrl = process.env.DATABASE_URL?.trim() || undefined;
   const externalTemporal = process.env.TEMPORAL_ADDRESS?.trim() || undefined;
   const exitAfterReady = ['1', 'true', 'yes'].includes((process.env.STACK_EXIT_AFTER_READY ?? '').toLowerCase());
+  const clusterMode = process.argv.slice(2).includes('--cluster');
+  let temporalDescription = '';
 
   // Fail fast, before starting anything: the build output and free ports.
   const missing = Object.values(ENTRY_POINTS).filter((file) => !existsSync(path.join(ROOT, file)));
@@ -529,16 +535,16 @@ async function main(): Promise<void> {
     );
   }
 
-  // 1+2. PostgreSQL, migrations and seed, while 3. Temporal starts: the two do not depend on each other.
+  // 1+2. PostgreSQL, migrations and seed, while 3. Temporal starts: the two do not depend on each other (except
+  // that the cluster profile keeps Temporal's own databases on the same PostgreSQL).
+  const postgres = (async (): Promise<string> => {
+    if (!externalDatabaseUrl) return startEmbeddedPostgres(embeddedPgPort);
+    say(`using DATABASE_URL ${redactUrl(externalDatabaseUrl)}`);
+    await ensureDatabase(externalDatabaseUrl);
+    return externalDatabaseUrl;
+  })();
   const prepareDatabase = async (): Promise<string> => {
-    let url: string;
-    if (externalDatabaseUrl) {
-      say(`using DATABASE_URL ${redactUrl(externalDatabaseUrl)}`);
-      await ensureDatabase(externalDatabaseUrl);
-      url = externalDatabaseUrl;
-    } else {
-      url = await startEmbeddedPostgres(embeddedPgPort);
-    }
+    const url = await postgres;
     const dbEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: url };
     await runToCompletion('migrate', 'npx', ['prisma', 'migrate', 'deploy'], dbEnv);
     if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
@@ -554,6 +560,38 @@ async function main(): Promise<void> {
       say(`using TEMPORAL_ADDRESS ${externalTemporal}`);
       await waitForFrontend({ address: externalTemporal, namespace, timeoutMs: 30_000 });
       return { address: externalTemporal, uiUrl: process.env.TEMPORAL_UI_URL?.trim() || 'http://127.0.0.1:8233' };
+    }
+    if (clusterMode) {
+      const log = (line: string): void => printLine('temporal', line);
+      const binaries = await ensureClusterBinaries(log);
+      const { persistence, visibility } = clusterDatabasesFromEnv(await postgres);
+      checkNotShuttingDown();
+      say(
+        `starting the Temporal cluster (PostgreSQL ${persistence.database} + ${visibility.database}, port ${temporalPort}, UI ${temporalUiPort})`,
+      );
+      const cluster = await startTemporalCluster({
+        binaries,
+        persistence,
+        visibility,
+        dataDir: path.join(ROOT, '.data', 'temporal-cluster'),
+        port: temporalPort,
+        uiPort: temporalUiPort,
+        namespace,
+        log,
+      });
+      register({ name: 'temporal', stop: () => cluster.stop() });
+      void cluster.exited.then(({ which, exit }) => {
+        if (shuttingDown) return;
+        process.stderr.write(
+          `\n${paint('31', `✖ the Temporal ${which} exited unexpectedly (${describeExit(exit)})`)}\n`,
+        );
+        void shutdown(1);
+      });
+      temporalDescription = `, Temporal Server ${cluster.serverVersion} on ${cluster.persistenceStore}`;
+      say(
+        `Temporal cluster is ready at ${cluster.address} (${cluster.persistenceStore} persistence, ${cluster.visibilityStore} visibility)`,
+      );
+      return { address: cluster.address, uiUrl: cluster.uiUrl };
     }
     const cliPath = await ensureTemporalCli({ log: (line) => printLine('temporal', line) });
     checkNotShuttingDown();
@@ -633,7 +671,7 @@ async function main(): Promise<void> {
     paint('32', bold('Order fulfilment stack is ready')),
     `  API            ${bold(apiUrl)}   (health ${apiUrl}/health)`,
     `  OpenAPI docs   ${bold(`${apiUrl}/docs`)}`,
-    `  Temporal UI    ${bold(temporalUiUrl)}   (gRPC ${temporalAddress}, namespace ${namespace})`,
+    `  Temporal UI    ${bold(temporalUiUrl)}   (gRPC ${temporalAddress}, namespace ${namespace}${temporalDescription})`,
     `  Email ledger   ${emailUrl}/_sim/ledger`,
     `  Accounting     ${accountingUrl}/_sim/ledger`,
     `  Carrier        ${carrierUrl}/_sim/ledger`,

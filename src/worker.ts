@@ -2,9 +2,15 @@
  * The worker process: a Nest application context (no HTTP server) → `createActivities(deps)` →
  * a Temporal Worker polling the order task queue.
  *
+ * Before polling it makes sure the namespace has the workflow contract's search attributes
+ * (`ensureSearchAttributes`: registers missing ones on any cluster and waits until they are usable); where they
+ * are missing and the namespace does not let it add them (Temporal Cloud), it logs one error naming them and
+ * how to add them, and exits 1.
+ *
  * SIGTERM/SIGINT: `worker.shutdown()` (stop polling, let running activities finish within the grace
  * time), then close the Nest context (Prisma pool) and exit 0. A second signal exits at once.
- * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, DATABASE_URL,
+ * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_API_KEY or
+ * TEMPORAL_TLS_CERT/KEY for Temporal Cloud, DATABASE_URL,
  * EMAIL_PROVIDER_URL, ACCOUNTING_PROVIDER_URL, ...).
  */
 import 'reflect-metadata';
@@ -14,6 +20,7 @@ import { pino } from 'pino';
 import { createActivities } from '../activities/index.js';
 import type { ActivityDeps } from '../activities/ports.js';
 import { APP_CONFIG, type AppConfig } from './config/config.js';
+import { temporalConnectionOptions } from './config/temporal-connection.js';
 import { createOrderWorker, ensureSearchAttributes } from './worker/order-worker.js';
 import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
 
@@ -35,11 +42,17 @@ async function main(): Promise<void> {
     }),
   });
 
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  const registered = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE).catch((err: Error) => {
-    logger.warn({ err: err.message }, 'could not check search attributes; register OrderId and OrderStatus (Keyword)');
-    return [];
-  });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
+  // Without its search attributes every workflow start fails (INVALID_ARGUMENT): stop here with one clear error.
+  let registered: string[];
+  try {
+    registered = await ensureSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
+  } catch (err) {
+    logger.fatal({ namespace: config.TEMPORAL_NAMESPACE }, err instanceof Error ? err.message : String(err));
+    await connection.close().catch(() => undefined);
+    await app.close();
+    process.exit(1);
+  }
   if (registered.length) logger.info({ registered }, 'registered search attributes');
 
   const deps = app.get<ActivityDeps>(ACTIVITY_DEPS);

@@ -18,6 +18,23 @@ export const configSchema = z.object({
   /** host:port of the Temporal frontend (gRPC). */
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  /**
+   * Temporal Cloud API key (namespace endpoint `<ns>.<account>.tmprl.cloud:7233` or the regional one). Sent as a
+   * bearer token over TLS. Unset: no key. See README "Temporal Cloud".
+   */
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  /** `true` connects with TLS (implied by TEMPORAL_API_KEY and TEMPORAL_TLS_CERT). */
+  TEMPORAL_TLS: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+  /** mTLS client certificate and key (PEM file paths), e.g. a Temporal Cloud namespace's CA-signed pair. */
+  TEMPORAL_TLS_CERT: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY: z.string().min(1).optional(),
+  /** Root CA of a self-hosted frontend's certificate (PEM file path); unset: the system's roots. */
+  TEMPORAL_TLS_CA: z.string().min(1).optional(),
+  /** TLS server name (SNI) override, for a frontend behind a proxy. */
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('order-fulfilment'),
   /** Base URL of the Temporal Web UI, used to build each order's workflow link. */
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),

@@ -1,0 +1,630 @@
+/**
+ * `npm run scale-out`: horizontal scale, verified on a running Temporal cluster (`npm run start:cluster` or
+ * `npm run temporal:cluster`). It starts, from `dist/` (run `npm run build` first), on free ports:
+ * every provider simulator under `dist/simulators/<name>/main.js`, two workers and two API processes with their
+ * reconcilers on (RECONCILE_INTERVAL_MS=1000) on one task queue of a fresh namespace (no search attributes: the
+ * two workers register them at once), in a database of its own; then:
+ *
+ * 1. orphans: a third API whose Temporal address is dead takes `--orphans` orders (202, no workflow), the
+ *    way a Temporal outage at POST time leaves them; the two reconcilers must start them (each logs its share);
+ * 2. burst: `--orders` orders at once over both APIs (`--concurrency` in flight), plus `--duplicates` repeats
+ *    of earlier Idempotency-Keys sent to the other API; worker 1 is SIGKILLed after a third of the burst and
+ *    started again after two thirds;
+ * 3. drain: `--drain-orders` more orders while the first simulator answers in 3 s, then SIGTERM to worker 2
+ *    while its activities wait on it: it must finish them and exit 0 within its shutdownGraceTime (20 s) plus
+ *    5 s; the rest of the work finishes on worker 1.
+ *
+ * Then it checks every order: `completed`; one order per Idempotency-Key (every repeat got the same order or a
+ * 409 while in flight); in Temporal, one workflow run per order and all of them Completed; in every simulator's
+ * ledger, exactly one effect per key and at least one key per order. It prints a summary table and exits 1 if
+ * any check fails. The order steps may change: the ledger check is generic over the simulators found.
+ *
+ * Usage: `npm run scale-out -- [--orders 100] [--duplicates 20] [--orphans 10] [--drain-orders 20]
+ *   [--concurrency 20] [--namespace <existing>] [--allow-dev-server] [--keep]`
+ * Env: TEMPORAL_ADDRESS (127.0.0.1:7233); SCALE_OUT_PG_URL, else TEST_DATABASE_URL, else
+ * postgresql://postgres@127.0.0.1:5432/postgres: a maintenance database on the PostgreSQL server where the run's
+ * own database `scale_out_<time>` is created (and dropped at the end unless --keep).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, existsSync, readdirSync, type WriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { Connection } from '@temporalio/client';
+import pg from 'pg';
+import { ORDER_TASK_QUEUE, ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
+import { errorMessage } from './lib/env.js';
+import { ensureNamespace } from './lib/temporal-cluster.js';
+import { describeExit, hasExited, pipeLines, repoRoot, stopChildProcess, waitForExit } from './lib/temporal-cli.js';
+
+const ROOT = repoRoot();
+const { values: args } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '100' },
+    duplicates: { type: 'string', default: '20' },
+    orphans: { type: 'string', default: '10' },
+    'drain-orders': { type: 'string', default: '20' },
+    concurrency: { type: 'string', default: '20' },
+    namespace: { type: 'string' },
+    'allow-dev-server': { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+const ORDERS = Number(args.orders);
+const DUPLICATES = Math.min(Number(args.duplicates), ORDERS);
+const ORPHANS = Number(args.orphans);
+const DRAIN_ORDERS = Number(args['drain-orders']);
+const CONCURRENCY = Number(args.concurrency);
+const ADDRESS = process.env.TEMPORAL_ADDRESS?.trim() || '127.0.0.1:7233';
+const ADMIN_URL =
+  process.env.SCALE_OUT_PG_URL?.trim() ||
+  process.env.TEST_DATABASE_URL?.trim() ||
+  'postgresql://postgres@127.0.0.1:5432/postgres';
+/** The worker's shutdownGraceTime (src/worker/order-worker.ts), ms, and the margin allowed on top. */
+const SHUTDOWN_GRACE_MS = 20_000;
+const DRAIN_MARGIN_MS = 5_000;
+const LOG_DIR = path.join(ROOT, '.data', 'logs', 'scale-out');
+
+const startedAt = Date.now();
+const say = (line: string): void => {
+  console.log(`[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Processes
+
+/** A `node dist/...` child with its output in `.data/logs/scale-out/<name>.log`. */
+class Proc {
+  readonly child: ChildProcess;
+  readonly lines: string[] = [];
+  private readonly log: WriteStream;
+
+  constructor(
+    readonly name: string,
+    entry: string,
+    env: NodeJS.ProcessEnv,
+  ) {
+    this.log = createWriteStream(path.join(LOG_DIR, `${name}.log`));
+    this.child = spawn(process.execPath, ['--enable-source-maps', entry], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: process.platform !== 'win32',
+    });
+    pipeLines(this.child, (line) => {
+      this.lines.push(line);
+      this.log.write(`${line}\n`);
+    });
+    running.add(this);
+    allProcs.push(this);
+    void waitForExit(this.child).then(() => running.delete(this));
+  }
+
+  /** JSON log lines (pino) whose `msg` matches. */
+  logged(msg: RegExp): Array<Record<string, unknown>> {
+    return this.lines.flatMap((line) => {
+      try {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        return typeof entry.msg === 'string' && msg.test(entry.msg) ? [entry] : [];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  tail(n = 15): string {
+    return this.lines
+      .slice(-n)
+      .map((l) => `    ${l.slice(0, 300)}`)
+      .join('\n');
+  }
+}
+
+const running = new Set<Proc>();
+const allProcs: Proc[] = [];
+
+async function stopAll(): Promise<void> {
+  await Promise.all([...running].map((p) => stopChildProcess(p.child, { timeoutMs: 25_000 })));
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function runToCompletion(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  pipeLines(child, (line) => lines.push(line));
+  const exit = await waitForExit(child);
+  if (exit.code !== 0)
+    throw new Error(`${command} ${argv.join(' ')} failed (${describeExit(exit)}):\n${lines.join('\n')}`);
+}
+
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+  proc?: Proc,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = '';
+  for (;;) {
+    if (proc && hasExited(proc.child)) throw new Error(`${proc.name} exited before ${what}:\n${proc.tail()}`);
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = errorMessage(error);
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} ${lastError}`);
+    await sleep(250);
+  }
+}
+
+async function waitForHealth(url: string, proc: Proc): Promise<void> {
+  await waitFor(
+    `${url} to answer 2xx`,
+    60_000,
+    async () => {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      await res.body?.cancel();
+      return res.ok ? true : undefined;
+    },
+    proc,
+  );
+}
+
+/** Waits until a poller whose identity names the worker's pid polls the workflow and the activity queue. */
+async function waitForPoller(
+  connection: Connection,
+  namespace: string,
+  taskQueue: string,
+  worker: Proc,
+): Promise<void> {
+  const pid = `${worker.child.pid}@`;
+  await waitFor(
+    `${worker.name} to poll ${taskQueue}`,
+    120_000,
+    async () => {
+      for (const taskQueueType of [1, 2] as const) {
+        const res = await connection.workflowService.describeTaskQueue({
+          namespace,
+          taskQueue: { name: taskQueue, kind: 1 },
+          taskQueueType,
+        });
+        if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return undefined;
+      }
+      return true;
+    },
+    worker,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// HTTP
+
+interface PostResult {
+  key: string;
+  api: string;
+  status: number;
+  id?: string;
+  replayed: boolean;
+}
+
+async function postOrder(api: string, key: string, sku: string): Promise<PostResult> {
+  const res = await fetch(`${api}/orders`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify({
+      customer: { email: `scale+${key.slice(0, 8)}@example.com`, name: 'Scale' },
+      lines: [{ sku, quantity: 1 }],
+    }),
+  });
+  const body = (await res.json().catch(() => ({}))) as { id?: string };
+  return { key, api, status: res.status, id: body.id, replayed: res.headers.get('idempotent-replayed') === 'true' };
+}
+
+/** Runs `tasks` with at most `limit` in flight; `onDone(n)` after each completes. */
+async function pool<T>(
+  tasks: Array<() => Promise<T>>,
+  limit: number,
+  onDone?: (done: number) => void | Promise<void>,
+): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        results[i] = await tasks[i]!();
+        done++;
+        await onDone?.(done);
+      }
+    }),
+  );
+  return results;
+}
+
+async function orderStatus(api: string, id: string): Promise<string> {
+  const res = await fetch(`${api}/orders/${id}`);
+  if (!res.ok) throw new Error(`GET /orders/${id} answered ${res.status}`);
+  return ((await res.json()) as { status: string }).status;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The run
+
+interface Row {
+  check: string;
+  value: string;
+  ok: boolean;
+}
+
+async function main(): Promise<Row[]> {
+  const missing = ['dist/src/main.js', 'dist/src/worker.js'].filter((f) => !existsSync(path.join(ROOT, f)));
+  if (missing.length) throw new Error(`missing ${missing.join(', ')}: run \`npm run build\` first`);
+  await mkdir(LOG_DIR, { recursive: true });
+  const rows: Row[] = [];
+  const row = (check: string, value: string | number, ok = true): void => {
+    rows.push({ check, value: String(value), ok });
+  };
+
+  const connection = await Connection.connect({ address: ADDRESS });
+  const info = await connection.workflowService.getClusterInfo({});
+  say(
+    `Temporal at ${ADDRESS}: server ${info.serverVersion}, persistence ${info.persistenceStore}, visibility ${info.visibilityStore}`,
+  );
+  if (info.persistenceStore === 'sqlite' && !args['allow-dev-server']) {
+    throw new Error(
+      `${ADDRESS} is the dev server (sqlite); start a cluster (npm run start:cluster) or pass --allow-dev-server`,
+    );
+  }
+  row('Temporal', `${info.serverVersion} on ${info.persistenceStore}`);
+
+  const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
+  const namespace = args.namespace ?? `scale-out-${stamp}`;
+  if (!args.namespace) {
+    await ensureNamespace(connection, namespace, 1, 60_000, say);
+  }
+  const taskQueue = ORDER_TASK_QUEUE;
+
+  // Database
+  const database = `scale_out_${stamp}_${process.pid}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
+  await admin.end();
+  const dbUrl = new URL(ADMIN_URL);
+  dbUrl.pathname = `/${database}`;
+  const databaseUrl = dbUrl.toString();
+  say(`database ${database}: migrating and seeding`);
+  await runToCompletion('npx', ['prisma', 'migrate', 'deploy'], { DATABASE_URL: databaseUrl });
+  if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
+    await runToCompletion('npx', ['tsx', 'prisma/seed.ts'], { DATABASE_URL: databaseUrl });
+  }
+
+  try {
+    // Simulators: every dist/simulators/<name>/main.js, on <NAME>_SIMULATOR_PORT; services reach it through
+    // <NAME>_PROVIDER_URL (the convention of EMAIL_* and ACCOUNTING_*).
+    const simulatorsDir = path.join(ROOT, 'dist', 'simulators');
+    const simulatorNames = readdirSync(simulatorsDir).filter((name) =>
+      existsSync(path.join(simulatorsDir, name, 'main.js')),
+    );
+    const simulators: Array<{ name: string; url: string; proc: Proc }> = [];
+    const providerEnv: NodeJS.ProcessEnv = {};
+    for (const name of simulatorNames) {
+      const port = await freePort();
+      const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
+      const proc = new Proc(`${name}-sim`, `dist/simulators/${name}/main.js`, {
+        [`${envName}_SIMULATOR_PORT`]: String(port),
+      });
+      const url = `http://127.0.0.1:${port}`;
+      simulators.push({ name, url, proc });
+      providerEnv[`${envName}_PROVIDER_URL`] = url;
+    }
+    await Promise.all(simulators.map((s) => waitForHealth(`${s.url}/_sim/health`, s.proc)));
+    say(`simulators: ${simulators.map((s) => `${s.name} ${s.url}`).join(', ')}`);
+
+    const serviceEnv: NodeJS.ProcessEnv = {
+      ...providerEnv,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: ADDRESS,
+      TEMPORAL_NAMESPACE: namespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      LOG_LEVEL: 'info',
+      NO_COLOR: '1',
+    };
+    const startWorker = (name: string) => new Proc(name, 'dist/src/worker.js', serviceEnv);
+    const workers = [startWorker('worker-1'), startWorker('worker-2')];
+    await Promise.all(workers.map((w) => waitForPoller(connection, namespace, taskQueue, w)));
+    const registeredBy = workers.filter((w) => w.logged(/registered search attributes/).length > 0).map((w) => w.name);
+    say(
+      `2 workers polling ${namespace}/${taskQueue}; search attributes registered by ${registeredBy.join(', ') || 'nobody (already there)'}`,
+    );
+    row('workers polling one task queue', 2);
+    row('search attributes registered by', registeredBy.join(', ') || '(already registered)');
+
+    const apiPorts = [await freePort(), await freePort()];
+    const apis = apiPorts.map(
+      (port, i) =>
+        new Proc(`api-${i + 1}`, 'dist/src/main.js', {
+          ...serviceEnv,
+          PORT: String(port),
+          RECONCILE_INTERVAL_MS: '1000',
+        }),
+    );
+    const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
+    await Promise.all(apis.map((api, i) => waitForHealth(`${apiUrls[i]}/health`, api)));
+    say(`2 APIs with reconcilers: ${apiUrls.join(', ')}`);
+    row('API processes (reconciler every 1 s)', 2);
+
+    // Stock for every order: raise each product's on-hand stock.
+    const products = (await (await fetch(`${apiUrls[0]}/inventory`)).json()) as Array<{ sku: string; onHand: number }>;
+    if (products.length === 0) throw new Error('no products: the seed did not run');
+    for (const p of products) {
+      const res = await fetch(`${apiUrls[0]}/inventory/${encodeURIComponent(p.sku)}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ onHand: p.onHand + 10 * (ORDERS + ORPHANS + DRAIN_ORDERS) }),
+      });
+      if (!res.ok) throw new Error(`PUT /inventory/${p.sku} answered ${res.status}: ${await res.text()}`);
+    }
+    const skuFor = (i: number): string => products[i % products.length]!.sku;
+    const keySku = new Map<string, string>();
+    const orderIds = new Set<string>();
+    const keyToIds = new Map<string, Set<string>>();
+    const record = (r: PostResult): void => {
+      if (r.id && (r.status === 202 || r.status === 200)) {
+        orderIds.add(r.id);
+        const ids = keyToIds.get(r.key) ?? new Set<string>();
+        ids.add(r.id);
+        keyToIds.set(r.key, ids);
+      }
+    };
+
+    // 1. Orphans: accepted while Temporal is unreachable for that API; the reconcilers start them.
+    if (ORPHANS > 0) {
+      const downPort = await freePort();
+      const deadTemporal = `127.0.0.1:${await freePort()}`;
+      const down = new Proc('api-temporal-down', 'dist/src/main.js', {
+        ...serviceEnv,
+        PORT: String(downPort),
+        TEMPORAL_ADDRESS: deadTemporal,
+        RECONCILE_INTERVAL_MS: '0',
+      });
+      await waitFor(
+        'the Temporal-down API to listen',
+        60_000,
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${downPort}/orders`).catch(() => undefined);
+          await res?.body?.cancel();
+          return res?.ok ? true : undefined;
+        },
+        down,
+      );
+      // One POST every 500 ms, each waiting out the API's 5 s start timeout in parallel: their createdAt spread
+      // over several reconciler passes of both APIs.
+      const orphanPosts: Array<Promise<PostResult>> = [];
+      for (let i = 0; i < ORPHANS; i++) {
+        const key = randomUUID();
+        keySku.set(key, skuFor(i));
+        orphanPosts.push(postOrder(`http://127.0.0.1:${downPort}`, key, skuFor(i)));
+        await sleep(500);
+      }
+      for (const r of await Promise.all(orphanPosts)) {
+        if (r.status !== 202) throw new Error(`orphan POST answered ${r.status}`);
+        record(r);
+      }
+      await stopChildProcess(down.child, { timeoutMs: 10_000 });
+      say(`${ORPHANS} orders accepted with Temporal unreachable (no workflow yet)`);
+    }
+
+    // 2. Burst over both APIs, with repeats of earlier keys sent to the other API; worker 1 killed mid-burst.
+    const burstKeys = Array.from({ length: ORDERS }, () => randomUUID());
+    burstKeys.forEach((key, i) => keySku.set(key, skuFor(i)));
+    const tasks: Array<() => Promise<PostResult>> = burstKeys.map(
+      (key, i) => () => postOrder(apiUrls[i % 2]!, key, keySku.get(key)!),
+    );
+    // Repeats of earlier keys, sent to the other API: the even ones right behind the first request (in flight:
+    // 409, or a replay if it already finished), the odd ones at the end of the burst (replayed: same order).
+    const dupEvery = DUPLICATES > 0 ? Math.floor(ORDERS / DUPLICATES) : 0;
+    const late: Array<() => Promise<PostResult>> = [];
+    for (let d = DUPLICATES - 1; d >= 0; d--) {
+      const i = d * dupEvery;
+      const key = burstKeys[i]!;
+      const repeat = () => postOrder(apiUrls[(i + 1) % 2]!, key, keySku.get(key)!);
+      if (d % 2 === 0) tasks.splice(i + 1, 0, repeat);
+      else late.push(repeat);
+    }
+    tasks.push(...late);
+    let killedAt = 0;
+    let restarted = false;
+    const burstStart = Date.now();
+    const results = await pool(tasks, CONCURRENCY, async (done) => {
+      if (!killedAt && done >= tasks.length / 3) {
+        killedAt = Date.now();
+        workers[0]!.child.kill('SIGKILL');
+        say(`SIGKILL worker-1 (pid ${workers[0]!.child.pid}) after ${done}/${tasks.length} POSTs`);
+      }
+      if (killedAt && !restarted && done >= (2 * tasks.length) / 3) {
+        restarted = true;
+        workers[0] = startWorker('worker-1b');
+        say(`started worker-1b after ${done}/${tasks.length} POSTs`);
+      }
+    });
+    const burstPostSecs = (Date.now() - burstStart) / 1000;
+    for (const r of results) record(r);
+    const accepted = results.filter((r) => r.status === 202);
+    const conflicts = results.filter((r) => r.status === 409);
+    const other = results.filter((r) => r.status !== 202 && r.status !== 409);
+    say(
+      `burst: ${results.length} POSTs in ${burstPostSecs.toFixed(1)} s: ${accepted.length} × 202 (${accepted.filter((r) => r.replayed).length} replayed), ${conflicts.length} × 409, ${other.length} other`,
+    );
+    row('burst POSTs (orders + repeated keys)', `${results.length} (${ORDERS} + ${DUPLICATES})`);
+    row(
+      '  answered 202 / replayed / 409 / other',
+      `${accepted.length} / ${accepted.filter((r) => r.replayed).length} / ${conflicts.length} / ${other.length}`,
+      other.length === 0,
+    );
+    row(
+      'worker SIGKILLed mid-burst, restarted',
+      `worker-1 at ${((killedAt - burstStart) / 1000).toFixed(1)} s, worker-1b ${restarted ? 'yes' : 'no'}`,
+      killedAt > 0,
+    );
+    await waitForPoller(connection, namespace, taskQueue, workers[0]!);
+
+    // 3. Drain: SIGTERM worker 2 while its activities wait on a slow provider (every call of the first simulator
+    // answers after 3 s); it must finish them and exit 0 within its grace time.
+    const slow = simulators[0]!;
+    const fault = await fetch(`${slow.url}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ mode: 'slow', delayMs: 3000, times: DRAIN_ORDERS }),
+    });
+    if (!fault.ok) throw new Error(`POST ${slow.url}/_sim/faults answered ${fault.status}`);
+    const drainKeys = Array.from({ length: DRAIN_ORDERS }, () => randomUUID());
+    drainKeys.forEach((key, i) => keySku.set(key, skuFor(i)));
+    const drainResults = await pool(
+      drainKeys.map((key, i) => () => postOrder(apiUrls[i % 2]!, key, keySku.get(key)!)),
+      CONCURRENCY,
+    );
+    for (const r of drainResults) record(r);
+    await sleep(1500);
+    const sigtermAt = Date.now();
+    workers[1]!.child.kill('SIGTERM');
+    const drainExit = await Promise.race([
+      waitForExit(workers[1]!.child),
+      sleep(SHUTDOWN_GRACE_MS + 30_000).then(() => undefined),
+    ]);
+    const drainMs = Date.now() - sigtermAt;
+    const drainOk = drainExit !== undefined && drainExit.code === 0 && drainMs <= SHUTDOWN_GRACE_MS + DRAIN_MARGIN_MS;
+    say(
+      `SIGTERM worker-2 with ${DRAIN_ORDERS} more orders in progress (${slow.name} answering in 3 s): ` +
+        `${drainExit ? describeExit(drainExit) : 'still running'} after ${drainMs} ms`,
+    );
+    row(
+      `worker SIGTERM drain (grace ${SHUTDOWN_GRACE_MS / 1000} s)`,
+      `${drainExit ? describeExit(drainExit) : 'no exit'} in ${(drainMs / 1000).toFixed(1)} s`,
+      drainOk,
+    );
+    if (drainExit === undefined) workers[1]!.child.kill('SIGKILL');
+
+    // Every order terminal
+    const ids = [...orderIds];
+    const statuses = new Map<string, string>();
+    await waitFor(`all ${ids.length} orders to finish`, 300_000, async () => {
+      const pending = ids.filter((id) => !['completed', 'failed'].includes(statuses.get(id) ?? ''));
+      await pool(
+        pending.map((id, i) => async () => statuses.set(id, await orderStatus(apiUrls[i % 2]!, id))),
+        10,
+      );
+      const left = ids.filter((id) => !['completed', 'failed'].includes(statuses.get(id) ?? ''));
+      if (left.length) await sleep(750);
+      return left.length === 0 ? true : undefined;
+    });
+    const completedAll = (Date.now() - burstStart) / 1000;
+    const completed = ids.filter((id) => statuses.get(id) === 'completed').length;
+    const keysTotal = ORPHANS + ORDERS + DRAIN_ORDERS;
+    say(`all ${ids.length} orders finished; ${completed} completed`);
+    row('unique orders (one per Idempotency-Key)', `${ids.length} of ${keysTotal} keys`, ids.length === keysTotal);
+    row(
+      'keys answered with more than one order',
+      [...keyToIds.values()].filter((s) => s.size > 1).length,
+      [...keyToIds.values()].every((s) => s.size === 1),
+    );
+    row('orders completed', `${completed} of ${ids.length}`, completed === ids.length);
+    row('burst + drain orders completed within', `${completedAll.toFixed(1)} s`);
+
+    // Temporal: one run per order, all Completed (visibility is eventually consistent: wait for it).
+    const count = async (query: string): Promise<number> =>
+      Number((await connection.workflowService.countWorkflowExecutions({ namespace, query })).count ?? 0);
+    const typeQuery = `WorkflowType = "${ORDER_WORKFLOW_TYPE}"`;
+    const [runs, completedRuns] = await waitFor('visibility to list every run as Completed', 60_000, async () => {
+      const all = await count(typeQuery);
+      const done = await count(`${typeQuery} AND ExecutionStatus = "Completed"`);
+      return done === ids.length && all === ids.length ? [all, done] : undefined;
+    }).catch(async () => [await count(typeQuery), await count(`${typeQuery} AND ExecutionStatus = "Completed"`)]);
+    row('workflow runs / Completed', `${runs} / ${completedRuns}`, runs === ids.length && completedRuns === ids.length);
+
+    // Reconcilers: both ran; together they started every orphan.
+    const reconciled = apis.map((api) =>
+      api.logged(/Reconciled orders without a workflow/).reduce((n, e) => n + Number(e.started ?? 0), 0),
+    );
+    row(
+      'orphans started by reconciler api-1 / api-2',
+      `${reconciled[0]} / ${reconciled[1]} (of ${ORPHANS})`,
+      ORPHANS === 0 || (reconciled[0]! > 0 && reconciled[1]! > 0 && reconciled[0]! + reconciled[1]! >= ORPHANS),
+    );
+
+    // Ledgers: exactly one effect per key in every simulator, and every order has at least one key in each.
+    const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+    for (const sim of simulators) {
+      const ledger = (await (await fetch(`${sim.url}/_sim/ledger`)).json()) as { countsByKey: Record<string, number> };
+      const counts = Object.entries(ledger.countsByKey);
+      const effects = counts.reduce((n, [, c]) => n + c, 0);
+      const repeated = counts.filter(([, c]) => c !== 1);
+      const covered = new Set(
+        counts.map(([key]) => UUID.exec(key)?.[0]).filter((id) => id !== undefined && orderIds.has(id)),
+      );
+      row(
+        `${sim.name} ledger: keys / effects / keys ≠ 1 effect`,
+        `${counts.length} / ${effects} / ${repeated.length}`,
+        repeated.length === 0,
+      );
+      row(`${sim.name} ledger: orders with an effect`, `${covered.size} of ${ids.length}`, covered.size === ids.length);
+    }
+    return rows;
+  } finally {
+    await stopAll();
+    await connection.close();
+    if (!args.keep) {
+      const cleanup = new pg.Client({ connectionString: ADMIN_URL });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE IF EXISTS ${cleanup.escapeIdentifier(database)} WITH (FORCE)`);
+      await cleanup.end();
+    }
+  }
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    say(`${signal}: stopping the processes`);
+    void stopAll().then(() => process.exit(130));
+  });
+}
+
+main().then(
+  (rows) => {
+    const width = Math.max(...rows.map((r) => r.check.length));
+    console.log('\nScale-out summary');
+    for (const r of rows) console.log(`  ${r.ok ? 'ok  ' : 'FAIL'}  ${r.check.padEnd(width)}  ${r.value}`);
+    const failed = rows.filter((r) => !r.ok);
+    console.log(
+      failed.length
+        ? `\n${failed.length} check(s) failed; logs in ${path.relative(ROOT, LOG_DIR)}/`
+        : '\nall checks passed',
+    );
+    process.exit(failed.length ? 1 : 0);
+  },
+  async (error: unknown) => {
+    console.error(`scale-out failed: ${errorMessage(error)}`);
+    for (const p of allProcs) console.error(`  ${p.name} (last lines):\n${p.tail(8)}`);
+    await stopAll();
+    process.exit(1);
+  },
+);
