@@ -12,8 +12,10 @@
  *  3. Row `cancelled`: the order was halted before the effect; return `cancelled`, call nothing, ever.
  *  4. Row `failed`: nothing was performed; take it with a conditional UPDATE (one winner).
  *  5. Row `sending` owned by an earlier attempt of the same activity (Temporal retried because that
- *     attempt failed or timed out): take it over and re-send with the same key; the provider
- *     de-duplicates, so a send that did happen is not repeated.
+ *     attempt failed or timed out), or by an earlier activity (a lower activity id) of the same workflow (the
+ *     workflow runs one such activity at a time, and schedules a new one only after the old one closed, e.g.
+ *     after an operator's retry): take it over and re-send with the same key; the provider de-duplicates, so a send
+ *     that did happen is not repeated, and a zombie attempt still running is harmless for the same reason.
  *  6. Row `sending` older than the lease (its owner died): reclaim it with a conditional UPDATE on status
  *     and claim age; exactly one reclaimer wins. A dead worker never means zero emails.
  *  7. Otherwise someone else is sending right now: throw the retryable `ClaimInProgressError`.
@@ -59,6 +61,18 @@ function ownerToken(owner: ClaimOwner): string {
   return `${owner.execution}#${owner.attempt}`;
 }
 
+/** The workflow id part of an execution `<workflowId>/<activityId>`. */
+function workflowOf(execution: string): string {
+  const slash = execution.indexOf('/');
+  return slash < 0 ? execution : execution.slice(0, slash);
+}
+
+/** The activity id of an execution as a number (the TypeScript SDK numbers a run's activities 1, 2, 3...). */
+function activitySeq(execution: string): number {
+  const id = Number(execution.slice(execution.indexOf('/') + 1));
+  return Number.isInteger(id) ? id : Number.NaN;
+}
+
 function parseOwner(token: string): ClaimOwner | undefined {
   const hash = token.lastIndexOf('#');
   if (hash < 0) return undefined;
@@ -100,7 +114,13 @@ export async function claimSideEffect(
     if (taken === 1) return { state: 'owned', how: 'after-failure', attempts: row.attempts + 1, prior: 'failed' };
   } else {
     const current = parseOwner(row.owner);
-    if (current && current.execution === owner.execution && current.attempt < owner.attempt) {
+    const sameActivity = current?.execution === owner.execution && current.attempt < owner.attempt;
+    const laterActivityOfSameWorkflow =
+      current !== undefined &&
+      workflowOf(current.execution) === workflowOf(owner.execution) &&
+      workflowOf(owner.execution) !== 'standalone' &&
+      activitySeq(current.execution) < activitySeq(owner.execution);
+    if (sameActivity || laterActivityOfSameWorkflow) {
       const taken = await db.$executeRaw`
         UPDATE side_effect_claims
         SET owner = ${me}, attempts = attempts + 1, claimed_at = now()

@@ -14,17 +14,19 @@ import { PERMANENT_ERROR_TYPES } from './errors.js';
 const nonRetryableErrorTypes = [...PERMANENT_ERROR_TYPES];
 
 /**
- * Local database steps (reserve, invoice, status writes): fast, so short attempts.
- * 5 attempts x 10 s + backoff 1+2+4+8 s = 65 s <= 90 s.
+ * Database steps (reserve, invoice): fast, so short attempts, but enough of them
+ * to ride out a database outage of about 5 minutes (a PostgreSQL restart or failover) instead of failing the
+ * order: an unreachable database fails every attempt at once, so the backoff is what waits it out.
+ * 12 attempts x 10 s + backoff 1+2+4+8+16+30x6 s = 120 + 211 = 331 s <= 360 s.
  */
 export const databaseStep: ActivityOptions = {
   startToCloseTimeout: '10 seconds',
-  scheduleToCloseTimeout: '90 seconds',
+  scheduleToCloseTimeout: '6 minutes',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
-    maximumInterval: '10 seconds',
-    maximumAttempts: 5,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 12,
     nonRetryableErrorTypes,
   },
 };
@@ -50,17 +52,19 @@ export const providerCall: ActivityOptions = {
 };
 
 /**
- * Compensations (release stock, void invoice) and the final failure status: they must succeed, so more
- * attempts, still finite. 10 attempts x 10 s + backoff 1+2+4+8+15x5 s = 190 s <= 240 s.
+ * The halt fence, compensations (release stock, void invoice) and the final `failed`/`cancelled` status: they
+ * must succeed, so they outlast the forward steps' budget (a database outage that failed a step must not also
+ * fail its compensation). Still finite.
+ * 20 attempts x 10 s + backoff 1+2+4+8+16+32+60x13 s = 200 + 843 = 1043 s <= 1200 s.
  */
 export const compensation: ActivityOptions = {
   startToCloseTimeout: '10 seconds',
-  scheduleToCloseTimeout: '240 seconds',
+  scheduleToCloseTimeout: '20 minutes',
   retry: {
     initialInterval: '1 second',
     backoffCoefficient: 2,
-    maximumInterval: '15 seconds',
-    maximumAttempts: 10,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 20,
     nonRetryableErrorTypes,
   },
 };

@@ -117,8 +117,13 @@ class OrderLifecycle {
   private readonly state: OrderFulfilmentState;
   /** The cancellable scope of the pre-pivot steps now running, if any. */
   private prePivot: CancellationScope | null = null;
-  /** Set once a cancel request has its answer: cancelled, or refused with a reason. */
-  private cancelOutcome: { cancelled: true } | { cancelled: false; why: string } | null = null;
+  /**
+   * The cancel request being honoured (from the Update or a workflow cancel request), until it has its answer:
+   * then `outcome` is set, and a refused request is dropped (`state.cancellation` cleared) so the order goes on;
+   * a request that cancelled the order stays as `cancelled`, and later cancel Updates get its answer.
+   */
+  private cancelRequest: CancelRequest | null = null;
+  private cancelled: CancelRequest | null = null;
   private compensating = false;
   private retryAccepted = false;
   private readonly retries = new Map<OrderStep, number>();
@@ -159,7 +164,7 @@ class OrderLifecycle {
   /** A workflow cancel request: honoured before the pivot like a cancel Update, refused (logged) after it. */
   private onWorkflowCancel(): void {
     const { state } = this;
-    if (state.pivotPassed || state.attention || this.compensating || this.cancelOutcome || state.cancellation) {
+    if (state.pivotPassed || state.attention || this.compensating || this.cancelRequest || this.cancelled) {
       log.warn('workflow cancel request refused', {
         orderId: this.orderId,
         why: state.pivotPassed
@@ -170,8 +175,24 @@ class OrderLifecycle {
       });
       return;
     }
-    state.cancellation = { reason: 'workflow cancel requested through Temporal', source: 'workflow-cancel' };
+    this.requestCancel('workflow cancel requested through Temporal', 'workflow-cancel');
+  }
+
+  /** Starts honouring a cancel request: the running pre-pivot scope is cancelled. */
+  private requestCancel(reason: string, source: CancelRequest['source']): CancelRequest {
+    const request: CancelRequest = { reason, source, outcome: null };
+    this.cancelRequest = request;
+    this.state.cancellation = { reason, source };
     this.prePivot?.cancel();
+    return request;
+  }
+
+  /** Answers the cancel request being honoured, if any, with a refusal; the order goes on without it. */
+  private refuseCancel(why: string): void {
+    if (!this.cancelRequest) return;
+    this.cancelRequest.outcome = { cancelled: false, why };
+    this.cancelRequest = null;
+    this.state.cancellation = null;
   }
 
   private registerHandlers(): void {
@@ -180,14 +201,13 @@ class OrderLifecycle {
     setHandler(
       cancelOrderUpdate,
       async ({ reason }) => {
-        if (!state.cancellation) {
-          state.cancellation = { reason, source: 'update' };
-          this.prePivot?.cancel();
-        }
-        await condition(() => this.cancelOutcome !== null);
-        const outcome = this.cancelOutcome!;
+        const request = this.cancelled ?? this.cancelRequest ?? this.requestCancel(reason, 'update');
+        // Non-cancellable: a workflow cancel request arriving meanwhile must not fail this Update; it gets the
+        // same answer as the order.
+        await CancellationScope.nonCancellable(() => condition(() => request.outcome !== null));
+        const outcome = request.outcome!;
         if (!outcome.cancelled) throw notCancellable(this.orderId, outcome.why);
-        return { orderId: this.orderId, status: OrderStatus.Cancelled, reason: state.cancellation.reason };
+        return { orderId: this.orderId, status: OrderStatus.Cancelled, reason: request.reason };
       },
       {
         validator: (arg) => {
@@ -195,14 +215,14 @@ class OrderLifecycle {
           if (typeof reason !== 'string' || reason.trim() === '' || reason.length > 500) {
             throw ApplicationFailure.nonRetryable('reason must be a string of 1..500 characters', ErrorType.Validation);
           }
-          if (this.cancelOutcome?.cancelled) return; // already cancelled: the handler answers at once
+          if (this.cancelled || this.cancelRequest) return; // joins the request under way, or its answer
           if (state.pivotPassed) throw notCancellable(this.orderId, 'the order confirmation was already sent');
           if (isTerminalStatus(state.status))
             throw notCancellable(this.orderId, `the order is already ${state.status}`);
           if (state.attention) {
             throw notCancellable(this.orderId, `the order waits for an operator at ${state.attention.step}`);
           }
-          if (this.compensating && !state.cancellation) throw notCancellable(this.orderId, 'the order is failing');
+          if (this.compensating) throw notCancellable(this.orderId, 'the order is failing');
         },
       },
     );
@@ -267,7 +287,7 @@ class OrderLifecycle {
       this.prePivot = scope;
       try {
         await scope.run(async () => {
-          if (this.state.cancellation) throw new ApplicationFailure('cancel requested', 'CancelRequested');
+          if (this.cancelRequest) throw new ApplicationFailure('cancel requested', 'CancelRequested');
           if (!this.done(OrderStep.ReserveInventory)) {
             await this.step(
               OrderStep.ReserveInventory,
@@ -303,9 +323,7 @@ class OrderLifecycle {
       this.state.currentStep = null;
 
       if (failureType(failure) === ErrorType.OrderClosed) return this.closedAlready(failure);
-      const reason = this.state.cancellation
-        ? `cancelled: ${this.state.cancellation.reason}`
-        : describeFailure(failure);
+      const reason = this.cancelRequest ? `cancelled: ${this.cancelRequest.reason}` : describeFailure(failure);
       this.compensating = true;
       const fence: HaltOrderResult = await CancellationScope.nonCancellable(() =>
         compensating.haltOrder({ orderId, reason }),
@@ -323,16 +341,14 @@ class OrderLifecycle {
       // The provider may have sent the confirmation: a person decides; a retry re-sends with the same key.
       this.compensating = false;
       const why = `the confirmation email may have been sent (${describeFailure(failure)})`;
-      if (this.state.cancellation && !this.cancelOutcome) {
-        this.cancelOutcome = { cancelled: false, why: `${why}; the order waits for an operator` };
-      }
+      this.refuseCancel(`${why}; the order waits for an operator`);
       await CancellationScope.nonCancellable(() => this.awaitOperator(OrderStep.SendOrderConfirmation, why, true));
     }
   }
 
   private passPivot(refusal: string): void {
     this.state.pivotPassed = true;
-    if (this.state.cancellation && !this.cancelOutcome) this.cancelOutcome = { cancelled: false, why: refusal };
+    this.refuseCancel(refusal);
   }
 
   /** The order was already final when this run started (reset, or a second run): change nothing. */
@@ -340,7 +356,7 @@ class OrderLifecycle {
     const cause = innermost(failure) as ApplicationFailure;
     const status = (cause.details?.[0] as { status?: OrderStatusValue } | undefined)?.status;
     if (status) this.setStatus(status);
-    this.cancelOutcome ??= { cancelled: false, why: `the order is already ${status ?? 'final'}` };
+    this.refuseCancel(`the order is already ${status ?? 'final'}`);
     throw ApplicationFailure.nonRetryable(
       `order ${this.orderId} is already ${status ?? 'final'}; this run changed nothing`,
       ErrorType.OrderClosed,
@@ -356,7 +372,8 @@ class OrderLifecycle {
   private async compensate(reason: string, failure: unknown): Promise<OrderFulfilmentResult> {
     const { orderId, state } = this;
     log.warn('order halted; compensating', { orderId, reason });
-    const cancelled = state.cancellation !== null;
+    const request = this.cancelRequest;
+    const cancelled = request !== null;
     const failures: string[] = [];
     await CancellationScope.nonCancellable(async () => {
       for (const [name, run] of [
@@ -378,10 +395,12 @@ class OrderLifecycle {
       await compensating.setOrderStatus({ orderId, status, failureReason: state.failureReason });
       this.setStatus(status);
     });
-    if (cancelled) {
-      this.cancelOutcome = { cancelled: true };
-      if (state.cancellation!.source === 'workflow-cancel' && isCancellation(failure)) throw failure;
-      return { orderId, status: OrderStatus.Cancelled, reason: state.cancellation!.reason };
+    if (request) {
+      request.outcome = { cancelled: true };
+      this.cancelled = request;
+      this.cancelRequest = null;
+      if (request.source === 'workflow-cancel' && isCancellation(failure)) throw failure;
+      return { orderId, status: OrderStatus.Cancelled, reason: request.reason };
     }
     throw ApplicationFailure.nonRetryable(`order ${orderId} failed: ${reason}`, ErrorType.OrderFailed, {
       orderId,
@@ -448,6 +467,13 @@ class OrderLifecycle {
     state.failureReason = null;
     this.retryAccepted = false;
   }
+}
+
+/** A cancel request and, once known, its answer. */
+interface CancelRequest {
+  reason: string;
+  source: 'update' | 'workflow-cancel';
+  outcome: { cancelled: true } | { cancelled: false; why: string } | null;
 }
 
 function notCancellable(orderId: string, why: string): ApplicationFailure {

@@ -190,6 +190,29 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'cancel-meets-unknown-confirmation',
+    orderId: id(11),
+    // The email call times out (the provider may have sent it) while a cancel is pending: the cancel is refused,
+    // the order waits for an operator, whose retry re-sends with the same key and completes the order.
+    behave: {
+      sendOrderConfirmation: async (n) => {
+        if (n > 1) return results.sendOrderConfirmation;
+        await sleep(1_000);
+        throw ApplicationFailure.nonRetryable('email provider: timed out', ErrorType.ProviderUnavailable, {
+          mayHaveActed: true,
+        });
+      },
+      haltOrder: async () => ({ outcome: 'unknown', claimOwner: 'order-x/3#1' }),
+    },
+    drive: async (handle) => {
+      await until(handle, 'invoiced');
+      await sleep(200);
+      await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] }).catch(() => undefined);
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-1' });
+    },
+  },
+  {
     name: 'order-closed',
     orderId: id(10),
     behave: { reserveInventory: rejected('already failed', ErrorType.OrderClosed, { status: 'failed' }) },

@@ -437,6 +437,68 @@ describe('orderFulfilment workflow', () => {
     expectOneStory(order, 'completed');
   });
 
+  it('a cancel that meets an unknown confirmation outcome is refused once; the operator retry re-sends and completes', async () => {
+    const g = gate();
+    let calls = 0;
+    const { orderId, order } = newOrder({
+      sendOrderConfirmation: async (o) => {
+        calls++;
+        if (calls > 1) return sendConfirmation(o);
+        g.enter();
+        await g.wait;
+        // The provider got the email, but the call timed out on our side: the outcome is unknown.
+        o.claim = 'sending';
+        o.emails = 1;
+        throw ApplicationFailure.nonRetryable(
+          'email provider: timed out after 10000 ms',
+          ErrorType.ProviderUnavailable,
+          {
+            mayHaveActed: true,
+          },
+        );
+      },
+    });
+    const handle = await start(orderId);
+    await g.entered;
+    const accepted = await handle.startUpdate(cancelOrderUpdate, {
+      args: [{ reason: 'customer asked' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    g.open();
+    const answer = await outcome(accepted.result());
+    expect(causeType((answer as { error: unknown }).error)).toBe(ErrorType.OrderNotCancellable);
+    const waiting = await eventually(
+      () => handle.query(orderStatusQuery),
+      (st) => st.status === 'attention_required',
+    );
+    expect(waiting.cancellation).toBeNull();
+    expect(waiting.attention).toMatchObject({ step: 'sendOrderConfirmation', outcomeUnknown: true });
+    // The retry really retries the confirmation (it used to run the halt fence again, forever).
+    await handle.executeUpdate(retryStepUpdate, { args: [{}] });
+    await handle.result();
+    expect(names(order).filter((n) => n === 'sendOrderConfirmation')).toHaveLength(2);
+    expectOneStory(order, 'completed');
+  });
+
+  it("an API cancel racing a Temporal cancel gets the order's answer, not a cancelled Update", async () => {
+    const g = gate();
+    const { orderId, order } = newOrder({
+      sendOrderConfirmation: async (o) => {
+        g.enter();
+        return sendConfirmation(o, { beforeCall: g.wait });
+      },
+    });
+    const handle = await start(orderId);
+    await g.entered;
+    const [update] = await Promise.all([
+      outcome(handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] })),
+      handle.cancel(),
+    ]);
+    expect(update.ok).toBe(true);
+    await handle.result().catch(() => undefined);
+    expectOneStory(order, 'cancelled');
+  });
+
   it('never compensates after the pivot: a failed step waits in attention_required for the retry Update', async () => {
     let attempts = 0;
     const { orderId, order } = newOrder({

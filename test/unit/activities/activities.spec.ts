@@ -279,14 +279,28 @@ describe('sendOrderConfirmation', () => {
     expect(email.calls).toHaveLength(0);
 
     await tdb.prisma.sideEffectClaim.update({ where: { key }, data: { claimedAt: new Date(Date.now() - 61_000) } });
+    // Two reclaimers at once (e.g. attempts of the same activity on two workers): exactly one wins.
     const results = await Promise.allSettled([
       run('sendOrderConfirmation', { orderId }, info(orderId, 1, '5')),
-      run('sendOrderConfirmation', { orderId }, info(orderId, 1, '6')),
+      run('sendOrderConfirmation', { orderId }, info(orderId, 1, '5')),
     ]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     expect(email.calls).toHaveLength(1);
     const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } });
     expect([claim.status, claim.attempts]).toEqual(['sent', 2]);
+  });
+
+  it('a later activity of the same workflow takes over a sending claim at once (operator retry after a crash)', async () => {
+    const orderId = await invoiced();
+    const key = `order-confirmation:${orderId}`;
+    await tdb.prisma.sideEffectClaim.create({
+      data: { key, kind: 'email', status: 'sending', owner: `order-${orderId}/3#2`, claimedAt: new Date() },
+    });
+    const sent = await run('sendOrderConfirmation', { orderId }, info(orderId, 1, '11'));
+    expect(sent.sentNow).toBe(true);
+    expect(email.effects.size).toBe(1);
+    const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } });
+    expect([claim.status, claim.owner]).toEqual(['sent', `order-${orderId}/11#1`]);
   });
 
   it('fails permanently on a provider rejection and marks the claim failed (definitely not sent)', async () => {
