@@ -56,6 +56,11 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['@nestjs/*'], message: 'Activities never import Nest; depend on activities/ports.ts.' },
+            {
+              group: ['prom-client'],
+              message:
+                'Activities never import metrics code; the worker observes them (src/worker/worker-observability.ts).',
+            },
             { group: ['../src/*', '../src/**'], message: 'Activities depend on ports, not on app code.' },
           ],
         },

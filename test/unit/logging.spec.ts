@@ -1,0 +1,71 @@
+/**
+ * Log lines of the API and the worker (src/logging/logging.ts, src/app.module.ts): one JSON object per line,
+ * credential headers redacted, email addresses scrubbed from every line, and the level of each request line.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { requestLogLevel } from '../../src/app.module.js';
+import { baseLoggerOptions, EMAIL_PLACEHOLDER, scrubPersonalData } from '../../src/logging/logging.js';
+
+/** A pino logger with the service's options writing into an array of parsed lines. */
+function capture(): { logger: ReturnType<typeof pino>; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const options = baseLoggerOptions({ LOG_LEVEL: 'info', LOG_FORMAT: 'json' }, 'test');
+  return { logger: pino({ ...options, transport: undefined }, sink), lines };
+}
+
+describe('personal data in logs', () => {
+  it('replaces email addresses and leaves connection strings and worker identities alone', () => {
+    expect(scrubPersonalData('rejected Ada.Lovelace+shop@example.co.uk: mailbox full')).toBe(
+      `rejected ${EMAIL_PLACEHOLDER}: mailbox full`,
+    );
+    for (const text of ['postgresql://postgres@127.0.0.1:5432/db', '28384@vm-d04d27fedc', 'order-5b0e']) {
+      expect(scrubPersonalData(text)).toBe(text);
+    }
+  });
+
+  it('writes one JSON line per event without emails or credentials', () => {
+    const { logger, lines } = capture();
+    logger.warn(
+      {
+        orderId: 'o-1',
+        err: new Error('provider said: ada@example.com does not exist'),
+        req: { headers: { authorization: 'Bearer secret-token', cookie: 'sid=1', 'x-api-key': 'k', accept: '*/*' } },
+      },
+      'send failed for grace@example.com',
+    );
+    expect(lines).toHaveLength(1);
+    const text = JSON.stringify(lines[0]);
+    expect(text).not.toMatch(/@example\.com|secret-token|sid=1/);
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      name: 'test',
+      orderId: 'o-1',
+      msg: `send failed for ${EMAIL_PLACEHOLDER}`,
+      req: { headers: { authorization: '[Redacted]', cookie: '[Redacted]', 'x-api-key': '[Redacted]', accept: '*/*' } },
+    });
+    expect((lines[0]!.err as { message: string }).message).toBe(`provider said: ${EMAIL_PLACEHOLDER} does not exist`);
+  });
+});
+
+describe('request log level', () => {
+  const req = (method: string) => ({ method }) as IncomingMessage;
+  const res = (statusCode: number) => ({ statusCode }) as ServerResponse;
+
+  it('logs successful reads at debug, writes and client errors at info, server errors at error', () => {
+    expect(requestLogLevel(req('GET'), res(200))).toBe('debug');
+    expect(requestLogLevel(req('GET'), res(404))).toBe('info');
+    expect(requestLogLevel(req('POST'), res(202))).toBe('info');
+    expect(requestLogLevel(req('POST'), res(409))).toBe('info');
+    expect(requestLogLevel(req('GET'), res(503))).toBe('error');
+    expect(requestLogLevel(req('POST'), res(200), new Error('x'))).toBe('error');
+  });
+});
