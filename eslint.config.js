@@ -68,6 +68,22 @@ export default tseslint.config(
     },
   },
   {
+    // The web page's plain browser module (served as is, no build step).
+    files: ['src/web/public/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        document: 'readonly',
+        window: 'readonly',
+        fetch: 'readonly',
+        crypto: 'readonly',
+        Node: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+      },
+    },
+  },
+  {
     // The app may use the workflow contract, never a workflow implementation as a value.
     files: ['src/**/*.ts'],
     rules: {

@@ -1,6 +1,6 @@
 /**
  * Root module of the HTTP API: configuration, logging, Prisma, the Temporal client side (starter and
- * reconciler), and the orders, inventory and health features; `GET /metrics`.
+ * reconciler), and the orders, inventory and health features; `GET /metrics` and the web page at `/`.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -16,6 +16,7 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { PrismaModule } from './prisma/prisma.module.js';
 import { TemporalModule } from './temporal/temporal.module.js';
+import { WebModule } from './web/web.module.js';
 
 /** Paths whose requests are not logged: probes and scrapes. */
 const UNLOGGED_PATHS = new Set(['/health', '/metrics']);
@@ -69,6 +70,7 @@ export class AppModule {
         InventoryModule,
         HealthModule,
         MetricsModule,
+        WebModule,
       ],
     };
   }
