@@ -7,8 +7,8 @@
  * - `retry-profiles`: every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the activities the
  *   workflow calls through it (read from workflows/order-fulfilment.workflow.ts with the TypeScript parser), and
  *   `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
- * - `limits`: request limits (src/common/api-limits.ts, the order and page schemas' limits, Idempotency-Key length
- *   and retention, the movements page);
+ * - `limits`: request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
+ *   length and retention, the movements page, the cancel wait);
  * - `metrics`: every metric family of src/metrics/metric-definitions.ts.
  */
 import { readFile } from 'node:fs/promises';
@@ -26,6 +26,7 @@ import { MOVEMENTS_LIMIT } from '../../src/inventory/inventory.service.js';
 import { METRICS, type MetricDefinition } from '../../src/metrics/metric-definitions.js';
 import { ORDER_LIMITS } from '../../src/orders/create-order.dto.js';
 import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
+import { CANCEL_LIMITS } from '../../src/orders/order-actions.dto.js';
 import { repoRoot } from './temporal-cli.js';
 
 /** Names of the generated README sections. */
@@ -144,7 +145,7 @@ export function renderRetryProfiles(workflowSource: string): string {
 
 /** The `limits` section. */
 export function renderLimits(): string {
-  const retentionMs = loadConfig({}).IDEMPOTENCY_RETENTION_MS;
+  const defaults = loadConfig({});
   const kib = JSON_BODY_LIMIT_BYTES / 1024;
   return table(
     ['Limit', 'Value', 'Applies to', 'Beyond it'],
@@ -164,11 +165,18 @@ export function renderLimits(): string {
       ],
       [
         '`Idempotency-Key` retention',
-        `${formatDuration(retentionMs)} by default (\`IDEMPOTENCY_RETENTION_MS\`)`,
+        `${formatDuration(defaults.IDEMPOTENCY_RETENTION_MS)} by default (\`IDEMPOTENCY_RETENTION_MS\`)`,
         '`POST /orders`',
         'the key counts as new',
       ],
       ['Movements listed', `the ${MOVEMENTS_LIMIT} newest`, '`GET /inventory/:sku/movements`', 'not listed'],
+      ['Cancel reason', `1..${CANCEL_LIMITS.maxReasonLength} characters`, '`POST /orders/:id/cancel`', '400'],
+      [
+        'Cancel wait',
+        `${formatDuration(defaults.CANCEL_WAIT_MS)} by default (\`CANCEL_WAIT_MS\`)`,
+        '`POST /orders/:id/cancel`',
+        '202 with `Location` (outcome still open)',
+      ],
     ],
   );
 }

@@ -11,7 +11,7 @@
  *   (a provider's problem detail, a database error) can quote one.
  */
 import { createRequire } from 'node:module';
-import type { LoggerOptions } from 'pino';
+import { type LoggerOptions, stdSerializers } from 'pino';
 
 /** `LOG_FORMAT` values: `json` (one JSON object per line) or `pretty` (pino-pretty, one line per event). */
 export const LOG_FORMATS = ['json', 'pretty'] as const;
@@ -43,6 +43,18 @@ export function scrubPersonalData(text: string): string {
   return text.replace(EMAIL, EMAIL_PLACEHOLDER);
 }
 
+/**
+ * pino's error serializer (`type` = class name, `message`, `stack`, own fields), plus `failureType`: the Temporal
+ * failure type of an `ApplicationFailure` (e.g. `InsufficientStockError`), which the class name would hide.
+ */
+export function serializeError(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { message: String(err) };
+  const out = stdSerializers.err(err) as unknown as Record<string, unknown>;
+  const failureType = (err as { type?: unknown }).type;
+  if (typeof failureType === 'string' && failureType !== out.type) out.failureType = failureType;
+  return out;
+}
+
 /** True when `pino-pretty` (a dev dependency) is installed. */
 function hasPinoPretty(): boolean {
   try {
@@ -70,8 +82,8 @@ export interface LogSettings {
 }
 
 /**
- * pino options for a process: level, redaction of credential headers, email scrubbing of every line, and the
- * pretty transport when {@link usePrettyLogs} says so.
+ * pino options for a process: level, redaction of credential headers, email scrubbing of every line, errors with
+ * their failure type ({@link serializeError}), and the pretty transport when {@link usePrettyLogs} says so.
  * @param name the `name` field of every line (e.g. `worker`); omitted when undefined.
  */
 export function baseLoggerOptions(settings: LogSettings, name?: string): LoggerOptions {
@@ -79,6 +91,7 @@ export function baseLoggerOptions(settings: LogSettings, name?: string): LoggerO
     ...(name ? { name } : {}),
     level: settings.LOG_LEVEL,
     redact: [...LOG_REDACT_PATHS],
+    serializers: { err: serializeError },
     hooks: { streamWrite: scrubPersonalData },
     transport: usePrettyLogs(settings.LOG_FORMAT)
       ? { target: 'pino-pretty', options: { singleLine: true } }

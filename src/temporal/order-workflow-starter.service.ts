@@ -56,7 +56,8 @@ export class OrderWorkflowStarter {
    */
   async start(orderId: string): Promise<StartOrderWorkflowResult> {
     const workflowId = orderWorkflowId(orderId);
-    const customer = await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true } });
+    const order = await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true } });
+    const customerId = order && customerSearchId(order.customerEmail, this.config.CUSTOMER_ID_SECRET);
     let alreadyStarted = false;
     try {
       await this.client.withDeadline(Date.now() + WORKFLOW_START_TIMEOUT_MS, () =>
@@ -69,14 +70,7 @@ export class OrderWorkflowStarter {
           typedSearchAttributes: [
             { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
             { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
-            ...(customer
-              ? [
-                  {
-                    key: SEARCH_ATTRIBUTES.CustomerId,
-                    value: customerSearchId(customer.customerEmail, this.config.CUSTOMER_ID_SECRET),
-                  },
-                ]
-              : []),
+            ...(customerId ? [{ key: SEARCH_ATTRIBUTES.CustomerId, value: customerId }] : []),
           ],
         }),
       );

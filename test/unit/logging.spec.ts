@@ -4,13 +4,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
-import { pino } from 'pino';
+import { ApplicationFailure } from '@temporalio/common';
+import { type Logger, pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { requestLogLevel } from '../../src/app.module.js';
 import { baseLoggerOptions, EMAIL_PLACEHOLDER, scrubPersonalData } from '../../src/logging/logging.js';
 
 /** A pino logger with the service's options writing into an array of parsed lines. */
-function capture(): { logger: ReturnType<typeof pino>; lines: Array<Record<string, unknown>> } {
+function capture(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -53,6 +54,12 @@ describe('personal data in logs', () => {
       req: { headers: { authorization: '[Redacted]', cookie: '[Redacted]', 'x-api-key': '[Redacted]', accept: '*/*' } },
     });
     expect((lines[0]!.err as { message: string }).message).toBe(`provider said: ${EMAIL_PLACEHOLDER} does not exist`);
+  });
+
+  it('names the Temporal failure type of an ApplicationFailure', () => {
+    const { logger, lines } = capture();
+    logger.warn({ err: ApplicationFailure.nonRetryable('no stock', 'InsufficientStockError') }, 'Activity failed');
+    expect(lines[0]!.err).toMatchObject({ type: 'ApplicationFailure', failureType: 'InsufficientStockError' });
   });
 });
 
