@@ -390,9 +390,9 @@ async function runDemo(): Promise<boolean> {
   const plans = planOrders(inventory);
   const runId = randomUUID().slice(0, 8);
   console.log(`Placing ${plans.length} orders against ${API_URL}…`);
+  const progress = new OrderProgress(plans.length, (status) => TERMINAL.has(status));
   const placed = await Promise.all(plans.map((plan, i) => placeOrder(plan, runId, i)));
   const deadline = Date.now() + ORDERS_TIMEOUT_MS;
-  const progress = new OrderProgress(plans.length, (status) => TERMINAL.has(status));
   const outcomes = await Promise.all(
     placed.map((p, i) =>
       'postedAt' in p ? followOrder(plans[i] as PlannedOrder, p.id, p.postedAt, deadline, progress) : p,
