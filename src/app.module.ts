@@ -21,6 +21,11 @@ import { WebModule } from './web/web.module.js';
 /** Paths whose requests are not logged: probes and scrapes. */
 const UNLOGGED_PATHS = new Set(['/health', '/metrics']);
 
+/** The `req` field of API log lines: `{ id, method, url }` (pino-http hands in its own serialization of the request). */
+export function requestSummary(req: { id?: unknown; method?: string; url?: string }): Record<string, unknown> {
+  return { id: req.id, method: req.method, url: req.url };
+}
+
 /**
  * Level of the one line logged per request: `error` for 5xx (or a failed response), `debug` for successful reads
  * (GET/HEAD: the web page polls them), `info` for everything else (writes, client errors).
@@ -34,18 +39,21 @@ export function requestLogLevel(req: IncomingMessage, res: ServerResponse, err?:
 /**
  * nestjs-pino options: {@link baseLoggerOptions} (level `LOG_LEVEL`, `LOG_FORMAT`, credential headers redacted,
  * email addresses scrubbed), request ids from `X-Request-Id` (or a new UUID), and on every line logged while
- * handling a request its `reqId` and `client` (`anonymous` until authentication exists). Health probes and
+ * handling a request `req: { id, method, url }` and `client` (`anonymous` until authentication exists). Health probes and
  * metric scrapes are not logged; see {@link requestLogLevel} for the level of the others.
  */
 export function loggerParams(config: AppConfig): PinoParams {
+  const base = baseLoggerOptions(config);
   return {
     pinoHttp: {
-      ...baseLoggerOptions(config),
+      ...base,
       genReqId: (req: IncomingMessage) => {
         const header = req.headers['x-request-id'];
         return typeof header === 'string' && header.length > 0 && header.length <= 200 ? header : randomUUID();
       },
-      quietReqLogger: true,
+      // Every line logged while handling a request (and its closing line) carries `req` and `client`; `req` is only
+      // { id, method, url }: the default serializer's headers and remote address are personal data or noise.
+      serializers: { ...base.serializers, req: requestSummary },
       customProps: (req: IncomingMessage) => ({ client: requestClient(req) }),
       autoLogging: { ignore: (req: IncomingMessage) => UNLOGGED_PATHS.has((req.url ?? '').split('?')[0]!) },
       customLogLevel: requestLogLevel,

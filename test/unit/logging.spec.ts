@@ -2,12 +2,15 @@
  * Log lines of the API and the worker (src/logging/logging.ts, src/app.module.ts): one JSON object per line,
  * credential headers redacted, email addresses scrubbed from every line, and the level of each request line.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { ApplicationFailure } from '@temporalio/common';
 import { type Logger, pino } from 'pino';
+import { type Options, pinoHttp } from 'pino-http';
 import { describe, expect, it } from 'vitest';
-import { requestLogLevel } from '../../src/app.module.js';
+import { loggerParams, requestLogLevel } from '../../src/app.module.js';
+import { loadConfig } from '../../src/config/config.js';
 import { baseLoggerOptions, EMAIL_PLACEHOLDER, scrubPersonalData } from '../../src/logging/logging.js';
 
 /** A pino logger with the service's options writing into an array of parsed lines. */
@@ -74,5 +77,40 @@ describe('request log level', () => {
     expect(requestLogLevel(req('POST'), res(409))).toBe('info');
     expect(requestLogLevel(req('GET'), res(503))).toBe('error');
     expect(requestLogLevel(req('POST'), res(200), new Error('x'))).toBe('error');
+  });
+});
+
+describe('API request lines', () => {
+  it('carry the request id and the client on every line of a request, and no headers or addresses', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const config = loadConfig({ LOG_LEVEL: 'info', LOG_FORMAT: 'json' });
+    const middleware = pinoHttp(loggerParams(config).pinoHttp as Options, sink);
+    const server = createServer((req, res) => {
+      middleware(req, res);
+      req.log.warn({ orderId: 'o-1' }, 'inside the handler');
+      res.statusCode = 202;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await fetch(`http://127.0.0.1:${port}/orders?x=1`, {
+      method: 'POST',
+      headers: { 'x-request-id': 'req-123', authorization: 'Bearer secret' },
+    });
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+
+    expect(lines.map((l) => l.msg)).toEqual(['inside the handler', 'request completed']);
+    for (const line of lines) {
+      expect(line).toMatchObject({ req: { id: 'req-123', method: 'POST', url: '/orders?x=1' }, client: 'anonymous' });
+      expect(line.req).not.toHaveProperty('headers');
+      expect(line.req).not.toHaveProperty('remoteAddress');
+    }
+    expect(JSON.stringify(lines)).not.toContain('secret');
   });
 });
