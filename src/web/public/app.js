@@ -69,6 +69,28 @@ function timeOf(iso) {
   return iso ? new Date(iso).toLocaleTimeString() : '';
 }
 
+/** How long ago `iso` was, e.g. `42 s`, `5 min 3 s`, `2 h 10 min`. */
+function ageOf(iso) {
+  const s = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** Orders longer than this in one open status are shown as slow, ms. */
+const SLOW_MS = 60_000;
+
+/** `for 5 min 3 s` since the last status change of an open order (highlighted when slow); nothing when final. */
+function waitingFor(order) {
+  if (FINAL.has(order.status) || !order.updatedAt) return null;
+  const slow = Date.now() - new Date(order.updatedAt).getTime() > SLOW_MS;
+  return el(
+    'span',
+    { class: `age small ${slow ? 'slow' : ''}`, title: 'Time since the last status change' },
+    `for ${ageOf(order.updatedAt)}`,
+  );
+}
+
 /**
  * Calls the API with JSON. Resolves `{ ok, status, body }`; a problem+json body (RFC 9457) is in `body` with its
  * `title` and `detail`. Rejects only on network errors.
@@ -241,7 +263,13 @@ function orderRow(order) {
     ),
     el('td', {}, customer),
     el('td', { class: 'num' }, money(order.totalMinor, order.currency)),
-    el('td', {}, statusBadge(order.status), order.failureReason ? reasonText(order.failureReason) : null),
+    el(
+      'td',
+      {},
+      statusBadge(order.status),
+      waitingFor(order),
+      order.failureReason ? reasonText(order.failureReason) : null,
+    ),
     el('td', {}, stepTrack(order)),
     el(
       'td',
@@ -280,6 +308,7 @@ function queueItem(order, actions) {
       { class: 'queue-head' },
       el('span', { class: 'mono', title: order.id }, order.id.slice(0, 8)),
       statusBadge(order.status),
+      waitingFor(order),
       el('a', { href: order.temporalUiUrl, target: '_blank', rel: 'noopener', class: 'small' }, 'workflow ↗'),
     ),
     order.failureReason ? reasonText(order.failureReason) : null,
