@@ -116,7 +116,7 @@ describe('observability', () => {
     failedId = tooMany.body.id;
 
     expect((await settled(failedId)).status).toBe('failed');
-    expect(['completed', 'attention_required']).toContain((await settled(okId)).status);
+    expect((await settled(okId)).status).toBe('completed');
 
     const res = await stack.http.get('/metrics').expect(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
@@ -147,10 +147,12 @@ describe('observability', () => {
       }),
     ).toBe(1);
     expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'email', how: 'new' })).toBe(1);
+    expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'shipment', how: 'new' })).toBe(1);
     expect(sample(worker, 'temporal_worker_task_slots_available', { worker_type: 'ActivityWorker' })).toBeGreaterThan(
       0,
     );
     expect(sample(worker, 'temporal_activity_execution_latency_count')).toBeGreaterThan(0);
+    expect(sample(worker, 'temporal_workflow_completed')).toBe(1);
   });
 
   it('ties every activity log line to its order, workflow run, activity and attempt, without the email', () => {
