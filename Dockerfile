@@ -49,6 +49,8 @@ WORKDIR /app
 COPY --chown=node:node package.json ./
 COPY --from=prod-deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
+# The web page's static files (not compiled; src/web/web.module.ts looks for them next to the compiled module).
+COPY --from=build --chown=node:node /app/src/web/public ./dist/src/web/public
 USER node
 EXPOSE 3000
 # Overridden per service in docker-compose.yml: dist/src/worker.js, dist/simulators/{email,accounting,carrier}/main.js.

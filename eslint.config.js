@@ -56,10 +56,31 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['@nestjs/*'], message: 'Activities never import Nest; depend on activities/ports.ts.' },
+            {
+              group: ['prom-client'],
+              message:
+                'Activities never import metrics code; the worker observes them (src/worker/worker-observability.ts).',
+            },
             { group: ['../src/*', '../src/**'], message: 'Activities depend on ports, not on app code.' },
           ],
         },
       ],
+    },
+  },
+  {
+    // The web page's plain browser module (served as is, no build step).
+    files: ['src/web/public/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        document: 'readonly',
+        window: 'readonly',
+        fetch: 'readonly',
+        crypto: 'readonly',
+        Node: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+      },
     },
   },
   {

@@ -80,12 +80,56 @@ function parseOwner(token: string): ClaimOwner | undefined {
   return Number.isInteger(attempt) ? { execution: token.slice(0, hash), attempt } : undefined;
 }
 
+/** A claim decision as {@link observeSideEffectClaims} reports it: the outcome, or `in-progress` (rule 7). */
+export interface ClaimObservation {
+  /** The effect's kind, as passed to `claimSideEffect` (e.g. `email`). */
+  kind: string;
+  outcome: ClaimOutcome | { state: 'in-progress' };
+}
+
+let claimObserver: ((observation: ClaimObservation) => void) | undefined;
+
 /**
- * Claims the side effect `key` for `owner`, following the rules of this module.
+ * Installs the process-wide observer of claim decisions (one at a time; `undefined` removes it). The worker
+ * installs a metrics recorder here, so this module never imports metrics code. The observer runs synchronously
+ * after each decision (inside the caller's transaction, so a decision whose transaction later rolls back is
+ * reported too); an observer that throws is ignored.
+ */
+export function observeSideEffectClaims(observer: ((observation: ClaimObservation) => void) | undefined): void {
+  claimObserver = observer;
+}
+
+function report(observation: ClaimObservation): void {
+  try {
+    claimObserver?.(observation);
+  } catch {
+    // Observability must never change what the activity does.
+  }
+}
+
+/**
+ * Claims the side effect `key` for `owner`, following the rules of this module, and reports the decision to the
+ * observer of {@link observeSideEffectClaims}.
  * @param leaseMs age in ms after which a `sending` claim of another execution may be reclaimed.
  * @throws ApplicationFailure `ClaimInProgressError` (retryable) when another live owner holds the claim.
  */
 export async function claimSideEffect(
+  db: DbOrTx,
+  params: { key: string; kind: string; owner: ClaimOwner; leaseMs: number },
+): Promise<ClaimOutcome> {
+  try {
+    const outcome = await decideClaim(db, params);
+    report({ kind: params.kind, outcome });
+    return outcome;
+  } catch (err) {
+    if (err instanceof ApplicationFailure && err.type === ErrorType.ClaimInProgress) {
+      report({ kind: params.kind, outcome: { state: 'in-progress' } });
+    }
+    throw err;
+  }
+}
+
+async function decideClaim(
   db: DbOrTx,
   params: { key: string; kind: string; owner: ClaimOwner; leaseMs: number },
 ): Promise<ClaimOutcome> {

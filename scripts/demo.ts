@@ -7,7 +7,8 @@
  *  1. reads `GET /inventory`;
  *  2. places 4 orders that fit in stock (1-3 lines, quantities 1-2) and 1 order asking for `available + 1` of a
  *     product (`POST /orders`, 202 + `Location`);
- *  3. polls `GET /orders/:id` until each is `completed` or `failed` (at most 120 s);
+ *  3. polls `GET /orders/:id` until each is `completed` or `failed` (at most 120 s), showing live how many orders
+ *     are in each status (scripts/lib/progress.ts), then a summary per final status with POST-to-final times;
  *  4. prints a table: order id, final status, invoice number, failure reason, time from POST to the terminal
  *     status (ms), side effects recorded by the email simulator for `order-confirmation:<id>`, by the carrier
  *     simulator for `shipment:<id>` and by the accounting simulator for `accounting-invoice:<id>`
@@ -26,6 +27,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeExit, hasExited, repoRoot, stopChildProcess, waitForExit } from './lib/temporal-cli.js';
 import { errorMessage } from './lib/env.js';
+import { OrderProgress } from './lib/progress.js';
 
 const ROOT = repoRoot();
 const API_URL = trimSlash(process.env.API_URL?.trim() || 'http://127.0.0.1:3000');
@@ -319,13 +321,20 @@ async function placeOrder(
 }
 
 /** Polls `GET /orders/:id` until the status is terminal or `deadline` (epoch ms) passes. */
-async function followOrder(plan: PlannedOrder, id: string, postedAt: number, deadline: number): Promise<OrderOutcome> {
+async function followOrder(
+  plan: PlannedOrder,
+  id: string,
+  postedAt: number,
+  deadline: number,
+  progress?: OrderProgress,
+): Promise<OrderOutcome> {
   let last: Partial<OrderView> | undefined;
   let terminalAt: number | undefined;
   while (Date.now() < deadline) {
     try {
       const res = await http('GET', `${API_URL}/orders/${encodeURIComponent(id)}`);
       if (res.status === 200) last = res.json as Partial<OrderView>;
+      if (last?.status) progress?.update(id, last.status, Date.now() - postedAt);
     } catch {
       // transient; keep polling until the deadline
     }
@@ -381,11 +390,15 @@ async function runDemo(): Promise<boolean> {
   const plans = planOrders(inventory);
   const runId = randomUUID().slice(0, 8);
   console.log(`Placing ${plans.length} orders against ${API_URL}…`);
+  const progress = new OrderProgress(plans.length, (status) => TERMINAL.has(status));
   const placed = await Promise.all(plans.map((plan, i) => placeOrder(plan, runId, i)));
   const deadline = Date.now() + ORDERS_TIMEOUT_MS;
   const outcomes = await Promise.all(
-    placed.map((p, i) => ('postedAt' in p ? followOrder(plans[i] as PlannedOrder, p.id, p.postedAt, deadline) : p)),
+    placed.map((p, i) =>
+      'postedAt' in p ? followOrder(plans[i] as PlannedOrder, p.id, p.postedAt, deadline, progress) : p,
+    ),
   );
+  progress.finish();
 
   console.log('');
   printTable(

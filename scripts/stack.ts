@@ -46,6 +46,7 @@ import {
 } from './lib/temporal-cli.js';
 import { errorMessage, portFromEnv } from './lib/env.js';
 import { clusterDatabasesFromEnv, ensureClusterBinaries, startTemporalCluster } from './lib/temporal-cluster.js';
+import { createLogLineFormatter } from './lib/log-lines.js';
 
 const ROOT = repoRoot();
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -95,6 +96,9 @@ function printLine(name: ProcessName, line: string, stream: 'stdout' | 'stderr' 
   const out = stream === 'stderr' ? process.stderr : process.stdout;
   out.write(`${paint(COLOURS[name], name.padEnd(NAME_WIDTH))} ${paint('90', '│')} ${line}\n`);
 }
+
+/** Children's JSON log lines as readable lines; raw with `LOG_FORMAT=json` (scripts/lib/log-lines.ts). */
+const formatLogLine = await createLogLineFormatter({ raw: process.env.LOG_FORMAT === 'json', colour: useColour });
 
 const startedAt = Date.now();
 const elapsed = (): string => paint('90', `[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)} s]`);
@@ -172,7 +176,7 @@ class ManagedProcess implements Resource {
     pipeLines(this.child, (line, stream) => {
       this.tail.push(line);
       if (this.tail.length > TAIL_LINES) this.tail.shift();
-      printLine(name, line, stream);
+      printLine(name, formatLogLine(line), stream);
     });
     this.child.on('error', (error) => {
       this.tail.push(`spawn error: ${error.message}`);

@@ -1,6 +1,7 @@
 /**
  * Builds and configures the Nest HTTP application, shared by `main.ts` and the e2e tests:
  * - the nestjs-pino logger (level `LOG_LEVEL`),
+ * - the JSON body parser with its size limit ({@link JSON_BODY_LIMIT_BYTES}; 413 above it),
  * - the global StandardSchemaValidationPipe (zod schemas on `@Body/@Query/@Param({ schema })`),
  * - the global {@link ProblemDetailsFilter} (every error as RFC 9457 `application/problem+json`),
  * - the OpenAPI document: Swagger UI at `/docs`, JSON at `/docs-json`,
@@ -11,6 +12,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
+import { JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
 import { addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
 import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
@@ -38,6 +40,7 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
   });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  app.useBodyParser('json', { limit: JSON_BODY_LIMIT_BYTES });
   app.useGlobalGuards(new JsonContentTypeGuard());
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter(app.get(HttpAdapterHost)));

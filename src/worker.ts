@@ -7,6 +7,10 @@
  * are missing and the namespace does not let it add them (Temporal Cloud), it logs one error naming them and
  * how to add them, and exits 1.
  *
+ * Observability: JSON log lines (pino; `LOG_LEVEL`, `LOG_FORMAT`) for the worker and the Temporal SDK, every activity
+ * line with orderId, workflowId, runId, activityType and attempt; Prometheus metrics (the SDK's `temporal_*` and the
+ * service's `order_fulfilment_*`) on `WORKER_METRICS_PORT` (src/worker/worker-observability.ts).
+ *
  * SIGTERM/SIGINT: `worker.shutdown()` (stop polling, let running activities finish within the grace
  * time), then close the Nest context (Prisma pool) and exit 0. A second signal exits at once.
  * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_API_KEY or
@@ -21,7 +25,9 @@ import { createActivities } from '../activities/index.js';
 import type { ActivityDeps } from '../activities/ports.js';
 import { APP_CONFIG, type AppConfig } from './config/config.js';
 import { temporalConnectionOptions } from './config/temporal-connection.js';
+import { baseLoggerOptions } from './logging/logging.js';
 import { createOrderWorker, ensureSearchAttributes } from './worker/order-worker.js';
+import { recordSideEffectClaims, workerMetricsOptions } from './worker/worker-observability.js';
 import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
 
 const temporalLevels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
@@ -32,15 +38,27 @@ const temporalLevels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'er
   ERROR: 'error',
 };
 
+/** The SDK logger's level for a pino `LOG_LEVEL` (the SDK has no `fatal`/`silent`). */
+function sdkLogLevel(level: AppConfig['LOG_LEVEL']): LogLevel {
+  if (level === 'trace' || level === 'debug' || level === 'info' || level === 'warn')
+    return level.toUpperCase() as LogLevel;
+  return 'ERROR';
+}
+
 async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error', 'warn'] });
   const config = app.get<AppConfig>(APP_CONFIG);
-  const logger = pino({ name: 'worker', level: config.LOG_LEVEL });
+  const logger = pino(baseLoggerOptions(config, 'worker'));
   Runtime.install({
-    logger: new DefaultLogger('INFO', (entry) => {
-      logger[temporalLevels[entry.level]]({ ...entry.meta }, entry.message);
+    logger: new DefaultLogger(sdkLogLevel(config.LOG_LEVEL), (entry) => {
+      const { error, ...meta } = entry.meta ?? {};
+      logger[temporalLevels[entry.level]]({ ...meta, ...(error === undefined ? {} : { err: error }) }, entry.message);
     }),
+    telemetryOptions: config.WORKER_METRICS_PORT
+      ? { metrics: workerMetricsOptions(config.WORKER_METRICS_PORT, process.env.HOST || undefined) }
+      : undefined,
   });
+  recordSideEffectClaims(Runtime.instance().metricMeter);
 
   const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   // Without its search attributes every workflow start fails (INVALID_ARGUMENT): stop here with one clear error.
@@ -77,7 +95,12 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 
   logger.info(
-    { address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE },
+    {
+      address: config.TEMPORAL_ADDRESS,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      metrics: config.WORKER_METRICS_PORT ? `http://127.0.0.1:${config.WORKER_METRICS_PORT}/metrics` : 'disabled',
+    },
     'worker running',
   );
   try {

@@ -229,11 +229,15 @@ export const retryStepUpdate = defineUpdate<RetryStepResult, [RetryStepInput]>('
 export const retryAccountingSyncSignal = defineSignal('retryAccountingSync');
 
 /**
- * Search attributes the workflow upserts, so the Temporal UI can filter orders
+ * Search attributes of order workflows, so the Temporal UI can filter orders
  * (e.g. `OrderStatus = "failed"`). Registered at dev-server start (`--search-attribute`) and by the worker
  * at start-up on other clusters. See https://docs.temporal.io/search-attribute
+ * - `OrderId`, `OrderStatus`: upserted by the workflow (and set at start by the API).
+ * - `CustomerId`: set at start by the API, never by the workflow: a pseudonymous customer id (first 16 hex digits of
+ *   HMAC-SHA256 of the lower-cased email with `CUSTOMER_ID_SECRET`; src/temporal/customer-id.ts), never the email.
  */
 export const SEARCH_ATTRIBUTES = {
   OrderId: defineSearchAttributeKey('OrderId', 'KEYWORD'),
   OrderStatus: defineSearchAttributeKey('OrderStatus', 'KEYWORD'),
+  CustomerId: defineSearchAttributeKey('CustomerId', 'KEYWORD'),
 } as const;

@@ -4,6 +4,7 @@
  * checkout runs without a `.env` file. Invalid values fail fast at start-up with a readable message.
  */
 import { z } from 'zod';
+import { LOG_FORMATS } from '../logging/logging.js';
 import { CANCEL_WAIT_MS } from '../temporal/temporal.constants.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
@@ -73,6 +74,15 @@ export const configSchema = z.object({
    */
   IDEMPOTENCY_RETENTION_MS: z.coerce.number().int().min(60_000).default(86_400_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `json` (one JSON object per line) or `pretty`; unset: pretty on a terminal, JSON otherwise (src/logging). */
+  LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
+  /** Port of the worker's Prometheus endpoint (`/metrics`: its own and the Temporal SDK's metrics). 0 disables it. */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  /**
+   * Secret of the pseudonymous `CustomerId` search attribute (HMAC-SHA256 of the lower-cased customer email,
+   * src/temporal/customer-id.ts). Set your own in production; changing it changes every customer's id.
+   */
+  CUSTOMER_ID_SECRET: z.string().min(16).default('dev-only-customer-id-secret'),
 });
 
 /** Validated configuration. */

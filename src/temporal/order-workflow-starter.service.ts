@@ -25,6 +25,7 @@ import {
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
+import { customerSearchId } from './customer-id.js';
 import { TEMPORAL_CLIENT, WORKFLOW_START_TIMEOUT_MS } from './temporal.constants.js';
 
 /** Signature of the workflow, for typing `workflow.start` by name (the function itself is never imported). */
@@ -46,7 +47,8 @@ export class OrderWorkflowStarter {
   ) {}
 
   /**
-   * Starts the order's workflow on `TEMPORAL_TASK_QUEUE` (or finds it started), then records
+   * Starts the order's workflow on `TEMPORAL_TASK_QUEUE` (or finds it started), with the search attributes OrderId,
+   * OrderStatus and the pseudonymous CustomerId (customer-id.ts; read from the order row), then records
    * `orders.workflow_started_at` if it is still null.
    * @param orderId UUID of a committed order.
    * @throws the client's error when Temporal is unreachable (after {@link WORKFLOW_START_TIMEOUT_MS} ms at
@@ -54,6 +56,8 @@ export class OrderWorkflowStarter {
    */
   async start(orderId: string): Promise<StartOrderWorkflowResult> {
     const workflowId = orderWorkflowId(orderId);
+    const order = await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true } });
+    const customerId = order && customerSearchId(order.customerEmail, this.config.CUSTOMER_ID_SECRET);
     let alreadyStarted = false;
     try {
       await this.client.withDeadline(Date.now() + WORKFLOW_START_TIMEOUT_MS, () =>
@@ -66,6 +70,7 @@ export class OrderWorkflowStarter {
           typedSearchAttributes: [
             { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
             { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
+            ...(customerId ? [{ key: SEARCH_ATTRIBUTES.CustomerId, value: customerId }] : []),
           ],
         }),
       );

@@ -8,8 +8,9 @@ import type { SearchAttributeType } from '@temporalio/common';
 // @temporalio/proto is CommonJS whose exports Node's ESM loader cannot name statically: `import { temporal }`
 // and `(await import(...)).temporal` are undefined under ESM. Its default export is the protobuf root.
 import protoPkg from '@temporalio/proto';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { activityObservability } from './worker-observability.js';
 
 /**
  * Path of the workflow bundle entry: `workflows/index.js` next to the compiled code, or
@@ -33,7 +34,8 @@ export interface OrderWorkerOptions {
 }
 
 /**
- * Creates (and bundles the workflows of) a Worker for the order task queue. Call `run()` on it.
+ * Creates (and bundles the workflows of) a Worker for the order task queue, with the activity observability
+ * interceptor (metrics through the SDK runtime's meter, orderId/runId on activity log lines). Call `run()` on it.
  * Shutdown: `worker.shutdown()` stops polling and lets running activities finish within
  * `shutdownGraceTime` (default here 20 s), then `run()` resolves.
  * @throws if the connection or the workflow bundle fails.
@@ -49,6 +51,8 @@ export async function createOrderWorker(opts: OrderWorkerOptions): Promise<Worke
     // Heartbeats carry cancel requests to activities: flush them at least every second (the default throttle
     // is 80% of the heartbeat timeout, 8 s), so a cancel reaches a waiting confirmation within about a second.
     maxHeartbeatThrottleInterval: '1 second',
+    // Metrics of every activity attempt and orderId/runId on its log lines (src/worker/worker-observability.ts).
+    interceptors: { activity: [activityObservability(Runtime.instance().metricMeter)] },
     ...opts.overrides,
   });
 }

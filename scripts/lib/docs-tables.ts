@@ -1,0 +1,229 @@
+/**
+ * README tables generated from the code, so they cannot drift from it: `npm run docs:tables` rewrites each section
+ * between its marker comments, and test/unit/readme-tables.spec.ts fails when the README differs from what this
+ * renders.
+ *
+ * Sections (markers `<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`):
+ * - `retry-profiles`: every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the activities the
+ *   workflow calls through it (read from workflows/order-fulfilment.workflow.ts with the TypeScript parser), and
+ *   `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
+ * - `limits`: request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
+ *   length and retention, the movements page, the cancel wait);
+ * - `metrics`: every metric family of src/metrics/metric-definitions.ts.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { msToNumber } from '@temporalio/common/lib/time.js';
+import type { ActivityOptions } from '@temporalio/workflow';
+import * as prettier from 'prettier';
+import ts from 'typescript';
+import { RETRY_PROFILES } from '../../workflows/activity-options.js';
+import { PERMANENT_ERROR_TYPES } from '../../workflows/errors.js';
+import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
+import { loadConfig } from '../../src/config/config.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../src/idempotency/idempotency-key.js';
+import { MOVEMENTS_LIMIT } from '../../src/inventory/inventory.service.js';
+import { METRICS, type MetricDefinition } from '../../src/metrics/metric-definitions.js';
+import { ORDER_LIMITS } from '../../src/orders/create-order.dto.js';
+import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
+import { CANCEL_LIMITS } from '../../src/orders/order-actions.dto.js';
+import { repoRoot } from './temporal-cli.js';
+
+/** Names of the generated README sections. */
+export const GENERATED_SECTIONS = ['retry-profiles', 'limits', 'metrics'] as const;
+export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
+
+/** The README this generates into. */
+export const README_PATH = path.join(repoRoot(), 'README.md');
+
+/** The workflow whose `proxyActivities` calls say which activity uses which profile. */
+export const WORKFLOW_PATH = path.join(repoRoot(), 'workflows', 'order-fulfilment.workflow.ts');
+
+/** Opening and closing marker of a section. */
+export function markers(section: GeneratedSection): { start: string; end: string } {
+  return {
+    start: `<!-- generated:${section} (npm run docs:tables; do not edit by hand) -->`,
+    end: `<!-- /generated:${section} -->`,
+  };
+}
+
+/** `90 s`, `20 min`, `24 h`: whole hours from 2 hours on, whole minutes from 2 minutes on, else seconds. */
+export function formatDuration(ms: number): string {
+  if (ms >= 7_200_000 && ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms >= 120_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return `${ms / 1000} s`;
+}
+
+function duration(value: ActivityOptions['startToCloseTimeout']): string {
+  return value === undefined ? '-' : formatDuration(msToNumber(value));
+}
+
+/**
+ * Which activities the workflow calls through each profile: finds `const x = proxyActivities(profile)` and
+ * `proxyActivities({ ...profile, ... })`, then every call `x.activityName(...)`.
+ * @param source the workflow's TypeScript source.
+ * @returns profile name → activity names, sorted.
+ * @throws Error when a `proxyActivities` call has no recognisable profile (the README would be wrong).
+ */
+export function profileUsage(source: string): Map<string, string[]> {
+  const file = ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true);
+  const proxyProfile = new Map<string, string>();
+  const usage = new Map<string, Set<string>>();
+
+  const profileOf = (arg: ts.Expression | undefined): string | undefined => {
+    if (arg && ts.isIdentifier(arg)) return arg.text;
+    if (arg && ts.isObjectLiteralExpression(arg)) {
+      for (const prop of arg.properties) {
+        if (ts.isSpreadAssignment(prop) && ts.isIdentifier(prop.expression)) return prop.expression.text;
+      }
+    }
+    return undefined;
+  };
+  const findProxies = (node: ts.Node): void => {
+    if (
+      ts.isVariableDeclaration(node) &&
+      ts.isIdentifier(node.name) &&
+      node.initializer &&
+      ts.isCallExpression(node.initializer) &&
+      ts.isIdentifier(node.initializer.expression) &&
+      node.initializer.expression.text === 'proxyActivities'
+    ) {
+      const profile = profileOf(node.initializer.arguments[0]);
+      if (!profile) throw new Error(`proxyActivities for "${node.name.text}" names no retry profile`);
+      proxyProfile.set(node.name.text, profile);
+    }
+    ts.forEachChild(node, findProxies);
+  };
+  const findCalls = (node: ts.Node): void => {
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      ts.isIdentifier(node.expression.expression)
+    ) {
+      const profile = proxyProfile.get(node.expression.expression.text);
+      if (profile) {
+        const set = usage.get(profile) ?? new Set<string>();
+        set.add(node.expression.name.text);
+        usage.set(profile, set);
+      }
+    }
+    ts.forEachChild(node, findCalls);
+  };
+  findProxies(file);
+  findCalls(file);
+  return new Map([...usage].map(([profile, set]) => [profile, [...set].sort()]));
+}
+
+function table(headers: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** The `retry-profiles` section: the profile table and the permanent error types. */
+export function renderRetryProfiles(workflowSource: string): string {
+  const usage = profileUsage(workflowSource);
+  const rows = Object.entries(RETRY_PROFILES).map(([name, p]) => {
+    const retry = p.retry ?? {};
+    const initial = retry.initialInterval === undefined ? '1 s' : duration(retry.initialInterval);
+    const backoff = `${initial} ×${retry.backoffCoefficient ?? 2}, max ${duration(retry.maximumInterval)}`;
+    return [
+      `\`${name}\``,
+      (usage.get(name) ?? []).map((a) => `\`${a}\``).join(', ') || '(unused)',
+      duration(p.startToCloseTimeout),
+      duration(p.heartbeatTimeout),
+      String(retry.maximumAttempts ?? '∞'),
+      backoff,
+      duration(p.scheduleToCloseTimeout),
+    ];
+  });
+  return [
+    table(['Profile', 'Used by', 'Start-to-close', 'Heartbeat', 'Attempts', 'Backoff', 'Schedule-to-close'], rows),
+    '',
+    `Non-retryable error types (every profile): ${PERMANENT_ERROR_TYPES.map((t) => `\`${t}\``).join(', ')}.`,
+  ].join('\n');
+}
+
+/** The `limits` section. */
+export function renderLimits(): string {
+  const defaults = loadConfig({});
+  const kib = JSON_BODY_LIMIT_BYTES / 1024;
+  return table(
+    ['Limit', 'Value', 'Applies to', 'Beyond it'],
+    [
+      ['JSON request body', `${kib} KiB (${JSON_BODY_LIMIT_BYTES} bytes)`, 'every request with a body', '413'],
+      ['Order lines', `1..${ORDER_LIMITS.maxLines}, each SKU once`, '`POST /orders`', '400'],
+      ['Quantity of a line', `1..${ORDER_LIMITS.maxQuantity}`, '`POST /orders`', '400'],
+      ['SKU', `1..${ORDER_LIMITS.maxSkuLength} characters`, '`POST /orders`', '400'],
+      ['Customer email', `at most ${ORDER_LIMITS.maxEmailLength} characters`, '`POST /orders`', '400'],
+      ['Customer name', `1..${ORDER_LIMITS.maxNameLength} characters (optional)`, '`POST /orders`', '400'],
+      ['Page size (`limit`)', `1..${ORDER_PAGE.maxLimit}, default ${ORDER_PAGE.defaultLimit}`, '`GET /orders`', '400'],
+      [
+        '`Idempotency-Key`',
+        `1..${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`,
+        '`POST /orders`, `PUT /inventory/:sku`',
+        '400',
+      ],
+      [
+        '`Idempotency-Key` retention',
+        `${formatDuration(defaults.IDEMPOTENCY_RETENTION_MS)} by default (\`IDEMPOTENCY_RETENTION_MS\`)`,
+        '`POST /orders`',
+        'the key counts as new',
+      ],
+      ['Movements listed', `the ${MOVEMENTS_LIMIT} newest`, '`GET /inventory/:sku/movements`', 'not listed'],
+      ['Cancel reason', `1..${CANCEL_LIMITS.maxReasonLength} characters`, '`POST /orders/:id/cancel`', '400'],
+      [
+        'Cancel wait',
+        `${formatDuration(defaults.CANCEL_WAIT_MS)} by default (\`CANCEL_WAIT_MS\`)`,
+        '`POST /orders/:id/cancel`',
+        '202 with `Location` (outcome still open)',
+      ],
+    ],
+  );
+}
+
+/** The `metrics` section: one row per metric family. */
+export function renderMetrics(): string {
+  const served = (m: MetricDefinition) => (m.process === 'api' ? 'API `GET /metrics`' : 'worker `:9464/metrics`');
+  return table(
+    ['Metric', 'Type', 'Labels', 'Served by', 'Meaning'],
+    (Object.values(METRICS) as MetricDefinition[]).map((m) => [
+      `\`${m.name}\``,
+      m.type,
+      m.labels.map((l) => `\`${l}\``).join(', '),
+      served(m),
+      m.help,
+    ]),
+  );
+}
+
+/** Renders every section. */
+export async function renderSections(): Promise<Record<GeneratedSection, string>> {
+  return {
+    'retry-profiles': renderRetryProfiles(await readFile(WORKFLOW_PATH, 'utf8')),
+    limits: renderLimits(),
+    metrics: renderMetrics(),
+  };
+}
+
+/**
+ * Replaces the body of each section between its markers.
+ * @throws Error naming a section whose markers are missing or out of order.
+ */
+export function replaceSections(readme: string, sections: Partial<Record<GeneratedSection, string>>): string {
+  let out = readme;
+  for (const [section, body] of Object.entries(sections) as [GeneratedSection, string][]) {
+    const { start, end } = markers(section);
+    const from = out.indexOf(start);
+    const to = out.indexOf(end);
+    if (from < 0 || to < from) throw new Error(`README.md has no "${start}" ... "${end}" section`);
+    out = `${out.slice(0, from + start.length)}\n\n${body}\n\n${out.slice(to)}`;
+  }
+  return out;
+}
+
+/** The README as `npm run docs:tables` writes it: sections replaced, then formatted with the project's Prettier. */
+export async function renderReadme(readme: string): Promise<string> {
+  const replaced = replaceSections(readme, await renderSections());
+  const options = (await prettier.resolveConfig(README_PATH)) ?? {};
+  return prettier.format(replaced, { ...options, filepath: README_PATH });
+}

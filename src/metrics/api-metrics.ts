@@ -1,0 +1,138 @@
+/**
+ * The API's Prometheus metrics (prom-client), served by `GET /metrics`:
+ * - `order_fulfilment_orders_accepted_total{client}` and `order_fulfilment_idempotency_outcomes_total{outcome}`,
+ *   counted from the responses of `POST /orders` ({@link OrdersMetricsMiddleware});
+ * - `order_fulfilment_orders{status}` and `order_fulfilment_oldest_open_order_age_seconds{status}`, read from
+ *   PostgreSQL when Prometheus scrapes (one grouped query, shared by both gauges);
+ * - prom-client's default Node.js process metrics (`process_*`, `nodejs_*`).
+ * Definitions (names, help, labels): src/metrics/metric-definitions.ts.
+ *
+ * Each app instance has its own Registry (not prom-client's global one), so several apps in one process (tests)
+ * never collide.
+ */
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import {
+  isTerminalStatus,
+  OrderStatus,
+  type OrderStatus as OrderStatusValue,
+} from '../../workflows/order-fulfilment.contract.js';
+import { PRISMA } from '../prisma/prisma.module.js';
+import type { PrismaClient } from '../prisma/prisma.js';
+import { type IdempotencyOutcome, METRICS } from './metric-definitions.js';
+
+/** How long one database snapshot serves scrapes, ms: both gauges of one scrape read the same query. */
+export const ORDER_SNAPSHOT_TTL_MS = 1_000;
+
+/** One row of the orders snapshot. */
+export interface OrderStatusSnapshot {
+  status: string;
+  /** Orders in this status. */
+  count: number;
+  /** now() - the oldest created_at among them, seconds. */
+  oldestAgeSeconds: number;
+}
+
+const ALL_STATUSES = Object.values(OrderStatus) as OrderStatusValue[];
+const OPEN_STATUSES = ALL_STATUSES.filter((s) => !isTerminalStatus(s));
+
+@Injectable()
+export class ApiMetrics {
+  /** The registry `GET /metrics` renders. */
+  readonly registry = new Registry();
+  private readonly logger = new Logger(ApiMetrics.name);
+  private readonly ordersAccepted: Counter<'client'>;
+  private readonly idempotencyOutcomes: Counter<'outcome'>;
+  private snapshot?: { at: number; rows: Promise<OrderStatusSnapshot[]> };
+
+  constructor(@Inject(PRISMA) private readonly prisma: PrismaClient) {
+    collectDefaultMetrics({ register: this.registry });
+    this.ordersAccepted = new Counter({
+      name: METRICS.ordersAccepted.name,
+      help: METRICS.ordersAccepted.help,
+      labelNames: METRICS.ordersAccepted.labels,
+      registers: [this.registry],
+    });
+    this.idempotencyOutcomes = new Counter({
+      name: METRICS.idempotencyOutcomes.name,
+      help: METRICS.idempotencyOutcomes.help,
+      labelNames: METRICS.idempotencyOutcomes.labels,
+      registers: [this.registry],
+    });
+    const snapshot = () => this.orderSnapshot();
+    new Gauge({
+      name: METRICS.orders.name,
+      help: METRICS.orders.help,
+      labelNames: METRICS.orders.labels,
+      registers: [this.registry],
+      async collect() {
+        const rows = await snapshot();
+        this.reset();
+        if (!rows) return;
+        const counts = new Map(rows.map((r) => [r.status, r.count]));
+        for (const status of new Set([...ALL_STATUSES, ...counts.keys()])) {
+          this.set({ status }, counts.get(status) ?? 0);
+        }
+      },
+    });
+    new Gauge({
+      name: METRICS.oldestOpenOrderAge.name,
+      help: METRICS.oldestOpenOrderAge.help,
+      labelNames: METRICS.oldestOpenOrderAge.labels,
+      registers: [this.registry],
+      async collect() {
+        const rows = await snapshot();
+        this.reset();
+        if (!rows) return;
+        const ages = new Map(rows.map((r) => [r.status, r.oldestAgeSeconds]));
+        for (const status of OPEN_STATUSES) this.set({ status }, ages.get(status) ?? 0);
+      },
+    });
+  }
+
+  /** Counts an order accepted by `POST /orders` (a 202 that is not a replay). */
+  orderAccepted(client: string): void {
+    this.ordersAccepted.inc({ client });
+  }
+
+  /** Counts what an `Idempotency-Key` on `POST /orders` led to. */
+  idempotencyOutcome(outcome: IdempotencyOutcome): void {
+    this.idempotencyOutcomes.inc({ outcome });
+  }
+
+  /** The Prometheus text exposition of every metric (format 0.0.4). */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  /**
+   * Orders by status with the age of the oldest, from one grouped query; cached for {@link ORDER_SNAPSHOT_TTL_MS}.
+   * @returns the rows, or undefined when the database could not be read (logged; the gauges are then left out of
+   *   the scrape, so `absent(order_fulfilment_orders)` alerts, and the rest of the scrape still works).
+   */
+  private async orderSnapshot(): Promise<OrderStatusSnapshot[] | undefined> {
+    const now = Date.now();
+    if (!this.snapshot || now - this.snapshot.at > ORDER_SNAPSHOT_TTL_MS) {
+      this.snapshot = { at: now, rows: this.queryOrderSnapshot() };
+    }
+    try {
+      return await this.snapshot.rows;
+    } catch (err) {
+      this.snapshot = undefined;
+      this.logger.warn({ err }, 'Could not read order counts for /metrics');
+      return undefined;
+    }
+  }
+
+  private async queryOrderSnapshot(): Promise<OrderStatusSnapshot[]> {
+    const rows = await this.prisma.$queryRaw<Array<{ status: string; count: number; oldest_age_seconds: number }>>`
+      SELECT status, count(*)::int AS count,
+             EXTRACT(EPOCH FROM (now() - min(created_at)))::float8 AS oldest_age_seconds
+      FROM orders GROUP BY status`;
+    return rows.map((r) => ({
+      status: r.status,
+      count: Number(r.count),
+      oldestAgeSeconds: Math.max(0, Number(r.oldest_age_seconds)),
+    }));
+  }
+}

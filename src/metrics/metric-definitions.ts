@@ -1,0 +1,151 @@
+/**
+ * The service's Prometheus metrics: names, types, labels, help texts and histogram buckets, in one place.
+ *
+ * Plain data (no prom-client, no Temporal SDK), so three readers share it: the API registers its metrics with
+ * prom-client (src/metrics/api-metrics.ts), the worker creates its own through the Temporal SDK's metric meter so
+ * that they appear on the SDK's Prometheus endpoint beside the `temporal_*` runtime metrics
+ * (src/worker/worker-observability.ts), and `npm run docs:tables` renders the README's metric table from it.
+ *
+ * Naming follows https://prometheus.io/docs/practices/naming/: one `order_fulfilment_` prefix, base units in the
+ * name (`_seconds`), `_total` on counters, snake_case labels with a small, closed set of values.
+ */
+
+/** Prefix of every metric of this service (the SDK's own metrics are `temporal_*`). */
+export const METRIC_PREFIX = 'order_fulfilment_';
+
+/** Which process serves a metric: the API's `GET /metrics`, or the worker's endpoint on `WORKER_METRICS_PORT`. */
+export type MetricProcess = 'api' | 'worker';
+
+/** One metric family. */
+export interface MetricDefinition {
+  /** Full Prometheus name, e.g. `order_fulfilment_orders_accepted_total`. */
+  name: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  /** Label names, in the order they are documented. */
+  labels: readonly string[];
+  /** Prometheus `# HELP` text: what one unit of it means. */
+  help: string;
+  process: MetricProcess;
+  /** Histogram bucket upper bounds (in the metric's unit), ascending. */
+  buckets?: readonly number[];
+}
+
+/** Client label value until requests are authenticated (the idempotency scope uses the same name). */
+export const ANONYMOUS_CLIENT = 'anonymous';
+
+/** Values of the `outcome` label of {@link METRICS.idempotencyOutcomes}: what an `Idempotency-Key` led to. */
+export const IdempotencyOutcome = {
+  /** A new key: the request was processed and its response stored. */
+  New: 'new',
+  /** A known key with the same body: the stored response was replayed (`Idempotent-Replayed: true`). */
+  Replayed: 'replayed',
+  /** A known key whose first request was still in flight: 409 `idempotency-key-in-use`. */
+  InUse: 'in_use',
+  /** A known key with another body: 422 `idempotency-key-reused`. */
+  Reused: 'reused',
+} as const;
+export type IdempotencyOutcome = (typeof IdempotencyOutcome)[keyof typeof IdempotencyOutcome];
+
+/** Values of the `outcome` label of the activity duration histogram. */
+export const ActivityOutcome = {
+  Success: 'success',
+  /** The activity threw (retryable or not; see the failures counter for the type). */
+  Failure: 'failure',
+  /** Cancelled by the workflow (or the worker shutting down) while it ran. */
+  Cancelled: 'cancelled',
+  /**
+   * The attempt ran past its start-to-close or heartbeat timeout: Temporal had already timed it out (and
+   * scheduled the next attempt) when it ended here, whatever it returned.
+   */
+  TimedOut: 'timed_out',
+} as const;
+export type ActivityOutcome = (typeof ActivityOutcome)[keyof typeof ActivityOutcome];
+
+/** Values of the `how` label of the side-effect claim counter (activities/side-effect-claims.ts rules 1-7). */
+export const ClaimHow = {
+  /** No claim existed: this attempt inserted it (rule 1). */
+  New: 'new',
+  /** The effect was already performed: nothing sent (rule 2). */
+  Done: 'done',
+  /** The claim is a tombstone (order halted): nothing sent, ever (rule 3). */
+  Cancelled: 'cancelled',
+  /** The last call definitely failed: taken again (rule 4). */
+  AfterFailure: 'after_failure',
+  /** A later attempt of the same activity took over its own earlier claim and re-sent with the same key (rule 5). */
+  RetryTakeover: 'retry_takeover',
+  /** Another execution's claim outlived its lease (its worker died) and was reclaimed (rule 6). */
+  LeaseReclaimed: 'lease_reclaimed',
+  /** Another execution holds a live claim: `ClaimInProgressError`, retried later (rule 7). */
+  InProgress: 'in_progress',
+} as const;
+export type ClaimHow = (typeof ClaimHow)[keyof typeof ClaimHow];
+
+/** Bounds of activity durations, seconds: from a fast database step to the 30 s provider start-to-close. */
+export const ACTIVITY_DURATION_BUCKETS_SECONDS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+] as const;
+
+/** Bounds of attempt numbers: the retry profiles allow 5, 10, 15 and 60 attempts. */
+export const ACTIVITY_ATTEMPT_BUCKETS = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 60] as const;
+
+/** Every metric family of the service, by a short key. */
+export const METRICS = {
+  ordersAccepted: {
+    name: `${METRIC_PREFIX}orders_accepted_total`,
+    type: 'counter',
+    labels: ['client'],
+    help: `Orders accepted by POST /orders (202, not an idempotent replay), by client ("${ANONYMOUS_CLIENT}" until requests are authenticated).`,
+    process: 'api',
+  },
+  orders: {
+    name: `${METRIC_PREFIX}orders`,
+    type: 'gauge',
+    labels: ['status'],
+    help: 'Orders in the database by current status (read from PostgreSQL at scrape time; every status is present, 0 when none).',
+    process: 'api',
+  },
+  oldestOpenOrderAge: {
+    name: `${METRIC_PREFIX}oldest_open_order_age_seconds`,
+    type: 'gauge',
+    labels: ['status'],
+    help: 'Age (now - created_at) of the oldest order in each non-terminal status, seconds; 0 when there is none.',
+    process: 'api',
+  },
+  idempotencyOutcomes: {
+    name: `${METRIC_PREFIX}idempotency_outcomes_total`,
+    type: 'counter',
+    labels: ['outcome'],
+    help: 'POST /orders requests with an Idempotency-Key by outcome: new, replayed, in_use (409), reused (422).',
+    process: 'api',
+  },
+  activityDuration: {
+    name: `${METRIC_PREFIX}activity_duration_seconds`,
+    type: 'histogram',
+    labels: ['activity', 'outcome'],
+    help: 'Duration of one activity attempt on this worker, seconds, by activity type and outcome (success, failure, cancelled, timed_out).',
+    process: 'worker',
+    buckets: ACTIVITY_DURATION_BUCKETS_SECONDS,
+  },
+  activityAttempts: {
+    name: `${METRIC_PREFIX}activity_attempts`,
+    type: 'histogram',
+    labels: ['activity'],
+    help: 'The attempt number on which an activity succeeded (1 = first try), by activity type.',
+    process: 'worker',
+    buckets: ACTIVITY_ATTEMPT_BUCKETS,
+  },
+  activityFailures: {
+    name: `${METRIC_PREFIX}activity_failures_total`,
+    type: 'counter',
+    labels: ['activity', 'error_type', 'retryable'],
+    help: 'Failed activity attempts by activity type, error type (ApplicationFailure type, or the error name) and whether Temporal retries it (true/false).',
+    process: 'worker',
+  },
+  sideEffectClaims: {
+    name: `${METRIC_PREFIX}side_effect_claims_total`,
+    type: 'counter',
+    labels: ['kind', 'how'],
+    help: 'Side-effect claim decisions (claim first, act second) by effect kind and how the claim was taken: new, done, cancelled, after_failure, retry_takeover, lease_reclaimed, in_progress.',
+    process: 'worker',
+  },
+} as const satisfies Record<string, MetricDefinition>;

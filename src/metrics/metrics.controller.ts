@@ -1,0 +1,31 @@
+/**
+ * `GET /metrics`: the API's Prometheus metrics in the text exposition format (see {@link ApiMetrics} and README,
+ * "Monitoring"). Not logged per request (scrapes would drown the log).
+ */
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ApiMetrics } from './api-metrics.js';
+
+@ApiTags('metrics')
+@Controller('metrics')
+export class MetricsController {
+  constructor(private readonly metrics: ApiMetrics) {}
+
+  /** Renders every metric; the order gauges query PostgreSQL (one grouped query, cached for 1 s). */
+  @Get()
+  @ApiOperation({
+    summary: 'Prometheus metrics',
+    description:
+      'Orders accepted, idempotency outcomes, orders by status and the oldest open order per status, plus Node.js ' +
+      'process metrics. The worker serves its own (activities, side-effect claims, `temporal_*`) on ' +
+      '`WORKER_METRICS_PORT`.',
+  })
+  @ApiProduces('text/plain')
+  @ApiOkResponse({ description: 'Prometheus text exposition format 0.0.4' })
+  async scrape(@Res() res: Response): Promise<void> {
+    const { contentType, body } = await this.metrics.render();
+    res.setHeader('Content-Type', contentType);
+    res.send(body);
+  }
+}

@@ -1,0 +1,439 @@
+// The page at `/`: catalogue, order form, latest orders with live status, and the operator's queues.
+// Plain browser JavaScript (no build step) over the public API: GET /inventory, POST /orders, GET /orders,
+// POST /orders/:id/retry and POST /orders/:id/cancel. Every value from the API is shown with textContent, never
+// parsed as HTML.
+
+/** Status refresh period of the orders and the operator's queues, ms. */
+const ORDERS_REFRESH_MS = 2000;
+/** Refresh period of the catalogue, ms. */
+const CATALOGUE_REFRESH_MS = 5000;
+
+/** The forward steps of an order, in order, with their labels. */
+const STEPS = [
+  ['received', 'Received'],
+  ['inventory_reserved', 'Inventory reserved'],
+  ['invoiced', 'Invoiced'],
+  ['confirmation_sent', 'Confirmation sent'],
+  ['shipped', 'Shipped'],
+  ['completed', 'Completed'],
+];
+const STEP_INDEX = new Map(STEPS.map(([status], i) => [status, i]));
+const FINAL = new Set(['completed', 'failed', 'cancelled']);
+/** Statuses before the confirmation email: the order may still be cancelled. */
+const CANCELLABLE = ['received', 'inventory_reserved', 'invoiced'];
+const LABELS = new Map([
+  ...STEPS,
+  ['attention_required', 'Attention required'],
+  ['failed', 'Failed'],
+  ['cancelled', 'Cancelled'],
+]);
+
+const $ = (selector) => document.querySelector(selector);
+
+/** A new element with attributes (`class`, `data-*`, ...) and children (strings become text). */
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    node.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** A fresh Idempotency-Key (UUID v4); crypto.randomUUID needs a secure context, getRandomValues does not. */
+function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** Integer minor units as money, e.g. 2499 EUR → €24.99. */
+function money(minor, currency) {
+  try {
+    const format = new Intl.NumberFormat(undefined, { style: 'currency', currency });
+    const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+    return format.format(minor / 10 ** digits);
+  } catch {
+    return `${minor} ${currency}`;
+  }
+}
+
+function timeOf(iso) {
+  return iso ? new Date(iso).toLocaleTimeString() : '';
+}
+
+/** How long ago `iso` was, e.g. `42 s`, `5 min 3 s`, `2 h 10 min`. */
+function ageOf(iso) {
+  const s = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** Orders longer than this in one open status are shown as slow, ms. */
+const SLOW_MS = 60_000;
+
+/** `for 5 min 3 s` since the last status change of an open order (highlighted when slow); nothing when final. */
+function waitingFor(order) {
+  if (FINAL.has(order.status) || !order.updatedAt) return null;
+  const slow = Date.now() - new Date(order.updatedAt).getTime() > SLOW_MS;
+  return el(
+    'span',
+    { class: `age small ${slow ? 'slow' : ''}`, title: 'Time since the last status change' },
+    `for ${ageOf(order.updatedAt)}`,
+  );
+}
+
+/**
+ * Calls the API with JSON. Resolves `{ ok, status, body }`; a problem+json body (RFC 9457) is in `body` with its
+ * `title` and `detail`. Rejects only on network errors.
+ */
+async function api(method, path, { body, key } = {}) {
+  const headers = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (key) headers['idempotency-key'] = key;
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = text;
+  }
+  return { ok: res.ok, status: res.status, body: parsed };
+}
+
+function problemText(res) {
+  const p = res.body;
+  if (p && typeof p === 'object') return [p.title, p.detail].filter(Boolean).join(': ') || `HTTP ${res.status}`;
+  return `HTTP ${res.status}`;
+}
+
+let noticeTimer;
+/** Shows a message at the top of the page for a few seconds; `kind` is `ok` or `error`. */
+function notify(message, kind = 'ok') {
+  const box = $('#notice');
+  box.textContent = message;
+  box.className = `notice ${kind}`;
+  box.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => (box.hidden = true), 6000);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Catalogue and order form
+
+let catalogue = [];
+
+async function refreshCatalogue() {
+  const res = await api('GET', '/inventory');
+  if (!res.ok) throw new Error(`GET /inventory: ${problemText(res)}`);
+  catalogue = res.body;
+  $('#catalogue-rows').replaceChildren(
+    ...catalogue.map((p) =>
+      el(
+        'tr',
+        { 'data-sku': p.sku },
+        el('td', { class: 'mono' }, p.sku),
+        el('td', {}, p.name),
+        el('td', { class: 'num' }, money(p.priceMinor, p.currency)),
+        el('td', { class: `num ${p.available === 0 ? 'out' : ''}`, 'data-testid': 'available' }, p.available),
+        el('td', { class: 'num muted' }, p.reserved),
+        el('td', { class: 'num muted' }, p.onHand),
+      ),
+    ),
+  );
+  for (const select of document.querySelectorAll('#lines select')) fillSkuOptions(select);
+}
+
+function fillSkuOptions(select) {
+  const current = select.value;
+  select.replaceChildren(
+    ...catalogue.map((p) =>
+      el('option', { value: p.sku }, `${p.name} (${p.sku}) – ${money(p.priceMinor, p.currency)}, ${p.available} left`),
+    ),
+  );
+  if (current && catalogue.some((p) => p.sku === current)) select.value = current;
+}
+
+function addLine() {
+  const line = $('#line-template').content.firstElementChild.cloneNode(true);
+  const select = line.querySelector('select');
+  fillSkuOptions(select);
+  const used = new Set([...document.querySelectorAll('#lines select')].map((s) => s.value));
+  const free = catalogue.find((p) => !used.has(p.sku) && p.available > 0);
+  if (free) select.value = free.sku;
+  line.querySelector('.remove-line').addEventListener('click', () => {
+    if (document.querySelectorAll('#lines .line').length > 1) line.remove();
+  });
+  $('#lines').append(line);
+}
+
+async function submitOrder(event) {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const button = $('#submit-order');
+  const email = form.email.value.trim();
+  const name = form.name.value.trim();
+  const lines = [...document.querySelectorAll('#lines .line')].map((line) => ({
+    sku: line.querySelector('select').value,
+    quantity: Number(line.querySelector('input').value),
+  }));
+  const order = { customer: name ? { email, name } : { email }, lines };
+  // One key per submit: a network retry of this submit would reuse it (the API replays the first answer).
+  const key = newKey();
+  button.disabled = true;
+  $('#order-result').textContent = 'Placing…';
+  try {
+    const res = await api('POST', '/orders', { body: order, key });
+    if (res.status === 202) {
+      $('#order-result').replaceChildren('Accepted: ', el('span', { class: 'mono' }, res.body.id.slice(0, 8)));
+      notify(`Order ${res.body.id.slice(0, 8)} accepted; its status updates below.`);
+      await Promise.all([refreshOrders(), refreshCatalogue()]);
+    } else {
+      const errors = Array.isArray(res.body?.errors) ? res.body.errors.map((e) => `${e.path}: ${e.message}`) : [];
+      $('#order-result').textContent = '';
+      notify([problemText(res), ...errors].join(' · '), 'error');
+    }
+  } catch (err) {
+    $('#order-result').textContent = '';
+    notify(`Could not reach the API: ${err.message}`, 'error');
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Orders
+
+/**
+ * The step track of an order. On the forward path: the steps done and the one under way. Off it
+ * (attention_required, failed, cancelled) the order's fields prove only some steps (an invoice number: invoiced),
+ * so only those are marked done and none is shown as under way; the badge and the reason say the rest.
+ */
+function stepTrack(order) {
+  const index = STEP_INDEX.get(order.status);
+  const offPath = index === undefined;
+  const proven = offPath ? (order.invoiceNumber ? STEP_INDEX.get('invoiced') : 0) : index;
+  const stateOf = (i) => {
+    if (i < proven || (i === proven && (offPath || FINAL.has(order.status)))) return 'done';
+    return i === proven ? 'current' : '';
+  };
+  return el(
+    'ol',
+    { class: `steps ${offPath ? `off ${order.status}` : ''}`, 'aria-label': 'Steps' },
+    STEPS.map(([status, label], i) =>
+      el(
+        'li',
+        { class: stateOf(i), title: label, 'data-step': status },
+        el('span', { class: 'dot' }),
+        el('span', { class: 'step-label' }, label),
+      ),
+    ),
+  );
+}
+
+/** A failure reason, cut to a readable length (the whole text in its tooltip). */
+function reasonText(reason) {
+  const short = reason.length > 160 ? `${reason.slice(0, 159)}…` : reason;
+  return el('div', { class: 'reason small', title: reason }, short);
+}
+
+function statusBadge(status) {
+  return el('span', { class: `badge ${status}`, 'data-testid': 'status' }, LABELS.get(status) ?? status);
+}
+
+function orderRow(order) {
+  const customer = order.customer?.name || order.customer?.email || '';
+  return el(
+    'tr',
+    { 'data-order-id': order.id, 'data-status': order.status },
+    el(
+      'td',
+      {},
+      el('span', { class: 'mono', title: order.id }, order.id.slice(0, 8)),
+      el('div', { class: 'muted small' }, timeOf(order.createdAt)),
+    ),
+    el('td', {}, customer),
+    el('td', { class: 'num' }, money(order.totalMinor, order.currency)),
+    el(
+      'td',
+      {},
+      statusBadge(order.status),
+      waitingFor(order),
+      order.failureReason ? reasonText(order.failureReason) : null,
+    ),
+    el('td', {}, stepTrack(order)),
+    el(
+      'td',
+      {},
+      el('a', { href: order.temporalUiUrl, target: '_blank', rel: 'noopener', class: 'small' }, 'Temporal UI ↗'),
+    ),
+  );
+}
+
+async function refreshOrders() {
+  const res = await api('GET', '/orders?limit=20');
+  if (!res.ok) throw new Error(`GET /orders: ${problemText(res)}`);
+  const rows = res.body.items.map(orderRow);
+  $('#order-rows').replaceChildren(
+    ...(rows.length ? rows : [el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No orders yet.'))]),
+  );
+  $('#orders-updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+  latest = res.body.items;
+  renderCancellable();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Operator
+
+let latest = [];
+let waitingCancellable = [];
+/** Orders with an action in flight (no double clicks while the API works). */
+const busy = new Set();
+
+function queueItem(order, actions) {
+  return el(
+    'li',
+    { 'data-order-id': order.id },
+    el(
+      'div',
+      { class: 'queue-head' },
+      el('span', { class: 'mono', title: order.id }, order.id.slice(0, 8)),
+      statusBadge(order.status),
+      waitingFor(order),
+      el('a', { href: order.temporalUiUrl, target: '_blank', rel: 'noopener', class: 'small' }, 'workflow ↗'),
+    ),
+    order.failureReason ? reasonText(order.failureReason) : null,
+    el('div', { class: 'queue-actions' }, actions),
+  );
+}
+
+async function retryOrder(order, button) {
+  busy.add(order.id);
+  button.disabled = true;
+  button.textContent = 'Retrying…';
+  try {
+    const res = await api('POST', `/orders/${order.id}/retry`, { body: {}, key: newKey() });
+    if (res.status === 202) notify(`Retry of ${res.body.step ?? 'the step'} started for ${order.id.slice(0, 8)}.`);
+    else notify(`Retry refused: ${problemText(res)}`, 'error');
+  } catch (err) {
+    notify(`Could not reach the API: ${err.message}`, 'error');
+  } finally {
+    busy.delete(order.id);
+    await refreshQueues().catch(() => undefined);
+  }
+}
+
+async function cancelOrder(order, input, button) {
+  const reason = input.value.trim();
+  if (!reason) {
+    input.focus();
+    notify('Give a reason for the cancellation.', 'error');
+    return;
+  }
+  busy.add(order.id);
+  button.disabled = true;
+  button.textContent = 'Cancelling…';
+  try {
+    const res = await api('POST', `/orders/${order.id}/cancel`, { body: { reason }, key: newKey() });
+    if (res.status === 200) notify(`Order ${order.id.slice(0, 8)} cancelled.`);
+    else if (res.status === 202) notify(`Cancel of ${order.id.slice(0, 8)} is under way.`);
+    else notify(`Cancel refused: ${problemText(res)}`, 'error');
+  } catch (err) {
+    notify(`Could not reach the API: ${err.message}`, 'error');
+  } finally {
+    busy.delete(order.id);
+    await Promise.all([refreshOrders(), refreshQueues()]).catch(() => undefined);
+  }
+}
+
+function renderAttention(orders) {
+  $('#attention-count').textContent = String(orders.length);
+  $('#attention-list').replaceChildren(
+    ...(orders.length
+      ? orders.map((order) => {
+          const button = el('button', { type: 'button', disabled: busy.has(order.id) }, 'Retry');
+          button.addEventListener('click', () => retryOrder(order, button));
+          return queueItem(order, [button]);
+        })
+      : [el('li', { class: 'muted' }, 'Nothing waits for an operator.')]),
+  );
+}
+
+function renderCancellable() {
+  const byId = new Map([...waitingCancellable, ...latest].map((o) => [o.id, o]));
+  const orders = [...byId.values()].filter((o) => CANCELLABLE.includes(o.status));
+  $('#cancellable-count').textContent = String(orders.length);
+  const list = $('#cancellable-list');
+  // Keep a reason being typed: rebuild only when the set of orders changed.
+  const ids = orders.map((o) => `${o.id}:${o.status}`).join(',');
+  if (list.dataset.ids === ids) return;
+  list.dataset.ids = ids;
+  list.replaceChildren(
+    ...(orders.length
+      ? orders.map((order) => {
+          const input = el('input', {
+            type: 'text',
+            maxlength: 500,
+            placeholder: 'Reason',
+            'aria-label': `Reason to cancel ${order.id.slice(0, 8)}`,
+          });
+          const button = el('button', { type: 'button', class: 'danger', disabled: busy.has(order.id) }, 'Cancel');
+          button.addEventListener('click', () => cancelOrder(order, input, button));
+          return queueItem(order, [input, button]);
+        })
+      : [el('li', { class: 'muted' }, 'No order can be cancelled right now.')]),
+  );
+}
+
+async function refreshQueues() {
+  const [attention, ...waiting] = await Promise.all(
+    ['attention_required', ...CANCELLABLE].map((status) => api('GET', `/orders?status=${status}&limit=50`)),
+  );
+  if (!attention.ok) throw new Error(`GET /orders?status=attention_required: ${problemText(attention)}`);
+  renderAttention(attention.body.items);
+  waitingCancellable = waiting.filter((r) => r.ok).flatMap((r) => r.body.items);
+  renderCancellable();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Start
+
+/** Runs `task` now and then every `ms`, reporting (not throwing) its errors. */
+function every(ms, task) {
+  const run = async () => {
+    try {
+      await task();
+    } catch (err) {
+      notify(err.message, 'error');
+    } finally {
+      setTimeout(run, ms);
+    }
+  };
+  void run();
+}
+
+async function start() {
+  $('#order-form').addEventListener('submit', submitOrder);
+  $('#add-line').addEventListener('click', addLine);
+  try {
+    await refreshCatalogue();
+  } catch (err) {
+    notify(err.message, 'error');
+  }
+  addLine();
+  every(ORDERS_REFRESH_MS, async () => {
+    await Promise.all([refreshOrders(), refreshQueues()]);
+  });
+  setTimeout(() => every(CATALOGUE_REFRESH_MS, refreshCatalogue), CATALOGUE_REFRESH_MS);
+}
+
+void start();

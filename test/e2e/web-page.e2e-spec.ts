@@ -1,0 +1,143 @@
+/**
+ * The page at `/` in headless Chromium (Debian's `chromium`, driven by playwright-core; CI installs it), against the
+ * real stack: the API listening on a free port, a worker, PostgreSQL, Temporal and the simulators.
+ * It places orders through the form and watches them on the page until they settle: one that goes through, one
+ * that fails for lack of stock, and one the operator cancels from the operator view while its confirmation email
+ * is being retried. It saves a screenshot to `artifacts/web-page.png` (gitignored).
+ *
+ * Chromium: `CHROMIUM_PATH`, default `/usr/bin/chromium`. Without it the suite is skipped, except in CI (`CI=true`),
+ * where it fails.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+/** Flags for a quiet, offline, throw-away browser. */
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const ARTIFACTS = fileURLToPath(new URL('../../artifacts/', import.meta.url));
+
+let stack: TestStack;
+let baseUrl: string;
+let userDataDir: string;
+let browser: BrowserContext;
+let page: Page;
+const pageErrors: string[] = [];
+
+/** Submits the order form with one line and returns the new order's id (from the POST /orders response). */
+async function placeOrder(sku: string, quantity: number): Promise<{ id: string; idempotencyKey: string }> {
+  const form = page.getByTestId('order-form');
+  await form.locator('input[name="email"]').fill('page.tester@example.com');
+  await form.locator('input[name="name"]').fill('Page Tester');
+  const line = form.locator('#lines .line').first();
+  await line.locator('select').selectOption(sku);
+  await line.locator('input[name="quantity"]').fill(String(quantity));
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.url() === `${baseUrl}/orders` && r.request().method() === 'POST'),
+    form.getByRole('button', { name: 'Place order' }).click(),
+  ]);
+  expect(response.status()).toBe(202);
+  const body = (await response.json()) as { id: string };
+  return { id: body.id, idempotencyKey: response.request().headers()['idempotency-key'] ?? '' };
+}
+
+/** Waits until the order's row on the page shows `status`. */
+async function rowReaches(id: string, status: string, timeoutMs = 60_000): Promise<void> {
+  await page.locator(`[data-testid="orders"] tr[data-order-id="${id}"][data-status="${status}"]`).waitFor({
+    timeout: timeoutMs,
+  });
+}
+
+describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Chromium', () => {
+  beforeAll(async () => {
+    stack = await startTestStack();
+    await stack.api.listen(0, '127.0.0.1');
+    const { port } = stack.api.getHttpServer().address() as AddressInfo;
+    baseUrl = `http://127.0.0.1:${port}`;
+    userDataDir = await mkdtemp(path.join(tmpdir(), 'order-page-chromium-'));
+    browser = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1400, height: 1000 },
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.on('pageerror', (err) => pageErrors.push(err.message));
+    await page.goto(`${baseUrl}/`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
+    await stack?.close();
+  });
+
+  it('shows the catalogue with stock', async () => {
+    const row = page.locator('[data-testid="catalogue"] tr[data-sku="MUG-WHT"]');
+    await row.waitFor();
+    await expect(row.getByTestId('available').textContent()).resolves.toBe('20');
+  });
+
+  it('places an order with a fresh Idempotency-Key and shows it reach completed', async () => {
+    const first = await placeOrder('MUG-WHT', 2);
+    expect(first.idempotencyKey).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    await rowReaches(first.id, 'completed');
+    const row = page.locator(`tr[data-order-id="${first.id}"]`);
+    await expect(row.locator('a', { hasText: 'Temporal UI' }).getAttribute('href')).resolves.toBe(
+      `${stack.config.TEMPORAL_UI_URL}/namespaces/default/workflows/order-${first.id}`,
+    );
+    await expect(row.locator('.steps li.done').count()).resolves.toBe(6);
+
+    const second = await placeOrder('TEE-BLK-M', 1);
+    expect(second.idempotencyKey).not.toBe(first.idempotencyKey);
+  });
+
+  it('shows an order that fails for lack of stock with its reason', async () => {
+    const { id } = await placeOrder('CAP-RED', 4);
+    await rowReaches(id, 'failed');
+    await expect(page.locator(`tr[data-order-id="${id}"] .reason`).textContent()).resolves.toContain(
+      'InsufficientStockError',
+    );
+  });
+
+  it('cancels an order from the operator view while its confirmation email is retried', async () => {
+    stack.email.injectFault({ mode: 'unavailable', times: 6 });
+    const { id } = await placeOrder('TEE-BLK-M', 1);
+    const item = page.locator(`[data-testid="cancellable-list"] li[data-order-id="${id}"]`);
+    await item.waitFor({ timeout: 30_000 });
+    await item.locator('input').fill('Customer called to cancel');
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url() === `${baseUrl}/orders/${id}/cancel`, { timeout: 45_000 }),
+      item.getByRole('button', { name: 'Cancel' }).click(),
+    ]);
+    expect(response.status()).toBe(200);
+    await rowReaches(id, 'cancelled');
+    await expect(page.locator(`tr[data-order-id="${id}"] .reason`).textContent()).resolves.toContain(
+      'Customer called to cancel',
+    );
+    stack.email.clearFaults();
+  });
+
+  it('leaves a screenshot and no script errors', async () => {
+    await page.waitForTimeout(2_500); // one more refresh of every list
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'web-page.png'), fullPage: true });
+    expect(pageErrors).toEqual([]);
+  });
+});
