@@ -13,7 +13,8 @@
  *  4. the email, accounting and carrier simulators, the worker and the API from `dist/` (each waited for: the HTTP
  *     health endpoints, and the worker's pollers on its task queue);
  * then prints a banner with the URLs and runs until Ctrl-C / SIGTERM, which stops everything in reverse order
- * (SIGTERM, SIGKILL after 10 s) and exits 0. If a process dies unexpectedly, or a step fails, the stack stops
+ * (SIGTERM, SIGKILL after 10 s) and exits 0. A worker that dies is restarted (at most 5 times a minute). If another
+ * process dies unexpectedly, or a step fails, the stack stops
  * and exits 1 with that process's last log lines. `STACK_EXIT_AFTER_READY=1` stops cleanly right after the
  * banner (CI smoke test).
  *
@@ -164,7 +165,13 @@ class ManagedProcess implements Resource {
     readonly name: ProcessName,
     command: string,
     args: readonly string[],
-    opts: { env: NodeJS.ProcessEnv; oneShot?: boolean; ipc?: boolean },
+    opts: {
+      env: NodeJS.ProcessEnv;
+      oneShot?: boolean;
+      ipc?: boolean;
+      /** Called instead of stopping the stack when the process exits unexpectedly (e.g. to restart it). */
+      onUnexpectedExit?: (exit: ExitInfo) => void;
+    },
   ) {
     this.expectedExit = opts.oneShot === true;
     this.child = spawn(command, args, {
@@ -188,7 +195,10 @@ class ManagedProcess implements Resource {
     process.once('exit', safetyNet);
     this.exited = waitForExit(this.child).then((exit) => {
       process.off('exit', safetyNet);
-      if (!this.expectedExit && !shuttingDown) {
+      if (!this.expectedExit && !shuttingDown && opts.onUnexpectedExit) {
+        unregister(this);
+        opts.onUnexpectedExit(exit);
+      } else if (!this.expectedExit && !shuttingDown) {
         process.stderr.write(
           `\n${paint('31', `✖ ${name} exited unexpectedly (${describeExit(exit)}). Its last log lines:`)}\n` +
             `${this.lastLines()}\n\n`,
@@ -648,11 +658,35 @@ async function main(): Promise<void> {
     // Children write to pipes; keep their colours when ours are on.
     ...(useColour && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
   };
-  const node = (name: keyof typeof ENTRY_POINTS): ManagedProcess => {
+  const node = (name: keyof typeof ENTRY_POINTS, onUnexpectedExit?: (exit: ExitInfo) => void): ManagedProcess => {
     checkNotShuttingDown();
     say(`starting ${name} (node ${ENTRY_POINTS[name]})`);
-    return new ManagedProcess(name, process.execPath, ['--enable-source-maps', ENTRY_POINTS[name]], { env: childEnv });
+    return new ManagedProcess(name, process.execPath, ['--enable-source-maps', ENTRY_POINTS[name]], {
+      env: childEnv,
+      onUnexpectedExit,
+    });
   };
+
+  // The worker is restarted when it dies (a crash, kill -9, OOM): that is the failure the product exists to
+  // survive, so the rest of the stack (and the simulators' in-memory ledgers) stay up. Temporal notices the dead
+  // activity attempts through their heartbeats and retries them on the new worker. More than 5 deaths within a
+  // minute stop the stack (a worker that cannot start).
+  const workerDeaths: number[] = [];
+  const startWorker = (): ManagedProcess =>
+    node('worker', (exit) => {
+      const now = Date.now();
+      workerDeaths.push(now);
+      while (workerDeaths[0]! < now - 60_000) workerDeaths.shift();
+      if (workerDeaths.length > 5) {
+        process.stderr.write(`\n${paint('31', `✖ the worker died ${workerDeaths.length} times within a minute`)}\n`);
+        void shutdown(1);
+        return;
+      }
+      warn(`the worker exited unexpectedly (${describeExit(exit)}); restarting it in 1 s`);
+      setTimeout(() => {
+        if (!shuttingDown) startWorker();
+      }, 1_000).unref();
+    });
 
   const emailSim = node('email-sim');
   const accountingSim = node('accounting-sim');
@@ -662,7 +696,7 @@ async function main(): Promise<void> {
     waitForHttp(`${accountingUrl}/_sim/health`, accountingSim),
     waitForHttp(`${carrierUrl}/_sim/health`, carrierSim),
   ]);
-  const worker = node('worker');
+  const worker = startWorker();
   await waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, proc: worker });
   say(`worker is polling task queue ${taskQueue}`);
   const api = node('api');
