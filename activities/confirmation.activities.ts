@@ -14,6 +14,7 @@ import {
   halted,
   lockOrder,
   lockOrderForForwardStep,
+  markHalted,
   withHeartbeats,
   writeOrderStatus,
 } from './order-guards.js';
@@ -167,10 +168,7 @@ export function createConfirmationActivities(db: Db, email: EmailProvider, setti
         const found = await tombstoneSideEffect(tx, orderConfirmationKey(orderId), 'email');
         if (found.effect === 'sent') return { outcome: 'sent', messageId: found.providerId };
         if (found.effect === 'unknown') return { outcome: 'unknown', claimOwner: found.owner };
-        await tx.$executeRaw`
-          UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = ${input.reason.slice(0, 1000)},
-                 updated_at = now()
-          WHERE id = ${orderId}::uuid`;
+        await markHalted(tx, orderId, input.reason);
         return { outcome: 'halted' };
       });
     },

@@ -10,7 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../workflows/errors.js';
 import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
-import { halted, lockOrder, lockOrderForForwardStep, writeOrderStatus } from './order-guards.js';
+import { halted, lockOrder, lockOrderForForwardStep, markHalted, writeOrderStatus } from './order-guards.js';
 import type { Db } from './ports.js';
 
 /** Input of reserveInventory / releaseInventory. */
@@ -115,10 +115,7 @@ export function createInventoryActivities(db: Db) {
       const { orderId } = input;
       return db.$transaction(async (tx) => {
         await lockOrder(tx, orderId);
-        await tx.$executeRaw`
-          UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, 'compensating'),
-                 updated_at = now()
-          WHERE id = ${orderId}::uuid`;
+        await markHalted(tx, orderId, 'compensating');
         const reservations = await tx.inventoryMovement.findMany({
           where: { orderId, reason: 'reservation' },
           orderBy: { sku: 'asc' },

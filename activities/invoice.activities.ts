@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
-import { halted, lockOrder, lockOrderForForwardStep, writeOrderStatus } from './order-guards.js';
+import { halted, lockOrder, lockOrderForForwardStep, markHalted, writeOrderStatus } from './order-guards.js';
 import type { Db } from './ports.js';
 
 /** Input of createInvoice / voidInvoice. */
@@ -104,10 +104,7 @@ export function createInvoiceActivities(db: Db) {
       const { orderId } = input;
       return db.$transaction(async (tx) => {
         await lockOrder(tx, orderId);
-        await tx.$executeRaw`
-          UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, 'compensating'),
-                 updated_at = now()
-          WHERE id = ${orderId}::uuid`;
+        await markHalted(tx, orderId, 'compensating');
         const invoice = await tx.invoice.findUnique({ where: { orderId } });
         if (!invoice) return { invoiceNumber: null, voided: false };
         const updated = await tx.$executeRaw`

@@ -54,6 +54,18 @@ export async function lockOrderForForwardStep(tx: DbOrTx, orderId: string, step:
   return order;
 }
 
+/**
+ * Sets the order's tombstone (`halted_at`, database clock; `halt_reason`) if it is not set yet: from then on
+ * forward steps refuse the order. Call it under {@link lockOrder}.
+ * @param reason kept when the order was halted before (the first reason wins), max 1000 chars.
+ */
+export async function markHalted(tx: DbOrTx, orderId: string, reason: string): Promise<void> {
+  await tx.$executeRaw`
+    UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, ${reason.slice(0, 1000)}),
+           updated_at = now()
+    WHERE id = ${orderId}::uuid`;
+}
+
 /** The non-retryable `OrderHaltedError` of a forward step that must not act any more. */
 export function halted(orderId: string, step: string, why: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(`${step} refused: order ${orderId} stopped (${why})`, ErrorType.OrderHalted, {

@@ -14,7 +14,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { constants as fsConstants, existsSync } from 'node:fs';
-import { access, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -25,6 +25,7 @@ import { Connection } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { ensureGoTool, type GoToolSpec } from './go-tools.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -146,117 +147,32 @@ export async function ensureTemporalCli(opts: { log?: LogFn } = {}): Promise<str
   const found = await findTemporalCli();
   if (found !== undefined) return found;
 
-  const go = await findOnPath('go');
-  if (go === undefined) {
+  if ((await findOnPath('go')) === undefined) {
     log(
       `No Temporal CLI found (TEMPORAL_CLI_PATH, PATH, ${path.relative(process.cwd(), localCliPath())}) and no Go ` +
         'toolchain to build one: the Temporal SDK will download the CLI (needs internet).',
     );
     return undefined;
   }
-
-  return withBuildLock(log, async () => {
-    // Another process may have built it while this one waited for the lock.
-    const local = localCliPath();
-    if ((await isExecutableFile(local)) && (await temporalCliVersion(local)) !== undefined) return local;
-    return buildTemporalCli(go, log);
-  });
-}
-
-/** Runs `go install` for the pinned CLI version into {@link localCliDir}; see {@link ensureTemporalCli}. */
-async function buildTemporalCli(go: string, log: LogFn): Promise<string> {
-  const dir = localCliDir();
-  await mkdir(dir, { recursive: true });
-  const args = ['install', '-ldflags', CLI_VERSION_LDFLAG, `${CLI_GO_PACKAGE}@v${TEMPORAL_CLI_VERSION}`];
-  log(
-    `Building the Temporal CLI ${TEMPORAL_CLI_VERSION} with Go into ${path.relative(process.cwd(), dir) || dir} ` +
-      '(takes ~2 minutes and ~2 GB of memory the first time; later builds reuse Go caches):',
-  );
-  log(`  GOBIN=${dir} go ${args.map((a) => (a.includes(' ') ? `"${a}"` : a)).join(' ')}`);
-
-  const started = Date.now();
-  const child = spawn(go, args, {
-    cwd: dir,
-    env: { ...process.env, GOBIN: dir },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const tail: string[] = [];
-  const onLine = (line: string): void => {
-    tail.push(line);
-    if (tail.length > 30) tail.shift();
-    log(`  ${line}`);
-  };
-  pipeLines(child, onLine);
-  const heartbeat = setInterval(() => {
-    log(`  … still building (${Math.round((Date.now() - started) / 1000)} s)`);
-  }, 15_000);
-  let exit: ExitInfo;
-  try {
-    exit = await waitForExit(child);
-  } finally {
-    clearInterval(heartbeat);
-  }
-  if (exit.code !== 0) {
-    throw new Error(
-      `Building the Temporal CLI failed (go install exited with ${describeExit(exit)}). Last output:\n${tail.join('\n')}`,
-    );
-  }
-  const built = localCliPath();
+  // Built like the cluster's Go tools (scripts/lib/go-tools.ts): into .tools/, under a lock, once.
+  const built = await ensureGoTool(CLI_TOOL, log);
   const version = await temporalCliVersion(built);
-  if (version === undefined) throw new Error(`The Temporal CLI was built but ${built} --version does not run`);
-  if (!version.includes(TEMPORAL_CLI_VERSION)) {
-    throw new Error(`${built} reports "${version}", expected version ${TEMPORAL_CLI_VERSION}`);
+  if (!version?.includes(TEMPORAL_CLI_VERSION)) {
+    throw new Error(`${built} reports "${version ?? 'nothing'}", expected version ${TEMPORAL_CLI_VERSION}`);
   }
-  log(`Built ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s: ${built}`);
   return built;
 }
 
-/**
- * Runs `fn` while holding `<repo>/.tools/temporal-<version>.lock` (a folder holding the owner's pid), so that
- * parallel callers (test workers, CI and the stack) build the CLI once. A lock whose owner process is gone is
- * taken over. Waits at most 15 minutes.
- */
-async function withBuildLock<T>(log: LogFn, fn: () => Promise<T>): Promise<T> {
-  const lock = `${localCliDir()}.lock`;
-  const ownerFile = path.join(lock, 'pid');
-  await mkdir(path.dirname(lock), { recursive: true });
-  const deadline = Date.now() + 15 * 60_000;
-  let announced = false;
-  for (;;) {
-    try {
-      await mkdir(lock);
-      await writeFile(ownerFile, String(process.pid));
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const owner = Number(await readFile(ownerFile, 'utf8').catch(() => ''));
-    if (Number.isInteger(owner) && owner > 0 && !isProcessAlive(owner)) {
-      await rm(lock, { recursive: true, force: true });
-      continue;
-    }
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${lock} (remove it if no build is running)`);
-    if (!announced) {
-      log(`Another process${owner ? ` (pid ${owner})` : ''} is building the Temporal CLI; waiting for it…`);
-      announced = true;
-    }
-    await sleep(1000);
-  }
-  try {
-    return await fn();
-  } finally {
-    await rm(lock, { recursive: true, force: true });
-  }
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** The pinned CLI as a Go tool: `.tools/temporal-<version>/temporal`, or `TEMPORAL_CLI_PATH`. */
+const CLI_TOOL: GoToolSpec = {
+  label: 'the Temporal CLI',
+  folder: `temporal-${TEMPORAL_CLI_VERSION}`,
+  binary: 'temporal',
+  goPackage: CLI_GO_PACKAGE,
+  version: TEMPORAL_CLI_VERSION,
+  envVar: 'TEMPORAL_CLI_PATH',
+  buildArgs: ['-ldflags', CLI_VERSION_LDFLAG],
+};
 
 /**
  * The `server.executable` option of `TestWorkflowEnvironment.createLocal` (@temporalio/testing):
