@@ -84,6 +84,24 @@ export default tseslint.config(
     },
   },
   {
+    // Simulators stand in for other companies' services: they share only the pure Idempotency-Key protocol
+    // with the app (src/idempotency/idempotency-protocol.ts), nothing else from src/.
+    files: ['simulators/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)src/(?!idempotency/idempotency-protocol\\.js$)',
+              message: 'Simulators may import only src/idempotency/idempotency-protocol.js from the app.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The app may use the workflow contract, never a workflow implementation as a value.
     files: ['src/**/*.ts'],
     rules: {
@@ -97,6 +115,18 @@ export default tseslint.config(
               message: 'Import workflows/order-fulfilment.contract.js; start workflows by type name.',
             },
           ],
+        },
+      ],
+    },
+  },
+  {
+    // The shared Idempotency-Key protocol stays pure, so the simulators can import it.
+    files: ['src/idempotency/idempotency-protocol.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: ['@nestjs/*', '@prisma/*', 'express', '../*', './*'], message: 'Keep this file pure.' }],
         },
       ],
     },

@@ -33,11 +33,16 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { requestFingerprint } from './canonical-json.js';
+import {
+  IDEMPOTENCY_KEY_MAX_LENGTH,
+  IdempotencyKeyHeaderError,
+  parseIdempotencyKeyHeader,
+  requestFingerprint,
+} from '../../src/idempotency/idempotency-protocol.js';
 import { HttpProblem, problem, sendProblem, type ProblemDetails } from './problem.js';
 
 /** Longest accepted `Idempotency-Key` value, in characters (the limit hosted providers commonly publish). */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+export const MAX_IDEMPOTENCY_KEY_LENGTH = IDEMPOTENCY_KEY_MAX_LENGTH;
 
 /** Fault modes: what the next matching effectful request(s) meet. */
 export const FaultMode = {
@@ -319,13 +324,13 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
     app[method](route.path, async (req, res) => {
       if (!authorize(req, res)) return;
 
-      const key = parseIdempotencyKey(req.get('idempotency-key'));
+      const key = parseIdempotencyKey(req.headersDistinct['idempotency-key']);
       if (typeof key !== 'string') {
         sendProblem(res, key);
         return;
       }
 
-      const fingerprint = requestFingerprint(req.method, req.originalUrl, req.body);
+      const fingerprint = requestFingerprint({ method: req.method, target: req.originalUrl, body: req.body });
       const existing = records.get(key);
       if (existing && existing.fingerprint !== fingerprint) {
         sendProblem(
@@ -478,17 +483,22 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
 }
 
 /**
- * Reads the `Idempotency-Key` header. The draft defines it as a Structured Field string (RFC 8941
- * sf-string, i.e. quoted); a bare token is accepted too, as hosted providers do.
- * @returns the key, or a 400 problem when it is missing, empty or longer than
- *   {@link MAX_IDEMPOTENCY_KEY_LENGTH}.
+ * Reads the `Idempotency-Key` header with the API's parser (src/idempotency/idempotency-protocol.ts: an RFC 8941
+ * sf-string, or the bare key hosted providers also accept; exactly one header line).
+ * @param lines the header's lines as received (`req.headersDistinct['idempotency-key']`).
+ * @returns the key, or a 400 problem when it is missing (`idempotency-key-missing`: this API requires it) or not
+ *   exactly one valid key of at most {@link MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters
+ *   (`idempotency-key-invalid`).
  */
-export function parseIdempotencyKey(header: string | undefined): string | ProblemDetails {
-  let value = header?.trim() ?? '';
-  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) {
-    value = value.slice(1, -1).replace(/\\(["\\])/g, '$1');
+export function parseIdempotencyKey(lines: string | readonly string[] | undefined): string | ProblemDetails {
+  let key: string | undefined;
+  try {
+    key = parseIdempotencyKeyHeader(lines);
+  } catch (error) {
+    if (!(error instanceof IdempotencyKeyHeaderError)) throw error;
+    return problem(400, 'idempotency-key-invalid', 'Idempotency-Key header invalid', `${error.message}.`);
   }
-  if (header === undefined || value === '') {
+  if (key === undefined) {
     return problem(
       400,
       'idempotency-key-missing',
@@ -496,15 +506,7 @@ export function parseIdempotencyKey(header: string | undefined): string | Proble
       'This operation is idempotent and requires an Idempotency-Key header (draft-ietf-httpapi-idempotency-key-header).',
     );
   }
-  if (value.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    return problem(
-      400,
-      'idempotency-key-invalid',
-      'Idempotency-Key header invalid',
-      `The Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters long.`,
-    );
-  }
-  return value;
+  return key;
 }
 
 /** Waits `ms`; resolves false instead when `signal` aborts first (the simulator closed). */

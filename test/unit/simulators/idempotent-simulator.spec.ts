@@ -218,7 +218,7 @@ describe('idempotent simulator (email)', () => {
     });
 
     it('GET /_sim/ledger and /_sim/ledger/:key (URL-encoded) report effects per key', async () => {
-      const key = 'order-confirmation:ord/1 x';
+      const key = 'order-confirmation:ord/1?x#1';
       await post(key);
       await post(key);
       await post('other');
