@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { LoggerModule, type Params as PinoParams } from 'nestjs-pino';
+import { AuthModule } from './auth/auth.module.js';
 import { requestClient } from './common/request-client.js';
 import { type AppConfig, loadConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
@@ -73,6 +74,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         LoggerModule.forRoot(loggerParams(config)),
         PrismaModule,
+        AuthModule,
         TemporalModule,
         OrdersModule,
         InventoryModule,

@@ -12,6 +12,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
+import { API_KEY_SECURITY } from './auth/api-auth.decorator.js';
 import { JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
 import { addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
 import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
@@ -66,5 +67,13 @@ function openApiConfig() {
         'Errors are RFC 9457 problem details (application/problem+json).',
     )
     .setVersion('0.1.0')
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        description: "An API key: `npm run keys -- create`, or `npm start`'s dev keys",
+      },
+      API_KEY_SECURITY,
+    )
     .build();
 }

@@ -68,11 +68,19 @@ export const configSchema = z.object({
    */
   CANCEL_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(CANCEL_WAIT_MS),
   /**
-   * Retention of `Idempotency-Key` records of `POST /orders`, ms (default 24 h, at least 1 min). A retry with
-   * the same key within this time replays the first response; after it the key counts as unused, and the
-   * reconciler loop purges the record (so the purge runs only while `RECONCILE_INTERVAL_MS` > 0).
+   * Retention of `Idempotency-Key` records (`POST /orders`, `PUT /inventory/:sku`), ms (default 24 h, at least
+   * 1 min), counted from the request's completion: a record still `processing` never expires. A retry with the
+   * same key within this time replays the first response; after it the key counts as unused, and the purge
+   * deletes the record.
    */
   IDEMPOTENCY_RETENTION_MS: z.coerce.number().int().min(60_000).default(86_400_000),
+  /**
+   * Requests one client may send per `RATE_LIMIT_WINDOW_MS`, all routes and keys together (default 6000 per
+   * minute, 100/s on average); more → 429 with `Retry-After`. Counted per API process. 0 disables the limit.
+   */
+  RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6_000),
+  /** The window of `RATE_LIMIT_MAX`, ms (default 1 min). */
+  RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `json` (one JSON object per line) or `pretty`; unset: pretty on a terminal, JSON otherwise (src/logging). */
   LOG_FORMAT: z.enum(LOG_FORMATS).optional(),

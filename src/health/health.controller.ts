@@ -4,11 +4,16 @@
  * - `temporal`: `GetSystemInfo` on the Temporal frontend (namespace-independent, cheap).
  * 200 `{ status: 'ok', info, error, details }` when all are up; 503 problem+json (`service-unavailable`) with
  * a `checks` extension (the per-dependency details) otherwise.
+ * Public (no API key needed, for probes): without a key the answer is only `{ status: 'ok' }` or the 503 without
+ * `checks`; the per-dependency details need an `operator` key.
  */
-import { Controller, Get, Inject, ServiceUnavailableException } from '@nestjs/common';
+import { Controller, Get, Inject, Req, ServiceUnavailableException } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, type HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import type { Client } from '@temporalio/client';
+import type { Request } from 'express';
+import { Public } from '../auth/auth.decorators.js';
+import { hasScope, Scope } from '../auth/scopes.js';
 import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
 import { ProblemException, ProblemType } from '../common/problem-details.js';
 import { PRISMA } from '../prisma/prisma.module.js';
@@ -19,6 +24,7 @@ import { TEMPORAL_CLIENT } from '../temporal/temporal.constants.js';
 export const HEALTH_CHECK_TIMEOUT_MS = 3_000;
 
 @ApiTags('health')
+@Public()
 @Controller('health')
 export class HealthController {
   constructor(
@@ -33,12 +39,16 @@ export class HealthController {
    */
   @Get()
   @HealthCheck({ swaggerDocumentation: false })
-  @ApiOperation({ summary: 'Readiness of the database and Temporal' })
+  @ApiOperation({
+    summary: 'Readiness of the database and Temporal',
+    description: 'No API key needed; the per-dependency details (`info`, `details`, `checks`) need an `operator` key.',
+  })
   @ApiOkResponse({ description: 'All dependencies are up' })
-  @ApiProblemResponses({ 503: 'A dependency is down; see `checks`' })
-  async check(): Promise<HealthCheckResult> {
+  @ApiProblemResponses({ 503: 'A dependency is down; see `checks` (operator keys)' })
+  async check(@Req() req: Request): Promise<HealthCheckResult | { status: 'ok' }> {
+    const details = req.apiClient !== undefined && hasScope(req.apiClient.scopes, Scope.Operator);
     try {
-      return await this.health.check([
+      const result = await this.health.check([
         () =>
           this.indicators
             .check('database')
@@ -57,7 +67,19 @@ export class HealthController {
             })
             .withTimeout(HEALTH_CHECK_TIMEOUT_MS),
       ]);
+      return details ? result : { status: 'ok' };
     } catch (err) {
+      if (err instanceof ServiceUnavailableException && !details) {
+        throw new ProblemException(
+          {
+            status: 503,
+            type: ProblemType.ServiceUnavailable,
+            title: 'Service unavailable',
+            detail: 'A dependency is unavailable (details with an operator key)',
+          },
+          { cause: err },
+        );
+      }
       if (err instanceof ServiceUnavailableException) {
         const body = err.getResponse() as Partial<HealthCheckResult>;
         throw new ProblemException(

@@ -1,29 +1,31 @@
 /**
- * Idempotency layer 1 (README, Guarantees): `Idempotency-Key` on `POST /orders`
- * (draft-ietf-httpapi-idempotency-key-header), stored in `idempotency_records`.
+ * Idempotency layer 1 (README, Guarantees): `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header) on
+ * `POST /orders` and `PUT /inventory/:sku`, stored in `idempotency_records`, keyed by (client, key): two clients
+ * never share a key space, so nothing is replayed across clients. The protocol around it (header, fingerprint,
+ * replay headers) is {@link IdempotencyInterceptor}'s.
  *
- * Claim first: the record is inserted as `processing` inside the transaction that stores the order (through
- * the {@link IdempotencyClaim} hook), so the order and its record commit together or not at all. When the
- * response is built (after the workflow start attempt) the record becomes `completed` with the response.
- * A later request with the same (scope, key):
- * - different payload fingerprint → 422 `idempotency-key-reused` (whatever the record's state);
+ * Claim first: the record is inserted as `processing` inside the transaction that stores the resource (through
+ * the {@link IdempotencyClaim} hook), with a fresh `claim_id`, so the resource and its record commit together or
+ * not at all. When the response is built the record becomes `completed` with the response, and only the record
+ * with that claim id: a late completion never writes into a record another request claimed after this one's
+ * was removed. A later request with the same (client, key):
+ * - different fingerprint → 422 `idempotency-key-reused` (whatever the record's state);
  * - `completed` → the stored status, headers and body are replayed (`Idempotent-Replayed: true`); nothing is
- *   stored and no workflow is started again;
+ *   stored and nothing is started again;
  * - `processing` → 409 `idempotency-key-in-use` with `Retry-After: 1`, unless the record is stale (older
  *   than {@link IDEMPOTENCY_STALE_AFTER_MS}: the process died between the commit and the completion); then
  *   the response is rebuilt from the stored resource, the record completed and the response replayed;
- * - expired (`expires_at` < now) → counts as absent: deleted (conditionally) and the request proceeds.
- * Concurrent first requests race on the primary key (scope, key): exactly one transaction commits; the
- * others fail with a unique violation (P2002), roll their order back, and are answered from the winner's
+ * - expired → counts as absent: deleted (conditionally) and the request proceeds.
+ * Retention: `expires_at` is NULL while `processing` (such a record is never purged, however long its request
+ * runs) and `completed_at + IDEMPOTENCY_RETENTION_MS` once completed.
+ * Concurrent first requests race on the primary key (client, key): exactly one transaction commits; the
+ * others fail with a unique violation (P2002), roll their resource back, and are answered from the winner's
  * record (409 while it is processing, the replay once it is completed).
  * A request whose transaction fails (e.g. unknown SKU) stores nothing, the key included, so a corrected
  * request with the same key proceeds.
- *
- * The scope is `anonymous` for every request until the API authenticates clients; it will then be the
- * client identity, so two clients never share a key space.
  */
-import { createHash } from 'node:crypto';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ProblemException } from '../common/problem-details.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
@@ -40,8 +42,11 @@ export const IdempotencyStatus = {
 } as const;
 export type IdempotencyStatus = (typeof IdempotencyStatus)[keyof typeof IdempotencyStatus];
 
-/** Scope of every key until requests are authenticated. */
-export const ANONYMOUS_SCOPE = 'anonymous';
+/** Where the service reads the time; tests inject a controlled clock under {@link IDEMPOTENCY_CLOCK}. */
+export type Clock = () => Date;
+
+/** Optional Nest token of the service's {@link Clock} (default: the system clock). */
+export const IDEMPOTENCY_CLOCK = Symbol('IDEMPOTENCY_CLOCK');
 
 /** A `processing` record older than this, ms, belongs to a request that died after its commit. */
 export const IDEMPOTENCY_STALE_AFTER_MS = 60_000;
@@ -55,12 +60,12 @@ export const IDEMPOTENCY_PURGE_BATCH_SIZE = 1000;
 /** How many times {@link IdempotencyService.execute} re-reads the record after losing a race. */
 const MAX_ATTEMPTS = 3;
 
-/** An idempotent request: its key, the payload fingerprint ({@link requestFingerprint}) and the scope. */
+/** An idempotent request: the client that sent it, its key and its fingerprint ({@link requestFingerprint}). */
 export interface IdempotentRequest {
+  /** The authenticated client (`api_clients.id`): the key's namespace. */
+  clientId: string;
   key: string;
   fingerprint: string;
-  /** Default {@link ANONYMOUS_SCOPE}. */
-  scope?: string;
 }
 
 /** A response as stored and replayed: status, headers (at least `Location`) and JSON body. */
@@ -118,26 +123,6 @@ export class IdempotencyKeyReusedException extends ProblemException {
   }
 }
 
-/**
- * Canonical JSON of a value: object keys sorted (by UTF-16 code units, as in RFC 8785), no whitespace,
- * arrays in order, `undefined` members left out, numbers and strings as `JSON.stringify` writes them.
- */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
-}
-
-/** SHA-256 (lower-case hex) of {@link canonicalJson} of the request body as the client sent it. */
-export function requestFingerprint(body: unknown): string {
-  return createHash('sha256')
-    .update(canonicalJson(body ?? null), 'utf8')
-    .digest('hex');
-}
-
 /** True for Prisma's unique-constraint violation (P2002). */
 export function isUniqueViolation(err: unknown): boolean {
   return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002';
@@ -149,41 +134,48 @@ type IdempotencyRow = Prisma.IdempotencyRecordGetPayload<object>;
 export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
 
+  private readonly now: Clock;
+
   constructor(
     @Inject(PRISMA) private readonly prisma: PrismaClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    @Optional() @Inject(IDEMPOTENCY_CLOCK) clock?: Clock,
+  ) {
+    this.now = clock ?? (() => new Date());
+  }
 
   /**
-   * Runs `handler.perform` at most once per (scope, key) within the retention, or answers from the record.
+   * Runs `handler.perform` at most once per (client, key) within the retention, or answers from the record.
    * @returns the new response (`replayed: false`) or the stored one (`replayed: true`).
    * @throws IdempotencyKeyReusedException 422 when the key was used with another payload.
    * @throws IdempotencyKeyInUseException 409 while the first request with the key is in flight.
    * @throws whatever `perform` throws (its transaction rolled back, so nothing was stored).
    */
   async execute(request: IdempotentRequest, handler: IdempotentHandler): Promise<IdempotentOutcome> {
-    const scope = request.scope ?? ANONYMOUS_SCOPE;
-    const { key, fingerprint } = request;
+    const { clientId, key, fingerprint } = request;
     for (let attempt = 1; ; attempt++) {
-      const existing = await this.prisma.idempotencyRecord.findUnique({ where: { scope_key: { scope, key } } });
+      const existing = await this.prisma.idempotencyRecord.findUnique({
+        where: { clientId_key: { clientId, key } },
+      });
       if (existing) {
         const outcome = await this.answerFromRecord(existing, request, handler);
         if (outcome) return outcome;
       }
 
+      const claimId = randomUUID();
       let claimed = false;
       const claim: IdempotencyClaim = async (tx, resourceId) => {
         if (claimed) throw new Error('The idempotency claim was called twice');
-        const createdAt = new Date();
         await tx.idempotencyRecord.create({
           data: {
-            scope,
+            clientId,
             key,
+            claimId,
             fingerprint,
             status: IdempotencyStatus.Processing,
             resourceId,
-            createdAt,
-            expiresAt: new Date(createdAt.getTime() + this.config.IDEMPOTENCY_RETENTION_MS),
+            createdAt: this.now(),
+            expiresAt: null,
           },
         });
         claimed = true;
@@ -198,26 +190,27 @@ export class IdempotencyService {
         throw err;
       }
       if (!claimed) throw new Error('IdempotentHandler.perform did not call the idempotency claim');
-      await this.completeQuietly(scope, key, response);
+      await this.completeQuietly({ clientId, key, claimId }, response);
       return { response, replayed: false };
     }
   }
 
   /**
-   * Deletes records past their retention (`expires_at < now`), {@link IDEMPOTENCY_PURGE_BATCH_SIZE} rows per
-   * statement, rows locked by a running request skipped. Idempotent; safe to run from several processes.
+   * Deletes completed records past their retention (`expires_at < now`; a `processing` record has no
+   * `expires_at` and is never deleted), {@link IDEMPOTENCY_PURGE_BATCH_SIZE} rows per statement, rows locked by a
+   * running request skipped. Idempotent; safe to run from several processes.
    * @param now reference time, default the current time.
    * @param maxBatches upper bound of statements in one call (default 100), so one call stays short.
    * @returns the number of deleted records.
    */
-  async purgeExpired(now: Date = new Date(), maxBatches = 100): Promise<number> {
+  async purgeExpired(now: Date = this.now(), maxBatches = 100): Promise<number> {
     let total = 0;
     for (let batch = 0; batch < maxBatches; batch++) {
       const deleted = await this.prisma.$executeRaw`
         DELETE FROM "idempotency_records"
-        WHERE ("scope", "key") IN (
-          SELECT "scope", "key" FROM "idempotency_records"
-          WHERE "expires_at" < ${now}
+        WHERE ("client_id", "key") IN (
+          SELECT "client_id", "key" FROM "idempotency_records"
+          WHERE "status" = 'completed' AND "expires_at" < ${now}
           ORDER BY "expires_at"
           LIMIT ${IDEMPOTENCY_PURGE_BATCH_SIZE}
           FOR UPDATE SKIP LOCKED
@@ -237,9 +230,9 @@ export class IdempotencyService {
     request: IdempotentRequest,
     handler: IdempotentHandler,
   ): Promise<IdempotentOutcome | null> {
-    const now = new Date();
-    const where = { scope: record.scope, key: record.key };
-    if (record.expiresAt < now) {
+    const now = this.now();
+    const where = { clientId: record.clientId, key: record.key };
+    if (record.expiresAt !== null && record.expiresAt < now) {
       // Conditional: a fresh record made by a concurrent request after this one expired is kept.
       await this.prisma.idempotencyRecord.deleteMany({ where: { ...where, expiresAt: { lt: now } } });
       return null;
@@ -256,7 +249,7 @@ export class IdempotencyService {
       // that the key protects, so the key counts as unused.
       this.logger.warn(where, 'Stale idempotency record without its resource; deleting it');
       await this.prisma.idempotencyRecord.deleteMany({
-        where: { ...where, status: IdempotencyStatus.Processing, createdAt: record.createdAt },
+        where: { ...where, status: IdempotencyStatus.Processing, claimId: record.claimId },
       });
       return null;
     }
@@ -264,25 +257,34 @@ export class IdempotencyService {
       { ...where, resourceId: record.resourceId },
       'Completing a stale idempotency record from its stored resource',
     );
-    await this.complete(record.scope, record.key, response);
-    // Whoever completed it first (this request or a concurrent recovery) stored the response to replay.
-    const completed = await this.prisma.idempotencyRecord.findUnique({ where: { scope_key: where } });
+    await this.complete({ ...where, claimId: record.claimId }, response);
+    // Whoever completed it first (its own request, late, or a concurrent recovery) stored the response to replay.
+    const completed = await this.prisma.idempotencyRecord.findUnique({ where: { clientId_key: where } });
     return {
-      response: completed?.status === IdempotencyStatus.Completed ? storedResponse(completed) : response,
+      response:
+        completed?.status === IdempotencyStatus.Completed && completed.claimId === record.claimId
+          ? storedResponse(completed)
+          : response,
       replayed: true,
     };
   }
 
-  /** Stores the response of a `processing` record and marks it `completed` (no-op if already completed). */
-  private async complete(scope: string, key: string, response: StoredResponse): Promise<void> {
+  /**
+   * Stores the response into the record of this claim and marks it `completed`, with `expires_at` = now +
+   * retention. No-op when that record is completed already, or gone (purged, recovered and replaced): a
+   * completion never writes into another claim's record.
+   */
+  private async complete(claim: ClaimRef, response: StoredResponse): Promise<void> {
+    const completedAt = this.now();
     await this.prisma.idempotencyRecord.updateMany({
-      where: { scope, key, status: IdempotencyStatus.Processing },
+      where: { ...claim, status: IdempotencyStatus.Processing },
       data: {
         status: IdempotencyStatus.Completed,
         responseStatus: response.status,
         responseHeaders: response.headers,
         responseBody: response.body as Prisma.InputJsonValue,
-        completedAt: new Date(),
+        completedAt,
+        expiresAt: new Date(completedAt.getTime() + this.config.IDEMPOTENCY_RETENTION_MS),
       },
     });
   }
@@ -291,16 +293,23 @@ export class IdempotencyService {
    * {@link complete} after the resource was committed: a failure here must not fail the request (the
    * resource exists); the record stays `processing` and the stale-record recovery completes it later.
    */
-  private async completeQuietly(scope: string, key: string, response: StoredResponse): Promise<void> {
+  private async completeQuietly(claim: ClaimRef, response: StoredResponse): Promise<void> {
     try {
-      await this.complete(scope, key, response);
+      await this.complete(claim, response);
     } catch (err) {
       this.logger.error(
-        { err, scope, key },
-        `Could not complete idempotency record "${key}"; retries get 409 until it is recovered after ${IDEMPOTENCY_STALE_AFTER_MS} ms`,
+        { err, clientId: claim.clientId, key: claim.key },
+        `Could not complete idempotency record "${claim.key}"; retries get 409 until it is recovered after ${IDEMPOTENCY_STALE_AFTER_MS} ms`,
       );
     }
   }
+}
+
+/** The record of one claim: (client, key) and the claim's id. */
+interface ClaimRef {
+  clientId: string;
+  key: string;
+  claimId: string;
 }
 
 function storedResponse(record: IdempotencyRow): StoredResponse {

@@ -1,20 +1,30 @@
 /**
- * HTTP API of inventory:
- * - `GET /inventory` → 200 {@link ProductView}[] ordered by SKU.
- * - `PUT /inventory/:sku` body `{ onHand }` (absolute) → 200 {@link ProductView}; optional `Idempotency-Key`
- *   (a replay changes nothing and answers `Idempotent-Replayed: true`); 404 unknown SKU; 409 below reserved.
- * - `GET /inventory/:sku/movements` → 200 {@link MovementView}[], newest first (at most 100).
+ * HTTP API of inventory (every route needs an API key):
+ * - `GET /inventory` → 200 {@link ProductView}[] ordered by SKU; any valid key (clients need the catalogue).
+ * - `PUT /inventory/:sku` body `{ onHand }` (absolute) → 200 {@link ProductView}; scope `inventory:write`;
+ *   optional `Idempotency-Key` (the stored response is replayed with `Idempotent-Replayed: true`, see
+ *   {@link Idempotent}); 404 unknown SKU; 409 below reserved.
+ * - `GET /inventory/:sku/movements` → 200 {@link MovementView}[], newest first (at most 100); scope
+ *   `inventory:write` (the ledger names every client's orders).
  */
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, Get, Headers, Param, Put, Res } from '@nestjs/common';
+import { Body, Controller, Get, Injectable, Param, Put, Res } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { z } from 'zod';
+import { ApiAuthResponses } from '../auth/api-auth.decorator.js';
+import { RequireScope } from '../auth/auth.decorators.js';
+import { Scope } from '../auth/scopes.js';
 import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
-import { ProblemException } from '../common/problem-details.js';
-import { issuesToErrors } from '../common/validation.js';
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../idempotency/idempotency-key.js';
 import {
-  idempotencyKeySchema,
+  Idempotent,
+  type IdempotencyContext,
+  IdempotencyKey,
+  type IdempotentResource,
+} from '../idempotency/idempotency.interceptor.js';
+import type { StoredResponse } from '../idempotency/idempotency.service.js';
+import {
   type MovementView,
   movementViewSchema,
   type ProductView,
@@ -25,14 +35,26 @@ import {
 } from './inventory.dto.js';
 import { InventoryService } from './inventory.service.js';
 
+/** Rebuilds the 200 of `PUT /inventory/:sku` from a stored movement (recovery of a stale idempotency record). */
+@Injectable()
+export class InventoryIdempotency implements IdempotentResource {
+  constructor(private readonly inventory: InventoryService) {}
+
+  async recover(movementId: string): Promise<StoredResponse | null> {
+    const product = await this.inventory.productOfMovement(movementId);
+    return product ? { status: 200, headers: {}, body: product } : null;
+  }
+}
+
 @ApiTags('inventory')
+@ApiAuthResponses()
 @Controller('inventory')
 export class InventoryController {
   constructor(private readonly inventory: InventoryService) {}
 
   /** The catalogue with stock. */
   @Get()
-  @ApiOperation({ summary: 'List products and stock' })
+  @ApiOperation({ summary: 'List products and stock', description: 'Any valid API key.' })
   @ApiOkResponse({ standardSchema: z.array(productViewSchema) })
   list(): Promise<ProductView[]> {
     return this.inventory.list();
@@ -44,37 +66,45 @@ export class InventoryController {
     summary: 'Set on-hand stock',
     description:
       'Sets on-hand stock to the given ABSOLUTE value and records an `adjustment` movement. ' +
-      'Repeating a request with the same `Idempotency-Key` changes nothing.',
+      'A retry with the same `Idempotency-Key` gets the first response again (`Idempotent-Replayed: true`) and ' +
+      'changes nothing; 409 while the first is in flight, 422 for the key with another request. Needs scope ' +
+      '`inventory:write`.',
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Makes the request safe to retry' })
+  @ApiHeader({
+    name: IDEMPOTENCY_KEY_HEADER,
+    required: false,
+    description: 'Makes the request safe to retry (scoped to the client; same rules as on POST /orders)',
+  })
   @ApiOkResponse({ standardSchema: productViewSchema })
-  @ApiProblemResponses({ 400: 'Invalid body or header', 404: 'Unknown SKU', 409: 'Below the reserved quantity' })
+  @ApiProblemResponses({
+    400: 'Invalid body or header',
+    404: 'Unknown SKU',
+    409: 'Below the reserved quantity, or the Idempotency-Key is in use',
+    422: 'Idempotency-Key already used for another request (`idempotency-key-reused`)',
+  })
+  @RequireScope(Scope.InventoryWrite)
+  @Idempotent({ records: InventoryIdempotency })
   async setOnHand(
     @Param({ schema: skuParamsSchema }) params: { sku: string },
     @Body({ schema: setOnHandSchema }) body: SetOnHandRequest,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
     @Res({ passthrough: true }) res: Response,
   ): Promise<ProductView> {
-    let requestId: string = randomUUID();
-    if (idempotencyKey !== undefined) {
-      const parsed = idempotencyKeySchema.safeParse(idempotencyKey);
-      if (!parsed.success) {
-        throw ProblemException.validation(
-          issuesToErrors(parsed.error.issues).map((e) => ({ ...e, path: 'headers.idempotency-key' })),
-        );
-      }
-      requestId = parsed.data;
-    }
-    const { product, replayed } = await this.inventory.setOnHand(params.sku, body.onHand, requestId);
-    if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+    const { product, replayed } = await this.inventory.setOnHand(params.sku, body.onHand, {
+      requestId: idempotency?.scopedKey ?? randomUUID(),
+      inTransaction: idempotency?.claim,
+    });
+    // The movement of this key existed although its record did not (the record's retention has passed).
+    if (replayed) res.setHeader(IDEMPOTENT_REPLAYED_HEADER, 'true');
     return product;
   }
 
   /** The ledger of one SKU, newest first. */
   @Get(':sku/movements')
-  @ApiOperation({ summary: 'List stock movements of a product' })
+  @ApiOperation({ summary: 'List stock movements of a product', description: 'Needs scope `inventory:write`.' })
   @ApiOkResponse({ standardSchema: z.array(movementViewSchema) })
   @ApiProblemResponses({ 404: 'Unknown SKU' })
+  @RequireScope(Scope.InventoryWrite)
   movements(@Param({ schema: skuParamsSchema }) params: { sku: string }): Promise<MovementView[]> {
     return this.inventory.movements(params.sku);
   }

@@ -14,16 +14,6 @@ export type SetOnHandRequest = z.output<typeof setOnHandSchema>;
 /** `:sku` path parameter. */
 export const skuParamsSchema = z.object({ sku: z.string().min(1).max(64).meta({ description: 'Product SKU' }) });
 
-/**
- * Optional `Idempotency-Key` header of `PUT /inventory/:sku` (draft-ietf-httpapi-idempotency-key-header):
- * 1..255 visible ASCII characters.
- */
-export const idempotencyKeySchema = z
-  .string()
-  .min(1)
-  .max(255)
-  .regex(/^[\x21-\x7e]+$/, 'must be 1..255 visible ASCII characters');
-
 /** A product and its stock; `available = onHand - reserved`. */
 export const productViewSchema = z
   .object({

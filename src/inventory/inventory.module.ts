@@ -1,11 +1,11 @@
 /** Inventory feature: `GET /inventory`, `PUT /inventory/:sku`, `GET /inventory/:sku/movements`. Needs PRISMA. */
 import { Module } from '@nestjs/common';
-import { InventoryController } from './inventory.controller.js';
+import { InventoryController, InventoryIdempotency } from './inventory.controller.js';
 import { InventoryService } from './inventory.service.js';
 
 @Module({
   controllers: [InventoryController],
-  providers: [InventoryService],
+  providers: [InventoryService, InventoryIdempotency],
   exports: [InventoryService],
 })
 export class InventoryModule {}

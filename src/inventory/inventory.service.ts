@@ -6,7 +6,7 @@
  * nothing.
  */
 import { Inject, Injectable } from '@nestjs/common';
-import type { InventoryMovement, Product } from '../../prisma/generated/client.js';
+import type { InventoryMovement, Prisma, Product } from '../../prisma/generated/client.js';
 import { ProblemException, ProblemType } from '../common/problem-details.js';
 import { IdempotencyProblemType } from '../idempotency/idempotency-key.js';
 import { PRISMA } from '../prisma/prisma.module.js';
@@ -15,6 +15,17 @@ import type { MovementView, ProductView } from './inventory.dto.js';
 
 /** Most movements returned by {@link InventoryService.movements}. */
 export const MOVEMENTS_LIMIT = 100;
+
+/** Options of {@link InventoryService.setOnHand}. */
+export interface SetOnHandOptions {
+  /**
+   * Names the adjustment: the movement id is `adjust:<sku>:<requestId>`. The request's client-scoped
+   * `Idempotency-Key` (`<client>:<key>`), or a fresh UUID.
+   */
+  requestId: string;
+  /** Runs first inside the adjustment's transaction with the movement id (the idempotency claim). */
+  inTransaction?: (tx: Prisma.TransactionClient, movementId: string) => Promise<void>;
+}
 
 /** Result of {@link InventoryService.setOnHand}. */
 export interface SetOnHandResult {
@@ -39,13 +50,15 @@ export class InventoryService {
    * first locks the product row (`SELECT … FOR UPDATE`). The movement stores the absolute value it set
    * (`on_hand_after`). If that movement already exists (a replayed request id) for the same value, nothing
    * changes and the current product is returned; for another value the request is refused (422).
-   * @param requestId the request's `Idempotency-Key`, or a fresh UUID.
+   * @param options.requestId names the movement (see {@link SetOnHandOptions}).
+   * @param options.inTransaction runs first in the transaction; its writes commit or roll back with the movement.
    * @throws ProblemException 404 for an unknown SKU; 409 `stock-below-reserved` when `onHand` is below the
    *   reserved quantity; 422 `idempotency-key-reused` when the key already set another value.
    */
-  async setOnHand(sku: string, onHand: number, requestId: string): Promise<SetOnHandResult> {
-    const movementId = `adjust:${sku}:${requestId}`;
+  async setOnHand(sku: string, onHand: number, options: SetOnHandOptions): Promise<SetOnHandResult> {
+    const movementId = `adjust:${sku}:${options.requestId}`;
     return this.prisma.$transaction(async (tx) => {
+      await options.inTransaction?.(tx, movementId);
       const locked = await tx.$queryRaw<{ on_hand: number; reserved: number }[]>`
         SELECT on_hand, reserved FROM products WHERE sku = ${sku} FOR UPDATE`;
       const current = locked[0];
@@ -89,6 +102,17 @@ export class InventoryService {
       const product = await tx.product.update({ where: { sku }, data: { onHand } });
       return { product: toProductView(product), replayed: false };
     });
+  }
+
+  /**
+   * The product that movement `movementId` adjusted, as it is now; null when there is no such movement.
+   */
+  async productOfMovement(movementId: string): Promise<ProductView | null> {
+    const movement = await this.prisma.inventoryMovement.findUnique({
+      where: { id: movementId },
+      select: { product: true },
+    });
+    return movement ? toProductView(movement.product) : null;
   }
 
   /**

@@ -14,6 +14,7 @@ export const orderLineViewSchema = z.object({
 
 const orderSummaryShape = {
   id: z.uuid(),
+  clientId: z.string().meta({ description: 'The API client that placed the order (owner)', example: 'shop-a' }),
   status: z.enum(Object.values(OrderStatus) as [OrderStatus, ...OrderStatus[]]),
   failureReason: z.string().nullable(),
   customer: z.object({ email: z.string(), name: z.string().nullable() }),

@@ -11,9 +11,10 @@
  * - `POST /orders/:id/retry` body `{ step? }` → 202 {@link RetryStartedView} once the retry started; 409
  *   `order-not-awaiting-retry`, 404, 503. `POST /orders/:id/accounting-sync/retry`: the same for
  *   `syncInvoiceToAccounting`, answering the {@link OrderView}.
- * Errors are `application/problem+json` (RFC 9457).
+ * Every route needs an API key (`Authorization: Bearer`); a client sees and acts on its own orders only (others'
+ * answer 404), `operator` keys on all. Errors are `application/problem+json` (RFC 9457).
  */
-import { Body, Controller, Get, HttpCode, HttpStatus, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, HttpStatus, Injectable, Param, Post, Query, Res } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBody,
@@ -23,7 +24,11 @@ import {
   ApiResponse,
   ApiTags,
 } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
+import type { AuthenticatedClient } from '../auth/api-key.store.js';
+import { ApiAuthResponses } from '../auth/api-auth.decorator.js';
+import { CurrentClient, RequireScope } from '../auth/auth.decorators.js';
+import { Scope } from '../auth/scopes.js';
 import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
 import { OrderStep } from '../../workflows/order-fulfilment.contract.js';
 import { PROBLEM_JSON, ServiceUnavailableProblem } from '../common/problem-details.js';
@@ -31,14 +36,14 @@ import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_MAX_LENGTH,
   IDEMPOTENT_REPLAYED_HEADER,
-  parseIdempotencyKey,
 } from '../idempotency/idempotency-key.js';
 import {
-  IdempotencyKeyInUseException,
-  IdempotencyService,
-  requestFingerprint,
-  type StoredResponse,
-} from '../idempotency/idempotency.service.js';
+  Idempotent,
+  type IdempotencyContext,
+  IdempotencyKey,
+  type IdempotentResource,
+} from '../idempotency/idempotency.interceptor.js';
+import type { StoredResponse } from '../idempotency/idempotency.service.js';
 import { type CreateOrderRequest, createOrderSchema } from './create-order.dto.js';
 import {
   type CancelOrderRequest,
@@ -50,15 +55,25 @@ import {
 } from './order-actions.dto.js';
 import { type ListOrdersQuery, listOrdersQuerySchema, orderIdParamsSchema } from './list-orders.dto.js';
 import { type OrderPageView, orderPageViewSchema, type OrderView, orderViewSchema } from './order-response.dto.js';
+import { ALL_ORDERS, orderAccessOf } from './order-access.js';
 import { OrdersService } from './orders.service.js';
 
+/** Rebuilds the 202 of `POST /orders` from a stored order (recovery of a stale idempotency record). */
+@Injectable()
+export class OrderIdempotency implements IdempotentResource {
+  constructor(private readonly orders: OrdersService) {}
+
+  async recover(orderId: string): Promise<StoredResponse | null> {
+    const order = await this.orders.find(orderId, ALL_ORDERS);
+    return order ? accepted(order) : null;
+  }
+}
+
 @ApiTags('orders')
+@ApiAuthResponses()
 @Controller('orders')
 export class OrdersController {
-  constructor(
-    private readonly orders: OrdersService,
-    private readonly idempotency: IdempotencyService,
-  ) {}
+  constructor(private readonly orders: OrdersService) {}
 
   /** Accepts an order and starts its fulfilment; never waits for fulfilment. */
   @Post()
@@ -71,8 +86,9 @@ export class OrdersController {
       'is still accepted and its workflow is started later by the reconciler.\n\n' +
       'Send an `Idempotency-Key` to make retries safe (draft-ietf-httpapi-idempotency-key-header): a retry with the ' +
       'same key and the same body gets the first response again, marked `Idempotent-Replayed: true`, and places ' +
-      'no second order. Keys are kept for `IDEMPOTENCY_RETENTION_MS` (default 24 h). Without the header every ' +
-      'request places a new order.',
+      'no second order. Keys belong to the client (two clients never share one) and are kept for ' +
+      '`IDEMPOTENCY_RETENTION_MS` (default 24 h) after the first request completed. Without the header every ' +
+      "request places a new order.\n\nNeeds scope `orders:write`; the order belongs to the key's client.",
   })
   @ApiHeader({
     name: IDEMPOTENCY_KEY_HEADER,
@@ -81,7 +97,7 @@ export class OrdersController {
       `Optional. A unique key per order intent (a UUID v4 is recommended), 1..${IDEMPOTENCY_KEY_MAX_LENGTH} visible ` +
       'ASCII characters, bare (`abc`) or as a Structured-Field string (`"abc"`). Same key + same body → the stored ' +
       'response is replayed; same key while the first request runs → 409; same key + different body → 422. ' +
-      'Kept for 24 h by default (IDEMPOTENCY_RETENTION_MS).',
+      'Scoped to the client; kept for 24 h after completion by default (IDEMPOTENCY_RETENTION_MS).',
     schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH + 2 },
     example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
   })
@@ -106,47 +122,33 @@ export class OrdersController {
     headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
     content: { [PROBLEM_JSON]: { schema: { $ref: '#/components/schemas/ProblemDetails' } } },
   })
+  @RequireScope(Scope.OrdersWrite)
+  @Idempotent({ records: OrderIdempotency })
   async create(
     @Body({ schema: createOrderSchema }) body: CreateOrderRequest,
-    @Req() req: Request,
+    @CurrentClient() client: AuthenticatedClient,
+    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
     @Res({ passthrough: true }) res: Response,
   ): Promise<OrderView> {
-    const key = parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()]);
-    if (key === undefined) {
-      const order = await this.orders.create(body);
-      res.location(`/orders/${order.id}`);
-      return order;
-    }
-
-    try {
-      const { response, replayed } = await this.idempotency.execute(
-        // The fingerprint covers the body as sent (req.body, before validation transformed it).
-        { key, fingerprint: requestFingerprint(req.body) },
-        {
-          perform: async (claim) => accepted(await this.orders.create(body, { inTransaction: claim })),
-          recover: async (orderId) => {
-            const order = await this.orders.find(orderId);
-            return order ? accepted(order) : null;
-          },
-        },
-      );
-      // The stored status is always 202 (@HttpCode) on this route; replay its headers and body.
-      for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
-      if (replayed) res.setHeader(IDEMPOTENT_REPLAYED_HEADER, 'true');
-      return response.body as OrderView;
-    } catch (err) {
-      if (err instanceof IdempotencyKeyInUseException) res.setHeader('Retry-After', String(err.retryAfterSeconds));
-      throw err;
-    }
+    const order = await this.orders.create(body, { clientId: client.id, inTransaction: idempotency?.claim });
+    res.location(`/orders/${order.id}`);
+    return order;
   }
 
   /** One order with its lines, invoice number and accounting id. */
   @Get(':id')
-  @ApiOperation({ summary: 'Get an order' })
+  @ApiOperation({
+    summary: 'Get an order',
+    description: 'Needs scope `orders:read`: own orders (all with `operator`).',
+  })
   @ApiOkResponse({ standardSchema: orderViewSchema })
-  @ApiProblemResponses({ 400: 'The id is not a UUID', 404: 'No such order' })
-  get(@Param({ schema: orderIdParamsSchema }) params: { id: string }): Promise<OrderView> {
-    return this.orders.get(params.id);
+  @ApiProblemResponses({ 400: 'The id is not a UUID', 404: "No such order (or another client's)" })
+  @RequireScope(Scope.OrdersRead)
+  get(
+    @Param({ schema: orderIdParamsSchema }) params: { id: string },
+    @CurrentClient() client: AuthenticatedClient,
+  ): Promise<OrderView> {
+    return this.orders.get(params.id, orderAccessOf(client));
   }
 
   /**
@@ -167,7 +169,8 @@ export class OrdersController {
       '- **409** `order-not-cancellable`: the confirmation was already sent (also when it was accepted by the ' +
       'provider while the cancel was waiting for it: the order then completes), the order is `completed` or ' +
       '`failed`, it waits for an operator in `attention_required`, or its workflow is not running.\n\n' +
-      'Without an `Idempotency-Key` every request is a new cancel request.',
+      'Without an `Idempotency-Key` every request is a new cancel request.\n\n' +
+      'Needs scope `orders:cancel` (own orders) or `operator` (any order).',
   })
   @ApiActionIdempotencyKey('cancel')
   @ApiOkResponse({ description: 'The order, now `cancelled`', standardSchema: orderViewSchema })
@@ -182,14 +185,18 @@ export class OrdersController {
     409: 'The order cannot be cancelled any more (`order-not-cancellable`; see `detail` and `orderStatus`)',
   })
   @ApiServiceUnavailableResponse()
+  @RequireScope(Scope.OrdersCancel)
+  @Idempotent()
   async cancel(
     @Param({ schema: orderIdParamsSchema }) params: { id: string },
     @Body({ schema: cancelOrderSchema }) body: CancelOrderRequest,
-    @Req() req: Request,
+    @CurrentClient() client: AuthenticatedClient,
+    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
     @Res({ passthrough: true }) res: Response,
   ): Promise<OrderView> {
-    const key = parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()]);
-    const { status, order } = await withRetryAfter(res, () => this.orders.cancel(params.id, body, key));
+    const { status, order } = await withRetryAfter(res, () =>
+      this.orders.cancel(params.id, body, { access: orderAccessOf(client), actionKey: idempotency?.scopedKey }),
+    );
     res.status(status);
     if (status === HttpStatus.ACCEPTED) res.location(`/orders/${order.id}`);
     return order;
@@ -211,7 +218,7 @@ export class OrdersController {
       'second one.\n\n' +
       'Orders started before this API existed can only wait on `syncInvoiceToAccounting`; for them the legacy ' +
       '`retryAccountingSync` signal is sent (when both the order row and the workflow say `attention_required`), ' +
-      'and `retry` is null.',
+      'and `retry` is null.\n\nNeeds scope `operator`.',
   })
   @ApiActionIdempotencyKey('retry')
   @ApiBody({ required: false, schema: { $ref: '#/components/schemas/RetryOrderRequest' } })
@@ -222,14 +229,17 @@ export class OrdersController {
     409: 'The workflow does not wait for a retry, or waits on another step (`order-not-awaiting-retry`; see `waitingFor`)',
   })
   @ApiServiceUnavailableResponse()
+  @RequireScope(Scope.Operator)
+  @Idempotent()
   retry(
     @Param({ schema: orderIdParamsSchema }) params: { id: string },
     @Body({ schema: retryOrderSchema }) body: RetryOrderRequest,
-    @Req() req: Request,
+    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
     @Res({ passthrough: true }) res: Response,
   ): Promise<RetryStartedView> {
-    const key = parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()]);
-    return withRetryAfter(res, () => this.orders.retry(params.id, body?.step, key));
+    return withRetryAfter(res, () =>
+      this.orders.retry(params.id, body?.step, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey }),
+    );
   }
 
   /**
@@ -242,7 +252,7 @@ export class OrdersController {
     summary: 'Retry the accounting sync of an order that needs attention',
     description:
       'Same as `POST /orders/:id/retry` with `{ "step": "syncInvoiceToAccounting" }`, answering the order. ' +
-      '202 only once the workflow has started the retry.',
+      '202 only once the workflow has started the retry. Needs scope `operator`.',
   })
   @ApiActionIdempotencyKey('retry')
   @ApiAcceptedResponse({ description: 'The retry has started', standardSchema: orderViewSchema })
@@ -252,14 +262,18 @@ export class OrdersController {
     409: 'The order does not wait for an accounting-sync retry (`order-not-awaiting-retry`)',
   })
   @ApiServiceUnavailableResponse()
+  @RequireScope(Scope.Operator)
+  @Idempotent()
   async retryAccountingSync(
     @Param({ schema: orderIdParamsSchema }) params: { id: string },
-    @Req() req: Request,
+    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
     @Res({ passthrough: true }) res: Response,
   ): Promise<OrderView> {
-    const key = parseIdempotencyKey(req.headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()]);
     const started = await withRetryAfter(res, () =>
-      this.orders.retry(params.id, OrderStep.SyncInvoiceToAccounting, key),
+      this.orders.retry(params.id, OrderStep.SyncInvoiceToAccounting, {
+        access: ALL_ORDERS,
+        actionKey: idempotency?.scopedKey,
+      }),
     );
     return started.order;
   }
@@ -268,12 +282,18 @@ export class OrdersController {
   @Get()
   @ApiOperation({
     summary: 'List orders',
-    description: 'Newest first. Pass `nextCursor` as `cursor` for the next page.',
+    description:
+      "Newest first. Pass `nextCursor` as `cursor` for the next page. Needs scope `orders:read`: the client's own " +
+      "orders (every client's with `operator`).",
   })
   @ApiOkResponse({ standardSchema: orderPageViewSchema })
   @ApiProblemResponses({ 400: 'Invalid limit, status or cursor' })
-  list(@Query({ schema: listOrdersQuerySchema }) query: ListOrdersQuery): Promise<OrderPageView> {
-    return this.orders.list(query);
+  @RequireScope(Scope.OrdersRead)
+  list(
+    @Query({ schema: listOrdersQuerySchema }) query: ListOrdersQuery,
+    @CurrentClient() client: AuthenticatedClient,
+  ): Promise<OrderPageView> {
+    return this.orders.list(query, orderAccessOf(client));
   }
 }
 
@@ -298,7 +318,7 @@ function ApiActionIdempotencyKey(action: 'cancel' | 'retry'): MethodDecorator {
     description:
       `Optional, recommended. A unique key per ${action} intent (a UUID v4), 1..${IDEMPOTENCY_KEY_MAX_LENGTH} ` +
       'visible ASCII characters, bare or quoted. It becomes the Temporal Update id ' +
-      `(\`${action}:<key>\`), so repeating the request with the same key is the same ${action}: it returns that ` +
+      `(\`${action}:<client>:<key>\`), so repeating the request with the same key is the same ${action}: it returns that ` +
       `${action}'s outcome and never acts twice (while the workflow runs; after it closed, the order's final ` +
       'status answers).',
     schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH + 2 },

@@ -4,13 +4,13 @@
  */
 import { Module } from '@nestjs/common';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
-import { OrdersController } from './orders.controller.js';
+import { OrderIdempotency, OrdersController } from './orders.controller.js';
 import { OrdersService } from './orders.service.js';
 
 @Module({
   imports: [IdempotencyModule],
   controllers: [OrdersController],
-  providers: [OrdersService],
+  providers: [OrdersService, OrderIdempotency],
   exports: [OrdersService],
 })
 export class OrdersModule {}

@@ -26,6 +26,7 @@ import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
 import type { CreateOrderRequest } from './create-order.dto.js';
 import type { ListOrdersQuery } from './list-orders.dto.js';
 import type { CancelOrderRequest, RetryStartedView } from './order-actions.dto.js';
+import { ALL_ORDERS, type OrderAccess, orderAccessWhere } from './order-access.js';
 import { encodeOrderCursor } from './order-cursor.js';
 import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
 
@@ -53,6 +54,8 @@ export type OrderTransactionHook = (tx: Prisma.TransactionClient, orderId: strin
 
 /** Options of {@link OrdersService.create}. */
 export interface CreateOrderOptions {
+  /** The client placing the order (`api_clients.id`): it owns the order. */
+  clientId: string;
   /** Runs first inside the order's transaction; throwing aborts the order. */
   inTransaction?: OrderTransactionHook;
 }
@@ -62,6 +65,14 @@ export interface OrderActionResponse {
   /** 200: done; 202: under way (repeat the request with the same Idempotency-Key for the outcome). */
   status: 200 | 202;
   order: OrderView;
+}
+
+/** Who acts on an order and under which key ({@link OrdersService.cancel}, {@link OrdersService.retry}). */
+export interface OrderActionOptions {
+  /** Whose orders the caller may act on; others' answer 404. */
+  access: OrderAccess;
+  /** `<client>:<Idempotency-Key>`, naming the Temporal Update; without it every request is a new Update. */
+  actionKey?: string;
 }
 
 /** `Retry-After` of 503 answers from order actions, seconds. */
@@ -86,13 +97,14 @@ export class OrdersService {
    * total = Σ quantity × unitPriceMinor, integer minor units), stores the order and its lines in one
    * transaction with status `received`, then starts its workflow. A failed start (Temporal down) is logged
    * and left to the reconciler: the order is committed either way.
+   * @param options.clientId the client placing the order; it owns the order.
    * @param options.inTransaction runs first inside the order's transaction (e.g. the idempotency claim);
    *   its writes commit or roll back with the order, and its error aborts the order and propagates.
    * @returns the stored order (with `workflowStartedAt` null if the start failed).
    * @throws ProblemException 400 `unknown-sku` (with `skus` and `errors`), `currency-mismatch`, or
    *   `total-too-large`; nothing is stored then.
    */
-  async create(request: CreateOrderRequest, options: CreateOrderOptions = {}): Promise<OrderView> {
+  async create(request: CreateOrderRequest, options: CreateOrderOptions): Promise<OrderView> {
     const id = randomUUID();
     await this.prisma.$transaction(async (tx) => {
       await options.inTransaction?.(tx, id);
@@ -160,6 +172,7 @@ export class OrdersService {
           statusStep: 0,
           currency: currencies[0]!,
           totalMinor,
+          clientId: options.clientId,
           workflowId: orderWorkflowId(id),
           lines: { create: lines },
         },
@@ -174,25 +187,30 @@ export class OrdersService {
         `Order ${id} accepted but its workflow could not be started; the reconciler will start it`,
       );
     }
-    return this.get(id);
+    return this.get(id, ALL_ORDERS);
   }
 
   /**
    * @param id order UUID.
-   * @throws ProblemException 404 when there is no such order.
+   * @param access whose orders the caller may see ({@link ALL_ORDERS} for operators and internal reads).
+   * @throws ProblemException 404 when there is no such order, or it belongs to a client `access` excludes.
    */
-  async get(id: string): Promise<OrderView> {
-    const order = await this.find(id);
+  async get(id: string, access: OrderAccess): Promise<OrderView> {
+    const order = await this.find(id, access);
     if (!order) throw ProblemException.notFound(`Order ${id}`);
     return order;
   }
 
   /**
    * @param id order UUID.
-   * @returns the order as `GET /orders/:id` shows it, or null when there is no such order.
+   * @param access whose orders the caller may see.
+   * @returns the order as `GET /orders/:id` shows it, or null when there is no such order (for this caller).
    */
-  async find(id: string): Promise<OrderView | null> {
-    const order = await this.prisma.order.findUnique({ where: { id }, include: orderInclude });
+  async find(id: string, access: OrderAccess): Promise<OrderView | null> {
+    const order = await this.prisma.order.findFirst({
+      where: { id, ...orderAccessWhere(access) },
+      include: orderInclude,
+    });
     return order ? this.toView(order) : null;
   }
 
@@ -203,16 +221,18 @@ export class OrdersService {
    * - 200 with the order (`cancelled`) when the cancel is done; also for an order that is already `cancelled`, so a
    *   repeated request gets the same answer after the workflow has closed.
    * - 202 with the order as it is now when the bound passed before the outcome: the same `Idempotency-Key` names
-   *   the same Update (id `cancel:<key>`), so repeating the request returns its outcome.
+   *   the same Update (id `cancel:<client>:<key>`), so repeating the request returns its outcome.
    * An order whose workflow was never started (Temporal was down at POST time) gets it started first (idempotent,
    * as the reconciler would), so there is a workflow to decide the cancel.
-   * @param idempotencyKey the request's parsed `Idempotency-Key`; without it every request is a new Update.
+   * @param options.access whose orders the caller may cancel (others' answer 404).
+   * @param options.actionKey the request's `Idempotency-Key` scoped to its client (`<client>:<key>`); without it
+   *   every request is a new Update.
    * @throws ProblemException 404 (no such order); 409 `order-not-cancellable` (confirmation sent, final, waits for
    *   an operator, the workflow closed or has no cancel handler; extension `orderStatus`);
    *   {@link ServiceUnavailableProblem} 503 when Temporal is unavailable.
    */
-  async cancel(id: string, request: CancelOrderRequest, idempotencyKey?: string): Promise<OrderActionResponse> {
-    const order = await this.get(id);
+  async cancel(id: string, request: CancelOrderRequest, options: OrderActionOptions): Promise<OrderActionResponse> {
+    const order = await this.get(id, options.access);
     if (order.status === OrderStatus.Cancelled) return { status: 200, order };
     if (isTerminalStatus(order.status)) {
       throw notCancellable(order, `Order ${id} is already ${order.status}; a final order cannot be cancelled`);
@@ -222,19 +242,22 @@ export class OrdersService {
     const outcome = await this.actions.cancel(
       id,
       { reason: request.reason },
-      { updateId: `cancel:${idempotencyKey ?? randomUUID()}`, waitMs: this.config.CANCEL_WAIT_MS },
+      { updateId: `cancel:${options.actionKey ?? randomUUID()}`, waitMs: this.config.CANCEL_WAIT_MS },
     );
     switch (outcome.kind) {
       case 'cancelled':
         // With a reused key the result is the first cancel's, whatever this request's reason: same key, same
         // answer. (The result's reason is the one the order was cancelled with, which may be an earlier request's.)
-        return { status: 200, order: await this.get(id) };
+        return { status: 200, order: await this.get(id, ALL_ORDERS) };
       case 'pending':
-        return { status: 202, order: await this.get(id) };
+        return { status: 202, order: await this.get(id, ALL_ORDERS) };
       case 'refused':
-        throw notCancellable(await this.get(id), `Order ${id} cannot be cancelled: ${refusalWhy(outcome.failure)}`);
+        throw notCancellable(
+          await this.get(id, ALL_ORDERS),
+          `Order ${id} cannot be cancelled: ${refusalWhy(outcome.failure)}`,
+        );
       case 'failed': {
-        const current = await this.get(id);
+        const current = await this.get(id, ALL_ORDERS);
         if (outcome.handlerMissing) {
           throw notCancellable(
             current,
@@ -259,27 +282,28 @@ export class OrdersService {
    * Asks the order's workflow to retry the step it waits on in `attention_required` (see
    * {@link OrderWorkflowActions.retry}); answers once the retry has started.
    * @param step when given, the retry happens only if the order waits on this step.
-   * @param idempotencyKey the request's parsed `Idempotency-Key`: the Update id is `retry:<key>`, so a repeated
-   *   request with the same key is one retry.
+   * @param options.access whose orders the caller may retry (others' answer 404).
+   * @param options.actionKey the request's `Idempotency-Key` scoped to its client (`<client>:<key>`): the Update
+   *   id is `retry:<client>:<key>`, so a repeated request with the same key is one retry.
    * @throws ProblemException 404 (no such order); 409 `order-not-awaiting-retry` (the workflow waits for no retry,
    *   or for another step; extensions `orderStatus`, `waitingFor`); {@link ServiceUnavailableProblem} 503 when
    *   Temporal is unavailable or no worker answered.
    */
-  async retry(id: string, step: OrderStep | undefined, idempotencyKey?: string): Promise<RetryStartedView> {
-    const order = await this.get(id);
+  async retry(id: string, step: OrderStep | undefined, options: OrderActionOptions): Promise<RetryStartedView> {
+    const order = await this.get(id, options.access);
     if (isTerminalStatus(order.status)) {
       throw notAwaitingRetry(order, null, `Order ${id} is ${order.status}; a final order has nothing to retry`);
     }
     const outcome = await this.actions.retry(
       id,
       step === undefined ? {} : { step },
-      `retry:${idempotencyKey ?? randomUUID()}`,
+      `retry:${options.actionKey ?? randomUUID()}`,
     );
     switch (outcome.kind) {
       case 'started':
-        return { ...outcome.result, order: await this.get(id) };
+        return { ...outcome.result, order: await this.get(id, ALL_ORDERS) };
       case 'refused': {
-        const current = await this.get(id);
+        const current = await this.get(id, ALL_ORDERS);
         const waitingFor = outcome.state?.attention?.step ?? detailOf(outcome.failure, 'waitingStep');
         throw notAwaitingRetry(current, waitingFor, refusedRetryDetail(id, step, outcome));
       }
@@ -312,7 +336,7 @@ export class OrdersService {
    */
   private async afterUnreachable(id: string, outcome: WorkflowUnreachableOutcome, action: string): Promise<OrderView> {
     if (outcome.kind === 'unavailable') throw temporalUnavailable(outcome.error);
-    const current = await this.get(id);
+    const current = await this.get(id, ALL_ORDERS);
     if (!isTerminalStatus(current.status)) {
       this.logger.warn(
         {
@@ -328,10 +352,11 @@ export class OrdersService {
 
   /**
    * One page of orders, newest first, keyset-paginated on (createdAt, id).
+   * @param access whose orders to list (a client sees only its own).
    * @returns `{ items, nextCursor }`; `nextCursor` is null on the last page.
    */
-  async list(query: ListOrdersQuery): Promise<OrderPageView> {
-    const where: Prisma.OrderWhereInput = {};
+  async list(query: ListOrdersQuery, access: OrderAccess): Promise<OrderPageView> {
+    const where: Prisma.OrderWhereInput = { ...orderAccessWhere(access) };
     if (query.status) where.status = query.status;
     if (query.cursor) {
       const { createdAt, id } = query.cursor;
@@ -354,6 +379,7 @@ export class OrdersService {
   private toSummaryView(order: OrderSummaryRow): OrderSummaryView {
     return {
       id: order.id,
+      clientId: order.clientId,
       status: order.status as OrderStatusValue,
       failureReason: order.failureReason,
       customer: { email: order.customerEmail, name: order.customerName },

@@ -5,11 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig } from '../../src/config/config.js';
-import { PROBLEM_JSON } from '../helpers/api-app.js';
+import { api, PROBLEM_JSON, testKeys } from '../helpers/api-app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
 let db: TestDatabase;
@@ -47,15 +46,18 @@ beforeEach(async () => {
   });
 });
 
+/** The client of the default test key. */
+const SHOP = () => testKeys().shop.client;
+
 const put = (sku: string, body: unknown, idempotencyKey?: string) => {
-  const req = request(app.getHttpServer()).put(`/inventory/${encodeURIComponent(sku)}`);
+  const req = api(app).put(`/inventory/${encodeURIComponent(sku)}`);
   if (idempotencyKey !== undefined) req.set('Idempotency-Key', idempotencyKey);
   return req.send(body as object);
 };
 
 describe('GET /inventory', () => {
   it('lists products ordered by SKU with available = onHand - reserved', async () => {
-    const res = await request(app.getHttpServer()).get('/inventory');
+    const res = await api(app).get('/inventory');
     expect(res.status).toBe(200);
     expect(res.body).toEqual([
       { sku: 'SKU-CAP', name: 'Cap', priceMinor: 900, currency: 'USD', onHand: 0, reserved: 0, available: 0 },
@@ -82,7 +84,8 @@ describe('PUT /inventory/:sku', () => {
     expect(await db.prisma.product.findUniqueOrThrow({ where: { sku: 'SKU-MUG' } })).toMatchObject({ onHand: 25 });
     expect(await db.prisma.inventoryMovement.findMany()).toEqual([
       expect.objectContaining({
-        id: 'adjust:SKU-MUG:key-1',
+        // The key is the client's: the movement is named by client and key.
+        id: `adjust:SKU-MUG:${SHOP()}:key-1`,
         sku: 'SKU-MUG',
         orderId: null,
         reason: 'adjustment',
@@ -96,7 +99,7 @@ describe('PUT /inventory/:sku', () => {
     expect(lower.status).toBe(200);
     expect(lower.body).toMatchObject({ onHand: 7, available: 7 });
 
-    const movements = await request(app.getHttpServer()).get('/inventory/SKU-MUG/movements');
+    const movements = await api(app).get('/inventory/SKU-MUG/movements');
     expect(movements.status).toBe(200);
     expect(movements.body).toHaveLength(2);
     // Newest first; without an Idempotency-Key the request id is a fresh UUID.
@@ -108,7 +111,7 @@ describe('PUT /inventory/:sku', () => {
     });
     expect(movements.body[0].id).toMatch(/^adjust:SKU-MUG:[0-9a-f-]{36}$/);
     expect(movements.body[1]).toMatchObject({
-      id: 'adjust:SKU-MUG:key-1',
+      id: `adjust:SKU-MUG:${SHOP()}:key-1`,
       onHandDelta: 15,
       onHandAfter: 25,
       orderId: null,
@@ -116,8 +119,9 @@ describe('PUT /inventory/:sku', () => {
     expect(new Date(movements.body[1].createdAt).toISOString()).toBe(movements.body[1].createdAt);
   });
 
-  it('a replay with the same Idempotency-Key changes nothing and returns the current product', async () => {
-    expect((await put('SKU-MUG', { onHand: 25 }, 'replay-key')).status).toBe(200);
+  it('a replay with the same Idempotency-Key changes nothing and returns the first response', async () => {
+    const first = await put('SKU-MUG', { onHand: 25 }, 'replay-key');
+    expect(first.status).toBe(200);
     const reused = await put('SKU-MUG', { onHand: 40 }, 'replay-key');
     expect(reused.status).toBe(422);
     expect(reused.headers['content-type']).toMatch(PROBLEM_JSON);
@@ -125,23 +129,37 @@ describe('PUT /inventory/:sku', () => {
     const replay = await put('SKU-MUG', { onHand: 25 }, 'replay-key');
     expect(replay.status).toBe(200);
     expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(replay.body).toMatchObject({ sku: 'SKU-MUG', onHand: 25, available: 25 });
+    expect(replay.text).toBe(first.text);
     expect(await db.prisma.product.findUniqueOrThrow({ where: { sku: 'SKU-MUG' } })).toMatchObject({ onHand: 25 });
     expect(await db.prisma.inventoryMovement.count()).toBe(1);
 
-    // The key is scoped to the SKU: the same key on another product is a new adjustment.
+    // A key names one request: the same key on another product is another request → 422.
     const other = await put('SKU-CAP', { onHand: 4 }, 'replay-key');
-    expect(other.status).toBe(200);
-    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    expect(other.status).toBe(422);
+    expect(await db.prisma.inventoryMovement.count()).toBe(1);
+
+    // Another client's same key is its own request.
+    const otherClient = await api(app, testKeys().operator.key)
+      .put('/inventory/SKU-MUG')
+      .set('Idempotency-Key', 'replay-key')
+      .send({ onHand: 26 });
+    expect(otherClient.status).toBe(200);
+    expect(otherClient.headers['idempotent-replayed']).toBeUndefined();
+    expect(otherClient.body).toMatchObject({ onHand: 26 });
     expect(await db.prisma.inventoryMovement.count()).toBe(2);
   });
 
-  it('concurrent requests with one Idempotency-Key apply once', async () => {
+  it('concurrent requests with one Idempotency-Key apply once: the first 200, the others 409 or its replay', async () => {
     const results = await Promise.all(Array.from({ length: 6 }, () => put('SKU-MUG', { onHand: 30 }, 'race-key')));
-    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
-    expect(results.filter((r) => r.headers['idempotent-replayed'] === 'true')).toHaveLength(5);
+    const statuses = results.map((r) => r.status);
+    expect(statuses.every((s) => s === 200 || s === 409)).toBe(true);
+    expect(results.filter((r) => r.status === 200 && r.headers['idempotent-replayed'] === undefined)).toHaveLength(1);
+    for (const busy of results.filter((r) => r.status === 409)) {
+      expect(busy.headers['retry-after']).toBe('1');
+      expect(busy.body.type).toBe('https://order-fulfilment.dev/problems/idempotency-key-in-use');
+    }
     const movements = await db.prisma.inventoryMovement.findMany();
-    expect(movements).toEqual([expect.objectContaining({ id: 'adjust:SKU-MUG:race-key', onHandDelta: 20 })]);
+    expect(movements).toEqual([expect.objectContaining({ id: `adjust:SKU-MUG:${SHOP()}:race-key`, onHandDelta: 20 })]);
   });
 
   it('below the reserved quantity → 409 problem, nothing changed', async () => {
@@ -176,7 +194,7 @@ describe('PUT /inventory/:sku', () => {
       status: 404,
       instance: '/inventory/SKU-NOPE',
     });
-    const movements = await request(app.getHttpServer()).get('/inventory/SKU-NOPE/movements');
+    const movements = await api(app).get('/inventory/SKU-NOPE/movements');
     expect(movements.status).toBe(404);
     expect(movements.headers['content-type']).toMatch(PROBLEM_JSON);
   });

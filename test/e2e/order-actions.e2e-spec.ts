@@ -9,16 +9,17 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId, type OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import { ApiSuite, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import { api, ApiSuite, testKeys, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const suite = new ApiSuite(`order-actions-e2e-${randomUUID()}`);
 let app: NestExpressApplication;
-const http = () => request(app.getHttpServer());
+const http = () => api(app);
+/** Operator actions (retry) need an `operator` key. */
+const ops = () => api(app, testKeys().operator.key);
 
 beforeAll(async () => {
   await suite.open([{ sku: 'SKU-MUG', name: 'Mug', priceMinor: 1250, onHand: 100 }]);
@@ -28,7 +29,7 @@ afterAll(() => suite.close());
 
 /** Places an order through the API (its workflow starts and stays pending: no worker). */
 async function placeOrder(server = app): Promise<string> {
-  const res = await request(server.getHttpServer())
+  const res = await api(server)
     .post('/orders')
     .send({ customer: { email: 'ada@example.com' }, lines: [{ sku: 'SKU-MUG', quantity: 2 }] })
     .expect(202);
@@ -118,7 +119,7 @@ describe('POST /orders/:id/cancel, answered without the workflow', () => {
     const key = randomUUID();
     for (let attempt = 0; attempt < 2; attempt++) {
       const started = Date.now();
-      const res = await request(quick.getHttpServer())
+      const res = await api(quick)
         .post(`/orders/${id}/cancel`)
         .set('Idempotency-Key', key)
         .send({ reason: 'no worker takes it' });
@@ -142,7 +143,7 @@ describe('POST /orders/:id/cancel, answered without the workflow', () => {
     const id = await placeOrder();
     const down = await startApiApp(suite.config({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` }));
     suite.extraApps.push(down);
-    const res = await request(down.getHttpServer()).post(`/orders/${id}/cancel`).send({ reason: 'x' });
+    const res = await api(down).post(`/orders/${id}/cancel`).send({ reason: 'x' });
     expect(res.status).toBe(503);
     expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
     expect(res.headers['retry-after']).toBe('5');
@@ -153,19 +154,19 @@ describe('POST /orders/:id/cancel, answered without the workflow', () => {
 
 describe('POST /orders/:id/retry, answered without the workflow', () => {
   it('answers 404 for an unknown order and 400 for an unknown step or key', async () => {
-    expect((await http().post(`/orders/${randomUUID()}/retry`)).status).toBe(404);
+    expect((await ops().post(`/orders/${randomUUID()}/retry`)).status).toBe(404);
     const id = await placeOrder();
-    const badStep = await http().post(`/orders/${id}/retry`).send({ step: 'launchRocket' });
+    const badStep = await ops().post(`/orders/${id}/retry`).send({ step: 'launchRocket' });
     expect(badStep.status).toBe(400);
     expect(badStep.body.errors).toEqual([expect.objectContaining({ path: 'step' })]);
-    expect((await http().post(`/orders/${id}/retry`).send({ extra: 1 })).status).toBe(400);
+    expect((await ops().post(`/orders/${id}/retry`).send({ extra: 1 })).status).toBe(400);
   });
 
   it('answers 409 order-not-awaiting-retry for a final order, on both retry routes', async () => {
     const id = await placeOrder();
     await setStatus(id, 'completed', 50);
     for (const path of [`/orders/${id}/retry`, `/orders/${id}/accounting-sync/retry`]) {
-      const res = await http().post(path);
+      const res = await ops().post(path);
       expect(res.status).toBe(409);
       expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
       expect(res.body).toMatchObject({
@@ -180,13 +181,13 @@ describe('POST /orders/:id/retry, answered without the workflow', () => {
     const closed = await placeOrder();
     await setStatus(closed, 'attention_required', 45);
     await suite.temporal.workflow.getHandle(orderWorkflowId(closed)).terminate('test');
-    const res = await http().post(`/orders/${closed}/retry`);
+    const res = await ops().post(`/orders/${closed}/retry`);
     expect(res.status).toBe(409);
     expect(res.body.detail).toContain('has closed (TERMINATED)');
 
     const pending = await placeOrder();
     const started = Date.now();
-    const timeout = await http().post(`/orders/${pending}/retry`).set('Idempotency-Key', randomUUID());
+    const timeout = await ops().post(`/orders/${pending}/retry`).set('Idempotency-Key', randomUUID());
     expect(timeout.status).toBe(503);
     expect(timeout.headers['retry-after']).toBe('5');
     expect(timeout.body.detail).toContain('same Idempotency-Key');
@@ -222,6 +223,7 @@ describe('executions started before the Update handlers', () => {
       data: {
         id,
         customerEmail: 'ada@example.com',
+        clientId: testKeys().shop.client,
         status: rowStatus,
         statusStep: rowStatus === 'attention_required' ? 45 : 20,
         currency: 'EUR',
@@ -241,7 +243,7 @@ describe('executions started before the Update handlers', () => {
 
   it('retries through the retryAccountingSync signal when the row and the workflow both wait', async () => {
     const { id, handle } = await legacyOrder('attention_required', 'attention_required');
-    const res = await http().post(`/orders/${id}/retry`).set('Idempotency-Key', randomUUID()).send({});
+    const res = await ops().post(`/orders/${id}/retry`).set('Idempotency-Key', randomUUID()).send({});
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ orderId: id, step: 'syncInvoiceToAccounting', retry: null, order: { id } });
     expect(await handle.result()).toBe('retried');
@@ -253,12 +255,12 @@ describe('executions started before the Update handlers', () => {
       await legacyOrder('invoiced', 'attention_required'),
     ];
     for (const { id } of cases) {
-      const res = await http().post(`/orders/${id}/accounting-sync/retry`);
+      const res = await ops().post(`/orders/${id}/accounting-sync/retry`);
       expect(res.status).toBe(409);
       expect(res.body.type).toBe(`${PROBLEMS}order-not-awaiting-retry`);
     }
     const other = await legacyOrder('attention_required', 'attention_required');
-    const wrongStep = await http().post(`/orders/${other.id}/retry`).send({ step: 'shipOrder' });
+    const wrongStep = await ops().post(`/orders/${other.id}/retry`).send({ step: 'shipOrder' });
     expect(wrongStep.status).toBe(409);
     for (const { handle } of [...cases, other]) {
       const history = await handle.fetchHistory();
@@ -286,6 +288,7 @@ describe('the reconciler and the sweeper', () => {
       data: {
         id,
         customerEmail: 'ada@example.com',
+        clientId: testKeys().shop.client,
         status: 'failed',
         statusStep: 90,
         failureReason: 'InsufficientStockError: test',
@@ -338,6 +341,7 @@ describe('the reconciler and the sweeper', () => {
       data: {
         id: missing,
         customerEmail: 'ada@example.com',
+        clientId: testKeys().shop.client,
         status: 'invoiced',
         statusStep: 20,
         currency: 'EUR',
@@ -372,7 +376,17 @@ describe('OpenAPI', () => {
   it('documents the action routes, their statuses and problem types', async () => {
     const res = await http().get('/docs-json').expect(200);
     const cancel = res.body.paths['/orders/{id}/cancel'].post;
-    expect(Object.keys(cancel.responses).sort()).toEqual(['200', '202', '400', '404', '409', '503']);
+    expect(Object.keys(cancel.responses).sort()).toEqual([
+      '200',
+      '202',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '429',
+      '503',
+    ]);
     expect(cancel.responses['202'].headers).toHaveProperty('Location');
     expect(cancel.responses['503'].headers).toHaveProperty('Retry-After');
     expect(Object.keys(cancel.responses['409'].content)).toEqual(['application/problem+json']);
@@ -381,7 +395,7 @@ describe('OpenAPI', () => {
       expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false })]),
     );
     const retry = res.body.paths['/orders/{id}/retry'].post;
-    expect(Object.keys(retry.responses).sort()).toEqual(['202', '400', '404', '409', '503']);
+    expect(Object.keys(retry.responses).sort()).toEqual(['202', '400', '401', '403', '404', '409', '429', '503']);
     expect(JSON.stringify(retry.responses['202'])).toContain('RetryStarted');
     expect(retry.requestBody.required).toBe(false);
     expect(res.body.paths['/orders/{id}/accounting-sync/retry'].post.responses).toHaveProperty('503');

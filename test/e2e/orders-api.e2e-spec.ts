@@ -6,12 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Client } from '@temporalio/client';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../src/config/config.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { ORDER_WORKFLOW_TYPE, orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
-import { ApiSuite, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import { api, ApiSuite, testKeys, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -56,7 +55,7 @@ describe('POST /orders content type', () => {
     ['application/x-www-form-urlencoded', 'customer=ada'],
   ])('answers 415 problem+json for a %s body and stores nothing', async (type, body) => {
     const before = await db.prisma.order.count();
-    const res = await request(app.getHttpServer()).post('/orders').set('Content-Type', type).send(body);
+    const res = await api(app).post('/orders').set('Content-Type', type).send(body);
     expect(res.status).toBe(415);
     expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
     expect(res.body.type).toBe('https://order-fulfilment.dev/problems/unsupported-media-type');
@@ -64,10 +63,7 @@ describe('POST /orders content type', () => {
   });
 
   it('lets application/json with a charset through to validation', async () => {
-    const res = await request(app.getHttpServer())
-      .post('/orders')
-      .set('Content-Type', 'application/json; charset=utf-8')
-      .send('{}');
+    const res = await api(app).post('/orders').set('Content-Type', 'application/json; charset=utf-8').send('{}');
     expect(res.status).toBe(400);
     expect(res.body.type).toBe('https://order-fulfilment.dev/problems/validation-error');
   });
@@ -154,7 +150,7 @@ describe('POST /orders validation', () => {
   ];
 
   it.each(cases)('$name → 400 problem+json naming $path', async ({ body, path, type, message }) => {
-    const res = await request(app.getHttpServer())
+    const res = await api(app)
       .post('/orders')
       .send(body as object);
     expect(res.status).toBe(400);
@@ -173,7 +169,7 @@ describe('POST /orders validation', () => {
   });
 
   it('malformed JSON → 400 problem+json', async () => {
-    const res = await request(app.getHttpServer())
+    const res = await api(app)
       .post('/orders')
       .set('Content-Type', 'application/json')
       .send('{"customer": {"email": "ada@example.com"}, "lines": [');
@@ -198,7 +194,7 @@ describe('POST /orders and GET /orders/:id', () => {
   let created: OrderView;
 
   it('answers 202 with Location and the order, and starts its workflow', async () => {
-    const res = await request(app.getHttpServer()).post('/orders').send(validOrder());
+    const res = await api(app).post('/orders').send(validOrder());
     expect(res.status).toBe(202);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     created = res.body;
@@ -206,6 +202,7 @@ describe('POST /orders and GET /orders/:id', () => {
     expect(res.headers.location).toBe(`/orders/${created.id}`);
     expect(created).toEqual({
       id: created.id,
+      clientId: testKeys().shop.client,
       status: 'received',
       failureReason: null,
       customer: { email: 'ada@example.com', name: 'Ada Lovelace' },
@@ -240,13 +237,13 @@ describe('POST /orders and GET /orders/:id', () => {
   });
 
   it('GET /orders/:id returns the same representation', async () => {
-    const res = await request(app.getHttpServer()).get(`/orders/${created.id}`);
+    const res = await api(app).get(`/orders/${created.id}`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual(created);
   });
 
   it('GET /orders/:id with a non-UUID id → 400 problem', async () => {
-    const res = await request(app.getHttpServer()).get('/orders/not-a-uuid');
+    const res = await api(app).get('/orders/not-a-uuid');
     expect(res.status).toBe(400);
     expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
     expect(res.body).toMatchObject({
@@ -259,7 +256,7 @@ describe('POST /orders and GET /orders/:id', () => {
 
   it('GET /orders/:id for an unknown order → 404 problem', async () => {
     const id = randomUUID();
-    const res = await request(app.getHttpServer()).get(`/orders/${id}`);
+    const res = await api(app).get(`/orders/${id}`);
     expect(res.status).toBe(404);
     expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
     expect(res.body).toMatchObject({
@@ -272,7 +269,7 @@ describe('POST /orders and GET /orders/:id', () => {
   });
 
   it('an unknown route → 404 problem', async () => {
-    const res = await request(app.getHttpServer()).get('/no-such-route?x=1');
+    const res = await api(app).get('/no-such-route?x=1');
     expect(res.status).toBe(404);
     expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
     expect(res.body).toMatchObject({
@@ -287,7 +284,7 @@ describe('POST /orders and GET /orders/:id', () => {
 describe('GET /orders', () => {
   it('pages newest first across 3 pages with an opaque cursor', async () => {
     for (let i = 0; i < 4; i++) {
-      const res = await request(app.getHttpServer())
+      const res = await api(app)
         .post('/orders')
         .send({ customer: { email: `c${i}@example.com` }, lines: [{ sku: 'SKU-CAP', quantity: i + 1 }] });
       expect(res.status).toBe(202);
@@ -300,6 +297,7 @@ describe('GET /orders', () => {
         data: {
           id,
           customerEmail: `tie${i}@example.com`,
+          clientId: testKeys().shop.client,
           status: i === 0 ? 'completed' : 'received',
           currency: 'EUR',
           totalMinor: 900,
@@ -321,7 +319,7 @@ describe('GET /orders', () => {
     const pages: Array<{ items: Array<Record<string, unknown>>; nextCursor: string | null }> = [];
     let cursor: string | null = null;
     do {
-      const res = await request(app.getHttpServer())
+      const res = await api(app)
         .get('/orders')
         .query(cursor ? { limit, cursor } : { limit });
       expect(res.status).toBe(200);
@@ -340,7 +338,7 @@ describe('GET /orders', () => {
   });
 
   it('filters by status', async () => {
-    const res = await request(app.getHttpServer()).get('/orders').query({ status: 'completed' });
+    const res = await api(app).get('/orders').query({ status: 'completed' });
     expect(res.status).toBe(200);
     expect(res.body.items).toHaveLength(1);
     expect(res.body.items[0]).toMatchObject({ status: 'completed', completedAt: expect.any(String) });
@@ -355,7 +353,7 @@ describe('GET /orders', () => {
     { query: { limit: 'ten' }, path: 'limit' },
     { query: { status: 'lost' }, path: 'status' },
   ])('bad query $query → 400 problem', async ({ query, path }) => {
-    const res = await request(app.getHttpServer()).get('/orders').query(query);
+    const res = await api(app).get('/orders').query(query);
     expect(res.status).toBe(400);
     expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
     expect(res.body).toMatchObject({
@@ -371,7 +369,7 @@ describe('Temporal down at POST time', () => {
     const downApp = await startApp(suiteConfig({ TEMPORAL_ADDRESS: `127.0.0.1:${await unusedPort()}` }));
     extraApps.push(downApp);
 
-    const res = await request(downApp.getHttpServer()).post('/orders').send(validOrder());
+    const res = await api(downApp).post('/orders').send(validOrder());
     expect(res.status).toBe(202);
     expect(res.headers.location).toBe(`/orders/${res.body.id}`);
     expect(res.body).toMatchObject({ status: 'received', workflowStartedAt: null });
@@ -379,7 +377,7 @@ describe('Temporal down at POST time', () => {
     expect((await db.prisma.order.findUniqueOrThrow({ where: { id } })).workflowStartedAt).toBeNull();
     await expect(temporal.workflow.getHandle(orderWorkflowId(id)).describe()).rejects.toThrow();
 
-    const health = await request(downApp.getHttpServer()).get('/health');
+    const health = await api(downApp, testKeys().operator.key).get('/health');
     expect(health.status).toBe(503);
     expect(health.headers['content-type']).toMatch(PROBLEM_JSON);
     expect(health.body).toMatchObject({
@@ -387,6 +385,11 @@ describe('Temporal down at POST time', () => {
       status: 503,
       checks: { database: { status: 'up' }, temporal: { status: 'down' } },
     });
+    // Without an operator key: the status, not the details.
+    const anonymous = await api(downApp).get('/health').unset('Authorization');
+    expect(anonymous.status).toBe(503);
+    expect(anonymous.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(anonymous.body).not.toHaveProperty('checks');
 
     // The reconciler leaves orders younger than 5 s to the POST handler; age this one instead of waiting.
     await db.prisma.order.update({ where: { id }, data: { createdAt: new Date(Date.now() - 10_000) } });
@@ -406,23 +409,27 @@ describe('Temporal down at POST time', () => {
     expect(description.taskQueue).toBe(taskQueue);
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId)).toBe(id);
 
-    const after = await request(reconcilingApp.getHttpServer()).get(`/orders/${id}`);
+    const after = await api(reconcilingApp).get(`/orders/${id}`);
     expect(after.body.workflowStartedAt).toBe(startedAt!.toISOString());
   });
 });
 
 describe('GET /health and /docs-json', () => {
-  it('reports the database and Temporal up', async () => {
-    const res = await request(app.getHttpServer()).get('/health');
+  it('reports the database and Temporal up: the status to anyone, the details to operators', async () => {
+    const res = await api(app, testKeys().operator.key).get('/health');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       status: 'ok',
       details: { database: { status: 'up' }, temporal: { status: 'up' } },
     });
+    for (const plain of [await api(app).get('/health'), await api(app).get('/health').unset('Authorization')]) {
+      expect(plain.status).toBe(200);
+      expect(plain.body).toEqual({ status: 'ok' });
+    }
   });
 
   it('serves the OpenAPI document with the order schemas', async () => {
-    const res = await request(app.getHttpServer()).get('/docs-json');
+    const res = await api(app).get('/docs-json');
     expect(res.status).toBe(200);
     expect(res.body.openapi).toMatch(/^3\./);
     expect(Object.keys(res.body.paths)).toEqual(

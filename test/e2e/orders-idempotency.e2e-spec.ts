@@ -6,18 +6,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import request from 'supertest';
 import { Prisma } from '../../prisma/generated/client.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../src/config/config.js';
-import { IdempotencyService, requestFingerprint } from '../../src/idempotency/idempotency.service.js';
+import { requestFingerprint } from '../../src/idempotency/idempotency-protocol.js';
+import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
-import { ApiSuite, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import { api, ApiSuite, testKeys, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
+/** The client of the default test key (test/helpers/api-keys.ts), which every request here uses. */
+const SHOP = () => testKeys().shop.client;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 let db: TestDatabase;
@@ -52,7 +54,7 @@ const order = (email: string, quantity = 1) => ({
 });
 
 const post = (body: unknown, key?: string | string[]) => {
-  const req = request(app.getHttpServer()).post('/orders');
+  const req = api(app).post('/orders');
   // An array sends one header line per key (superagent passes it to Node's setHeader).
   if (key !== undefined) req.set('Idempotency-Key', key as string);
   return req.send(body as object);
@@ -60,7 +62,7 @@ const post = (body: unknown, key?: string | string[]) => {
 
 const ordersOf = (email: string) => db.prisma.order.count({ where: { customerEmail: email } });
 const record = (key: string) =>
-  db.prisma.idempotencyRecord.findUnique({ where: { scope_key: { scope: 'anonymous', key } } });
+  db.prisma.idempotencyRecord.findUnique({ where: { clientId_key: { clientId: SHOP(), key } } });
 
 beforeAll(async () => {
   await suite.open([
@@ -104,16 +106,17 @@ describe('POST /orders with an Idempotency-Key', () => {
 
     const row = await record(key);
     expect(row).toMatchObject({
-      scope: 'anonymous',
+      clientId: SHOP(),
       status: 'completed',
-      fingerprint: requestFingerprint(order('replay@example.com')),
+      fingerprint: requestFingerprint({ method: 'POST', target: '/orders', body: order('replay@example.com') }),
       responseStatus: 202,
       responseHeaders: { Location: `/orders/${created.id}` },
       resourceId: created.id,
       completedAt: expect.any(Date),
     });
     expect(row!.responseBody).toEqual(created);
-    expect(row!.expiresAt.getTime() - row!.createdAt.getTime()).toBe(DAY_MS);
+    // Retention counts from completion.
+    expect(row!.expiresAt!.getTime() - row!.completedAt!.getTime()).toBe(DAY_MS);
   });
 
   it('the same key with a different body → 422 idempotency-key-reused, still one order', async () => {
@@ -210,8 +213,8 @@ describe('POST /orders with an Idempotency-Key', () => {
     expect(first.status).toBe(202);
     const past = new Date(Date.now() - 2 * DAY_MS);
     await db.prisma.idempotencyRecord.update({
-      where: { scope_key: { scope: 'anonymous', key } },
-      data: { createdAt: past, expiresAt: new Date(past.getTime() + DAY_MS) },
+      where: { clientId_key: { clientId: SHOP(), key } },
+      data: { createdAt: past, completedAt: past, expiresAt: new Date(past.getTime() + DAY_MS) },
     });
 
     const second = await post(order('expired@example.com'), key);
@@ -221,7 +224,7 @@ describe('POST /orders with an Idempotency-Key', () => {
     expect(await ordersOf('expired@example.com')).toBe(2);
     const row = await record(key);
     expect(row).toMatchObject({ status: 'completed', resourceId: second.body.id });
-    expect(row!.expiresAt.getTime()).toBeGreaterThan(Date.now());
+    expect(row!.expiresAt!.getTime()).toBeGreaterThan(Date.now());
   });
 
   it('a processing record → 409 with Retry-After; once stale and its order exists → completed and replayed', async () => {
@@ -231,13 +234,14 @@ describe('POST /orders with an Idempotency-Key', () => {
     const id: string = first.body.id;
     // A crash after the order committed but before the record was completed.
     await db.prisma.idempotencyRecord.update({
-      where: { scope_key: { scope: 'anonymous', key } },
+      where: { clientId_key: { clientId: SHOP(), key } },
       data: {
         status: 'processing',
         responseStatus: null,
         responseBody: Prisma.DbNull,
         responseHeaders: Prisma.DbNull,
         completedAt: null,
+        expiresAt: null,
         createdAt: new Date(),
       },
     });
@@ -249,14 +253,14 @@ describe('POST /orders with an Idempotency-Key', () => {
     expect(busy.body).toMatchObject({ type: `${PROBLEMS}idempotency-key-in-use`, status: 409, instance: '/orders' });
 
     await db.prisma.idempotencyRecord.update({
-      where: { scope_key: { scope: 'anonymous', key } },
+      where: { clientId_key: { clientId: SHOP(), key } },
       data: { createdAt: new Date(Date.now() - 61_000) },
     });
     const recovered = await post(order('crash@example.com'), key);
     expect(recovered.status).toBe(202);
     expect(recovered.headers['idempotent-replayed']).toBe('true');
     expect(recovered.headers.location).toBe(`/orders/${id}`);
-    const current = await request(app.getHttpServer()).get(`/orders/${id}`);
+    const current = await api(app).get(`/orders/${id}`);
     expect(recovered.body).toEqual(current.body);
     expect(await ordersOf('crash@example.com')).toBe(1);
     expect(await record(key)).toMatchObject({
@@ -299,43 +303,58 @@ describe('POST /orders with an Idempotency-Key', () => {
   });
 });
 
+/** A completed record of the test client, claimed and completed at `at`. */
+function completedRecord(key: string, at: Date) {
+  return {
+    clientId: SHOP(),
+    key,
+    claimId: randomUUID(),
+    fingerprint: 'f'.repeat(64),
+    status: 'completed',
+    responseStatus: 202,
+    responseBody: {},
+    createdAt: at,
+    completedAt: at,
+  };
+}
+
 describe('retention', () => {
-  it('purgeExpired deletes expired records in batches and keeps the rest', async () => {
+  it('purgeExpired deletes expired records in batches and keeps the rest, processing ones included', async () => {
     const now = new Date();
     const expired = Array.from({ length: 2_345 }, (_, i) => ({
-      scope: 'anonymous',
-      key: `purge-old-${i}`,
-      fingerprint: 'f'.repeat(64),
-      status: 'processing',
-      createdAt: new Date(now.getTime() - 2 * DAY_MS),
+      ...completedRecord(`purge-old-${i}`, new Date(now.getTime() - 2 * DAY_MS)),
       expiresAt: new Date(now.getTime() - DAY_MS - i),
     }));
     await db.prisma.idempotencyRecord.createMany({ data: expired });
     await db.prisma.idempotencyRecord.create({
+      data: { ...completedRecord('purge-fresh', now), expiresAt: new Date(now.getTime() + DAY_MS) },
+    });
+    // Claimed two days ago and still processing: never purged, whatever its age.
+    await db.prisma.idempotencyRecord.create({
       data: {
-        scope: 'anonymous',
-        key: 'purge-fresh',
+        clientId: SHOP(),
+        key: 'purge-processing',
+        claimId: randomUUID(),
         fingerprint: 'f'.repeat(64),
         status: 'processing',
-        expiresAt: new Date(now.getTime() + DAY_MS),
+        createdAt: new Date(now.getTime() - 2 * DAY_MS),
       },
     });
-    const kept = await db.prisma.idempotencyRecord.count({ where: { expiresAt: { gte: now } } });
+    const kept = await db.prisma.idempotencyRecord.count({
+      where: { OR: [{ expiresAt: { gte: now } }, { expiresAt: null }] },
+    });
 
     expect(await app.get(IdempotencyService).purgeExpired(now)).toBe(2_345);
     expect(await db.prisma.idempotencyRecord.count({ where: { key: { startsWith: 'purge-old-' } } })).toBe(0);
     expect(await db.prisma.idempotencyRecord.count()).toBe(kept);
+    expect(await record('purge-processing')).toMatchObject({ status: 'processing' });
     expect(await app.get(IdempotencyService).purgeExpired(now)).toBe(0);
   });
 
   it('the reconciler loop purges expired records', async () => {
     await db.prisma.idempotencyRecord.create({
       data: {
-        scope: 'anonymous',
-        key: 'purge-by-loop',
-        fingerprint: 'f'.repeat(64),
-        status: 'processing',
-        createdAt: new Date(Date.now() - 2 * DAY_MS),
+        ...completedRecord('purge-by-loop', new Date(Date.now() - 2 * DAY_MS)),
         expiresAt: new Date(Date.now() - DAY_MS),
       },
     });
@@ -350,7 +369,7 @@ describe('retention', () => {
 
 describe('OpenAPI', () => {
   it('documents the optional header and the 409 and 422 responses', async () => {
-    const res = await request(app.getHttpServer()).get('/docs-json');
+    const res = await api(app).get('/docs-json');
     expect(res.status).toBe(200);
     const post = res.body.paths['/orders'].post;
     expect(post.parameters).toEqual(

@@ -7,7 +7,10 @@ import { Client, Connection } from '@temporalio/client';
 import { inject } from 'vitest';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';
+import { api } from './api-keys.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
+
+export { api, bearer, testKeys } from './api-keys.js';
 
 /** `problem+json` content types (RFC 9457). */
 export const PROBLEM_JSON = /^application\/problem\+json/;
@@ -67,6 +70,14 @@ export class ApiSuite {
   /** The suite's configuration, with environment-string overrides. */
   config(overrides: Record<string, string> = {}): AppConfig {
     return apiTestConfig(this.db.url, this.taskQueue, overrides);
+  }
+
+  /**
+   * A supertest agent on the suite's app (or `app`) that sends `key` (default: the `shop` test key) as
+   * `Authorization: Bearer`.
+   */
+  http(key?: string, app: NestExpressApplication = this.app) {
+    return api(app, key);
   }
 
   /** Ids of the workflows on this suite's task queue (dev-server visibility), sorted. */

@@ -47,6 +47,7 @@ export async function insertOrder(
     data: {
       id,
       customerEmail: email,
+      clientId: 'legacy',
       customerName: 'Ada Lovelace',
       status: 'received',
       currency: 'EUR',

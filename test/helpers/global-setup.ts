@@ -4,7 +4,8 @@
  * PostgreSQL: `TEST_DATABASE_URL` (a URL to any database on the server, e.g.
  * `postgresql://postgres@127.0.0.1:5432/postgres`) when set; otherwise an embedded PostgreSQL in
  * `.data/test-postgres`. A template database gets every migration through `prisma migrate deploy`
- * (the same command production uses); suites clone it with `CREATE DATABASE ... TEMPLATE`.
+ * (the same command production uses) and the test API clients with their keys ({@link TestApiKeys}); suites clone
+ * it with `CREATE DATABASE ... TEMPLATE`, so every suite's database knows the same keys.
  *
  * Temporal: `TEMPORAL_ADDRESS` when set; otherwise `TestWorkflowEnvironment.createLocal` on the
  * project's Temporal CLI (TEMPORAL_CLI_PATH, PATH, .tools, or a Go build; see scripts/lib/temporal-cli.ts).
@@ -14,6 +15,7 @@ import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { createTestApiKeys, type TestApiKeys } from './api-keys.js';
 import { adminQuery, databaseUrl, startTestPostgres } from './postgres.js';
 
 const run = promisify(execFile);
@@ -26,6 +28,8 @@ declare module 'vitest' {
     templateDatabase: string;
     /** host:port of the Temporal frontend. */
     temporalAddress: string;
+    /** The API keys stored in the template database (so in every suite's database). */
+    apiKeys: TestApiKeys;
   }
 }
 
@@ -37,6 +41,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await run('npx', ['prisma', 'migrate', 'deploy'], {
     env: { ...process.env, DATABASE_URL: databaseUrl(pg.adminUrl, templateDatabase) },
   });
+  const apiKeys = await createTestApiKeys(databaseUrl(pg.adminUrl, templateDatabase));
 
   let env: TestWorkflowEnvironment | undefined;
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
@@ -55,6 +60,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('pgAdminUrl', pg.adminUrl);
   project.provide('templateDatabase', templateDatabase);
   project.provide('temporalAddress', temporalAddress);
+  project.provide('apiKeys', apiKeys);
 
   return async () => {
     await env?.teardown();

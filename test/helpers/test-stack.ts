@@ -8,7 +8,6 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import request from 'supertest';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { startAccountingSimulator } from '../../simulators/accounting/accounting-simulator.js';
@@ -21,10 +20,14 @@ import { HttpAccountingProvider } from '../../src/providers/http-accounting-prov
 import { HttpCarrierProvider } from '../../src/providers/http-carrier-provider.js';
 import { HttpEmailProvider } from '../../src/providers/http-email-provider.js';
 import { createOrderWorker } from '../../src/worker/order-worker.js';
+import { api as authedApi, testKeys } from './api-keys.js';
 import { seedTestCatalogue } from './fixtures.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
 
-/** A running stack. `http` is a supertest agent on the API. */
+/**
+ * A running stack. `http` is a supertest agent on the API with the `shop` test key; `as(key)` one with another
+ * key (see test/helpers/api-keys.ts).
+ */
 export interface TestStack {
   config: AppConfig;
   db: TestDatabase;
@@ -32,9 +35,10 @@ export interface TestStack {
   accounting: RunningSimulator;
   carrier: RunningSimulator;
   api: NestExpressApplication;
-  http: ReturnType<typeof request>;
+  http: ReturnType<typeof authedApi>;
+  as(key: string): ReturnType<typeof authedApi>;
   client: Client;
-  /** Polls GET /orders/:id until the status is terminal; returns the last body. */
+  /** Polls GET /orders/:id (with the operator key) until the status is terminal; returns the last body. */
   waitForOrder(id: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
@@ -104,7 +108,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 
   const api = await createApiApp({ config, shutdownHooks: false });
   await api.init();
-  const http = request(api.getHttpServer());
+  const http = authedApi(api);
+  const operator = authedApi(api, testKeys().operator.key);
   const client = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS }) });
 
   return {
@@ -115,11 +120,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     carrier,
     api,
     http,
+    as: (key) => authedApi(api, key),
     client,
     async waitForOrder(id, timeoutMs = 45_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const res = await http.get(`/orders/${id}`);
+        const res = await operator.get(`/orders/${id}`);
         if (res.status !== 200) throw new Error(`GET /orders/${id} answered ${res.status}: ${res.text}`);
         if (isTerminalStatus(res.body.status as string)) return res.body;
         if (Date.now() > deadline) throw new Error(`order ${id} still ${res.body.status} after ${timeoutMs} ms`);

@@ -1,0 +1,60 @@
+/**
+ * The global authentication guard (registered as APP_GUARD by AuthModule): every route needs
+ * `Authorization: Bearer <API key>` (RFC 6750 §2.1) unless it is {@link Public}; a route's {@link RequireScope}
+ * is checked against the key's scopes (`operator` has them all).
+ *
+ * - no key on a non-public route → 401 `unauthorized`, `WWW-Authenticate: Bearer realm="order-fulfilment"`;
+ * - a malformed header, an unknown, revoked or malformed key → 401 with `error="invalid_token"` (or
+ *   `invalid_request`), the same answer whatever the reason;
+ * - a valid key without the scope → 403 `forbidden`, `error="insufficient_scope"`.
+ * On success the caller is `req.apiClient` (see auth.decorators.ts).
+ */
+import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request, Response } from 'express';
+import { parseAuthorization } from './api-key.js';
+import { ApiKeyStore } from './api-key.store.js';
+import { ForbiddenProblem, UnauthorizedProblem } from './auth-problems.js';
+import { PUBLIC_ROUTE, REQUIRED_SCOPE } from './auth.decorators.js';
+import { hasScope, type Scope } from './scopes.js';
+
+@Injectable()
+export class ApiKeyAuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    @Inject(ApiKeyStore) private readonly keys: ApiKeyStore,
+  ) {}
+
+  /** @throws UnauthorizedProblem 401, ForbiddenProblem 403 (with `WWW-Authenticate` set on the response). */
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const targets = [context.getHandler(), context.getClass()];
+    const isPublic = this.reflector.getAllAndOverride<boolean | undefined>(PUBLIC_ROUTE, targets) === true;
+    const required = this.reflector.getAllAndOverride<Scope | undefined>(REQUIRED_SCOPE, targets);
+    const http = context.switchToHttp();
+    const req = http.getRequest<Request>();
+    const res = http.getResponse<Response>();
+
+    try {
+      const credentials = parseAuthorization(req.headersDistinct.authorization);
+      if (credentials.kind === 'absent') {
+        if (isPublic) return true;
+        throw new UnauthorizedProblem('This operation needs an API key: send Authorization: Bearer <API key>');
+      }
+      if (credentials.kind === 'malformed') {
+        throw new UnauthorizedProblem(credentials.reason, 'invalid_request');
+      }
+      const client = await this.keys.authenticate(credentials.token);
+      if (!client)
+        throw new UnauthorizedProblem('The API key is not valid (unknown, revoked or malformed)', 'invalid_token');
+      req.apiClient = client;
+      if (required !== undefined && !hasScope(client.scopes, required)) throw new ForbiddenProblem(required);
+      return true;
+    } catch (err) {
+      if (err instanceof UnauthorizedProblem || err instanceof ForbiddenProblem) {
+        res.setHeader('WWW-Authenticate', err.challenge);
+      }
+      throw err;
+    }
+  }
+}
