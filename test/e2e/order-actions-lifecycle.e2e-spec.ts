@@ -184,7 +184,7 @@ describe('operator retry through the retry Update', () => {
     stack.email.injectFault({ mode: 'slow', delayMs: 1_500, times: 1 });
     const id = await placeOrder();
     await waitInFlight(stack.email, `order-confirmation:${id}`);
-    const res = await stack.http.post(`/orders/${id}/retry`).send({});
+    const res = await stack.ops.post(`/orders/${id}/retry`).send({});
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ type: `${PROBLEMS}order-not-awaiting-retry`, waitingFor: null });
     expect(res.body.detail).toContain('sendOrderConfirmation');
@@ -197,7 +197,7 @@ describe('operator retry through the retry Update', () => {
       const id = await placeOrder();
       stack.accounting.injectFault({ mode: 'reject', times: 1, keyPrefix: `accounting-invoice:${id}` });
       await waitFor(id, (o) => o.status === 'attention_required', 45_000, 5);
-      const retry = await stack.http.post(`/orders/${id}/retry`).set('Idempotency-Key', randomUUID());
+      const retry = await stack.ops.post(`/orders/${id}/retry`).set('Idempotency-Key', randomUUID());
       const done = await waitForFinal(id);
       outcomes.push(`${retry.status}/${done.status}`);
       expect(retry.status).toBe(202);
@@ -214,7 +214,7 @@ describe('operator retry through the retry Update', () => {
     stack.accounting.injectFault({ mode: 'reject', times: 2, keyPrefix: `accounting-invoice:${id}` });
     await waitFor(id, (o) => o.status === 'attention_required');
     const key = randomUUID();
-    const first = await stack.http.post(`/orders/${id}/retry`).set('Idempotency-Key', key).send({});
+    const first = await stack.ops.post(`/orders/${id}/retry`).set('Idempotency-Key', key).send({});
     expect(first.status).toBe(202);
     expect(first.body.retry).toBe(1);
     // The retried sync is rejected again (the fault is used up) and the workflow waits again. The same key is
@@ -231,12 +231,12 @@ describe('operator retry through the retry Update', () => {
       if (Date.now() > deadline) throw new Error('the retried sync did not wait again');
       await sleep(50);
     }
-    const repeat = await stack.http.post(`/orders/${id}/retry`).set('Idempotency-Key', key).send({});
+    const repeat = await stack.ops.post(`/orders/${id}/retry`).set('Idempotency-Key', key).send({});
     expect([repeat.status, repeat.body.retry]).toEqual([202, 1]);
     await sleep(500);
     expect((await getOrder(id)).status).toBe('attention_required');
     // A new key is a new retry, through the first API's route too.
-    const second = await stack.http.post(`/orders/${id}/accounting-sync/retry`).set('Idempotency-Key', randomUUID());
+    const second = await stack.ops.post(`/orders/${id}/accounting-sync/retry`).set('Idempotency-Key', randomUUID());
     expect(second.status).toBe(202);
     expect(second.body.id).toBe(id);
     expect((await waitForFinal(id)).status).toBe('completed');

@@ -25,8 +25,8 @@ import { seedTestCatalogue } from './fixtures.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
 
 /**
- * A running stack. `http` is a supertest agent on the API with the `shop` test key; `as(key)` one with another
- * key (see test/helpers/api-keys.ts).
+ * A running stack. `http` is a supertest agent on the API with the `shop` test key, `ops` one with the operator key,
+ * `as(key)` one with any key (see test/helpers/api-keys.ts).
  */
 export interface TestStack {
   config: AppConfig;
@@ -36,6 +36,8 @@ export interface TestStack {
   carrier: RunningSimulator;
   api: NestExpressApplication;
   http: ReturnType<typeof authedApi>;
+  /** An agent with the `operator` test key (operator retries, any client's order). */
+  ops: ReturnType<typeof authedApi>;
   as(key: string): ReturnType<typeof authedApi>;
   client: Client;
   /** Polls GET /orders/:id (with the operator key) until the status is terminal; returns the last body. */
@@ -120,6 +122,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     carrier,
     api,
     http,
+    ops: operator,
     as: (key) => authedApi(api, key),
     client,
     async waitForOrder(id, timeoutMs = 45_000) {
