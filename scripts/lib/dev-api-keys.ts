@@ -1,0 +1,92 @@
+/**
+ * The development API clients and keys of `npm start`: two customer-facing clients (`dev-shop-a`, `dev-shop-b`:
+ * orders:write, orders:read, orders:cancel) and one operator (`dev-ops`: operator). Their keys (`of_dev_…`) are
+ * kept in `.data/api-keys.json` (mode 0600) and reused on the next start; a key that is missing from the database
+ * (a fresh database) is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
+ */
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ApiKeyEnv, hashApiKey } from '../../src/auth/api-key.js';
+import { ApiKeyStore } from '../../src/auth/api-key.store.js';
+import { CLIENT_SCOPES, Scope } from '../../src/auth/scopes.js';
+import { createPrismaClient } from '../../src/prisma/prisma.js';
+import { API_KEYS_FILE, type DevApiKey, readApiKeysFile } from './api-keys-file.js';
+
+/** The development clients: id, display name, scopes. */
+export const DEV_CLIENTS: readonly { client: string; name: string; scopes: readonly Scope[] }[] = [
+  { client: 'dev-shop-a', name: 'Development shop A', scopes: CLIENT_SCOPES },
+  { client: 'dev-shop-b', name: 'Development shop B', scopes: CLIENT_SCOPES },
+  { client: 'dev-ops', name: 'Development operators', scopes: [Scope.Operator] },
+];
+
+/**
+ * Makes sure every development client has a working key in the database at `databaseUrl`, and writes them all to
+ * `file`.
+ * @returns the keys, in {@link DEV_CLIENTS} order.
+ */
+export async function ensureDevApiKeys(options: { databaseUrl: string; file?: string }): Promise<DevApiKey[]> {
+  const file = options.file ?? API_KEYS_FILE;
+  const previous = await readApiKeysFile(file);
+  const prisma = createPrismaClient(options.databaseUrl, 1);
+  try {
+    const store = new ApiKeyStore(prisma);
+    const keys: DevApiKey[] = [];
+    for (const wanted of DEV_CLIENTS) {
+      const scopes = [...wanted.scopes];
+      const known = previous.find((e) => e.client === wanted.client && sameScopes(e.scopes, scopes));
+      let key: string | undefined;
+      if (known) {
+        if (await store.authenticate(known.key)) {
+          key = known.key;
+        } else {
+          const stored = await prisma.apiKey.findFirst({ where: { secretHash: hashApiKey(known.key) } });
+          if (!stored) {
+            key = (await store.createKey({ ...base(wanted), key: known.key })).key;
+          }
+        }
+      }
+      key ??= (await store.createKey(base(wanted))).key;
+      keys.push({ client: wanted.client, key, scopes });
+    }
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, `${JSON.stringify(keys, null, 2)}\n`, { mode: 0o600 });
+    await chmod(file, 0o600);
+    return keys;
+  } finally {
+    await prisma.$disconnect();
+  }
+}
+
+function base(wanted: (typeof DEV_CLIENTS)[number]) {
+  return {
+    clientId: wanted.client,
+    clientName: wanted.name,
+    scopes: wanted.scopes,
+    env: ApiKeyEnv.Dev,
+    label: 'npm start (development)',
+  };
+}
+
+function sameScopes(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((s) => b.includes(s));
+}
+
+/**
+ * The banner lines about the keys: each client with its key, and curl lines that use them.
+ * @param bold highlights a value (the banner's own style).
+ */
+export function devApiKeysBanner(apiUrl: string, keys: readonly DevApiKey[], bold: (s: string) => string): string[] {
+  const width = Math.max(...keys.map((k) => k.client.length));
+  const shop = keys.find((k) => k.scopes.includes('orders:write'));
+  const ops = keys.find((k) => k.scopes.includes('operator'));
+  const lines = [`  API keys (${path.relative(process.cwd(), API_KEYS_FILE) || API_KEYS_FILE}; npm run keys -- list):`];
+  for (const k of keys) lines.push(`    ${k.client.padEnd(width)}  ${bold(k.key)}  ${k.scopes.join(' ')}`);
+  lines.push('', '  Place an order:');
+  lines.push(`    curl -i -X POST ${apiUrl}/orders -H 'Authorization: Bearer ${shop?.key ?? '<key>'}' \\`);
+  lines.push(`      -H 'content-type: application/json' -H "Idempotency-Key: $(uuidgen)" \\`);
+  lines.push(
+    `      -d '{"customer":{"email":"ada@example.com","name":"Ada"},"lines":[{"sku":"TEE-BLK-M","quantity":2}]}'`,
+  );
+  if (ops) lines.push(`  Every order (operator):  curl -s ${apiUrl}/orders -H 'Authorization: Bearer ${ops.key}'`);
+  return lines;
+}
