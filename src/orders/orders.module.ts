@@ -1,6 +1,6 @@
 /**
- * Orders feature: `POST /orders` (with optional `Idempotency-Key`), `GET /orders/:id`, `GET /orders`.
- * Needs PRISMA, APP_CONFIG and TemporalModule; imports the IdempotencyModule.
+ * Orders feature: `POST /orders` (with optional `Idempotency-Key`), `GET /orders/:id`, `GET /orders`, the order
+ * actions. Needs PRISMA, APP_CONFIG, TemporalModule and the global guards of AuthModule; imports the IdempotencyModule.
  */
 import { Module } from '@nestjs/common';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
