@@ -4,11 +4,13 @@
  * order completes, and the Web UI finds its workflow by OrderId (through the UI server's own HTTP API, the one
  * its search box calls). Prints one line per check; exits 1 on the first failure.
  *
- * Env: API_URL (http://127.0.0.1:3000), TEMPORAL_ADDRESS (127.0.0.1:7233), TEMPORAL_UI_URL
+ * Env: API_URL (http://127.0.0.1:3000), API_KEY (default: the first client key of `.data/api-keys.json`, which
+ * `npm start` writes), TEMPORAL_ADDRESS (127.0.0.1:7233), TEMPORAL_UI_URL
  * (http://127.0.0.1:8233), TEMPORAL_NAMESPACE (default).
  */
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
+import { apiKeyFor } from './lib/api-keys-file.js';
 import { errorMessage } from './lib/env.js';
 
 const API = (process.env.API_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
@@ -43,14 +45,17 @@ async function main(): Promise<void> {
     await connection.close();
   }
 
-  const inventory = await json<Array<{ sku: string; available: number }>>(await fetch(`${API}/inventory`));
+  const auth = { authorization: `Bearer ${await apiKeyFor('orders:write')}` };
+  const inventory = await json<Array<{ sku: string; available: number }>>(
+    await fetch(`${API}/inventory`, { headers: auth }),
+  );
   const product = inventory.find((p) => p.available > 0);
   if (!product) throw new Error('no product in stock (is the seed loaded?)');
   const started = Date.now();
   const created = await json<{ id: string }>(
     await fetch(`${API}/orders`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
       body: JSON.stringify({
         customer: { email: 'smoke@example.com', name: 'Smoke' },
         lines: [{ sku: product.sku, quantity: 1 }],
@@ -58,7 +63,9 @@ async function main(): Promise<void> {
     }),
   );
   const order = await until('order completed', 60_000, async () => {
-    const o = await json<{ status: string; temporalUiUrl: string }>(await fetch(`${API}/orders/${created.id}`));
+    const o = await json<{ status: string; temporalUiUrl: string }>(
+      await fetch(`${API}/orders/${created.id}`, { headers: auth }),
+    );
     if (o.status === 'failed') throw new Error(`order ${created.id} failed`);
     return o.status === 'completed' ? o : undefined;
   });

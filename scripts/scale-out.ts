@@ -14,6 +14,9 @@
  *    while its activities wait on it: it must finish them and exit 0 within its shutdownGraceTime (20 s) plus
  *    5 s; the rest of the work finishes on worker 1.
  *
+ * Every API call uses an operator key the run makes in its database (`scale-out` client); the APIs run with no rate
+ * limit (RATE_LIMIT_MAX=0), which is not what this run measures.
+ *
  * Then it checks every order: `completed`; one order per Idempotency-Key (every repeat got the same order or a
  * 409 while in flight); in Temporal, one workflow run per order and all of them Completed; in every simulator's
  * ledger, exactly one effect per key and at least one key per order. It prints a summary table and exits 1 if
@@ -36,6 +39,9 @@ import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ORDER_TASK_QUEUE, ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
+import { ApiKeyStore } from '../src/auth/api-key.store.js';
+import { Scope } from '../src/auth/scopes.js';
+import { createPrismaClient } from '../src/prisma/prisma.js';
 import { errorMessage } from './lib/env.js';
 import { ensureNamespace } from './lib/temporal-cluster.js';
 import { describeExit, hasExited, pipeLines, repoRoot, stopChildProcess, waitForExit } from './lib/temporal-cli.js';
@@ -214,6 +220,24 @@ async function waitForPoller(
 // ---------------------------------------------------------------------------------------------------------
 // HTTP
 
+/** `Authorization` of every API call: an operator key made in the run's database (see {@link createRunKey}). */
+let auth: Record<string, string> = {};
+
+/** Makes the run's API key (client `scale-out`, scope operator) in the database at `databaseUrl`. */
+async function createRunKey(databaseUrl: string): Promise<string> {
+  const prisma = createPrismaClient(databaseUrl, 1);
+  try {
+    const created = await new ApiKeyStore(prisma).createKey({
+      clientId: 'scale-out',
+      scopes: [Scope.Operator],
+      label: 'npm run scale-out',
+    });
+    return created.key;
+  } finally {
+    await prisma.$disconnect();
+  }
+}
+
 interface PostResult {
   key: string;
   api: string;
@@ -225,7 +249,7 @@ interface PostResult {
 async function postOrder(api: string, key: string, sku: string): Promise<PostResult> {
   const res = await fetch(`${api}/orders`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': key },
     body: JSON.stringify({
       customer: { email: `scale+${key.slice(0, 8)}@example.com`, name: 'Scale' },
       lines: [{ sku, quantity: 1 }],
@@ -258,7 +282,7 @@ async function pool<T>(
 }
 
 async function orderStatus(api: string, id: string): Promise<string> {
-  const res = await fetch(`${api}/orders/${id}`);
+  const res = await fetch(`${api}/orders/${id}`, { headers: auth });
   if (!res.ok) throw new Error(`GET /orders/${id} answered ${res.status}`);
   return ((await res.json()) as { status: string }).status;
 }
@@ -314,6 +338,7 @@ async function main(): Promise<Row[]> {
   if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
     await runToCompletion('npx', ['tsx', 'prisma/seed.ts'], { DATABASE_URL: databaseUrl });
   }
+  auth = { authorization: `Bearer ${await createRunKey(databaseUrl)}` };
 
   try {
     // Simulators: every dist/simulators/<name>/main.js, on <NAME>_SIMULATOR_PORT; services reach it through
@@ -345,6 +370,7 @@ async function main(): Promise<Row[]> {
       TEMPORAL_TASK_QUEUE: taskQueue,
       LOG_LEVEL: 'info',
       NO_COLOR: '1',
+      RATE_LIMIT_MAX: '0',
     };
     const startWorker = (name: string) => new Proc(name, 'dist/src/worker.js', serviceEnv);
     const workers = [startWorker('worker-1'), startWorker('worker-2')];
@@ -371,12 +397,15 @@ async function main(): Promise<Row[]> {
     row('API processes (reconciler every 1 s)', 2);
 
     // Stock for every order: raise each product's on-hand stock.
-    const products = (await (await fetch(`${apiUrls[0]}/inventory`)).json()) as Array<{ sku: string; onHand: number }>;
+    const products = (await (await fetch(`${apiUrls[0]}/inventory`, { headers: auth })).json()) as Array<{
+      sku: string;
+      onHand: number;
+    }>;
     if (products.length === 0) throw new Error('no products: the seed did not run');
     for (const p of products) {
       const res = await fetch(`${apiUrls[0]}/inventory/${encodeURIComponent(p.sku)}`, {
         method: 'PUT',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...auth, 'content-type': 'application/json' },
         body: JSON.stringify({ onHand: p.onHand + 10 * (ORDERS + ORPHANS + DRAIN_ORDERS) }),
       });
       if (!res.ok) throw new Error(`PUT /inventory/${p.sku} answered ${res.status}: ${await res.text()}`);
@@ -408,7 +437,7 @@ async function main(): Promise<Row[]> {
         'the Temporal-down API to listen',
         60_000,
         async () => {
-          const res = await fetch(`http://127.0.0.1:${downPort}/orders`).catch(() => undefined);
+          const res = await fetch(`http://127.0.0.1:${downPort}/orders`, { headers: auth }).catch(() => undefined);
           await res?.body?.cancel();
           return res?.ok ? true : undefined;
         },
