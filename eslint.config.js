@@ -77,6 +77,7 @@ export default tseslint.config(
         window: 'readonly',
         fetch: 'readonly',
         crypto: 'readonly',
+        sessionStorage: 'readonly',
         Node: 'readonly',
         setTimeout: 'readonly',
         clearTimeout: 'readonly',

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { LoggerModule, type Params as PinoParams } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module.js';
-import { requestClient } from './common/request-client.js';
+import { requestClientLogProps } from './common/request-client.js';
 import { type AppConfig, loadConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -40,7 +40,7 @@ export function requestLogLevel(req: IncomingMessage, res: ServerResponse, err?:
 /**
  * nestjs-pino options: {@link baseLoggerOptions} (level `LOG_LEVEL`, `LOG_FORMAT`, credential headers redacted,
  * email addresses scrubbed), request ids from `X-Request-Id` (or a new UUID), and on every line logged while
- * handling a request `req: { id, method, url }` and `client` (`anonymous` until authentication exists). Health probes and
+ * handling a request `req: { id, method, url }` and `client` (the API client, or `anonymous`; see request-client.ts). Health probes and
  * metric scrapes are not logged; see {@link requestLogLevel} for the level of the others.
  */
 export function loggerParams(config: AppConfig): PinoParams {
@@ -55,7 +55,7 @@ export function loggerParams(config: AppConfig): PinoParams {
       // Every line logged while handling a request (and its closing line) carries `req` and `client`; `req` is only
       // { id, method, url }: the default serializer's headers and remote address are personal data or noise.
       serializers: { ...base.serializers, req: requestSummary },
-      customProps: (req: IncomingMessage) => ({ client: requestClient(req) }),
+      customProps: requestClientLogProps,
       autoLogging: { ignore: (req: IncomingMessage) => UNLOGGED_PATHS.has((req.url ?? '').split('?')[0]!) },
       customLogLevel: requestLogLevel,
     },

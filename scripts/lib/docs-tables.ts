@@ -165,9 +165,15 @@ export function renderLimits(): string {
       ],
       [
         '`Idempotency-Key` retention',
-        `${formatDuration(defaults.IDEMPOTENCY_RETENTION_MS)} by default (\`IDEMPOTENCY_RETENTION_MS\`)`,
-        '`POST /orders`',
+        `${formatDuration(defaults.IDEMPOTENCY_RETENTION_MS)} after completion by default (\`IDEMPOTENCY_RETENTION_MS\`, at least 60 s)`,
+        '`POST /orders`, `PUT /inventory/:sku`',
         'the key counts as new',
+      ],
+      [
+        'Requests per client',
+        `${defaults.RATE_LIMIT_MAX} per ${formatDuration(defaults.RATE_LIMIT_WINDOW_MS)} by default (\`RATE_LIMIT_MAX\`, \`RATE_LIMIT_WINDOW_MS\`)`,
+        'every route with an API key',
+        '429 with `Retry-After`',
       ],
       ['Movements listed', `the ${MOVEMENTS_LIMIT} newest`, '`GET /inventory/:sku/movements`', 'not listed'],
       ['Cancel reason', `1..${CANCEL_LIMITS.maxReasonLength} characters`, '`POST /orders/:id/cancel`', '400'],

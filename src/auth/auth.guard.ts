@@ -7,11 +7,14 @@
  * - a malformed header, an unknown, revoked or malformed key → 401 with `error="invalid_token"` (or
  *   `invalid_request`), the same answer whatever the reason;
  * - a valid key without the scope → 403 `forbidden`, `error="insufficient_scope"`.
- * On success the caller is `req.apiClient` (see auth.decorators.ts).
+ * On success the caller is `req.apiClient` (see auth.decorators.ts). Either way the lines logged while handling the
+ * request get `client` (the client id, or `anonymous`) through nestjs-pino's request-scoped logger.
  */
-import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Request, Response } from 'express';
+import { PinoLogger } from 'nestjs-pino';
+import { requestClient } from '../common/request-client.js';
 import { parseAuthorization } from './api-key.js';
 import { ApiKeyStore } from './api-key.store.js';
 import { ForbiddenProblem, UnauthorizedProblem } from './auth-problems.js';
@@ -23,6 +26,7 @@ export class ApiKeyAuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     @Inject(ApiKeyStore) private readonly keys: ApiKeyStore,
+    @Optional() private readonly logger?: PinoLogger,
   ) {}
 
   /** @throws UnauthorizedProblem 401, ForbiddenProblem 403 (with `WWW-Authenticate` set on the response). */
@@ -55,6 +59,17 @@ export class ApiKeyAuthGuard implements CanActivate {
         res.setHeader('WWW-Authenticate', err.challenge);
       }
       throw err;
+    } finally {
+      this.tagLogLines(requestClient(req));
+    }
+  }
+
+  /** Adds `client` to the request's log lines from here on (once per request; see request-client.ts). */
+  private tagLogLines(client: string): void {
+    try {
+      this.logger?.assign({ client });
+    } catch {
+      // Outside nestjs-pino's request scope (no logging middleware on this route): nothing to tag.
     }
   }
 }

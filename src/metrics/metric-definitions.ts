@@ -30,7 +30,7 @@ export interface MetricDefinition {
   buckets?: readonly number[];
 }
 
-/** Client label value until requests are authenticated (the idempotency scope uses the same name). */
+/** Client label and log value of requests without a valid API key (public routes, 401s). */
 export const ANONYMOUS_CLIENT = 'anonymous';
 
 /** Values of the `outcome` label of {@link METRICS.idempotencyOutcomes}: what an `Idempotency-Key` led to. */
@@ -94,7 +94,7 @@ export const METRICS = {
     name: `${METRIC_PREFIX}orders_accepted_total`,
     type: 'counter',
     labels: ['client'],
-    help: `Orders accepted by POST /orders (202, not an idempotent replay), by client ("${ANONYMOUS_CLIENT}" until requests are authenticated).`,
+    help: "Orders accepted by POST /orders (202, not an idempotent replay), by API client (the id of the key's client).",
     process: 'api',
   },
   orders: {

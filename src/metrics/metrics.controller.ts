@@ -1,13 +1,16 @@
 /**
  * `GET /metrics`: the API's Prometheus metrics in the text exposition format (see {@link ApiMetrics} and README,
- * "Monitoring"). Not logged per request (scrapes would drown the log).
+ * "Monitoring"). Not logged per request (scrapes would drown the log). Public (no API key), like before
+ * authentication existed: restrict it at the network or give it a key (see the README, "Authentication").
  */
 import { Controller, Get, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { Public } from '../auth/auth.decorators.js';
 import { ApiMetrics } from './api-metrics.js';
 
 @ApiTags('metrics')
+@Public()
 @Controller('metrics')
 export class MetricsController {
   constructor(private readonly metrics: ApiMetrics) {}

@@ -11,7 +11,7 @@ import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
 import { customerSearchId } from '../../src/temporal/customer-id.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
-import { PROBLEM_JSON } from '../helpers/api-app.js';
+import { PROBLEM_JSON, testKeys } from '../helpers/api-app.js';
 import { freePort } from '../helpers/ports.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
 
@@ -121,7 +121,8 @@ describe('observability', () => {
     const res = await stack.http.get('/metrics').expect(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     const api = samples(res.text);
-    expect(sample(api, METRICS.ordersAccepted.name, { client: 'anonymous' })).toBe(2);
+    // Labelled with the API client of the key (the stack's default test key).
+    expect(sample(api, METRICS.ordersAccepted.name, { client: testKeys().shop.client })).toBe(2);
     expect(sample(api, METRICS.idempotencyOutcomes.name, { outcome: 'new' })).toBe(1);
     expect(sample(api, METRICS.idempotencyOutcomes.name, { outcome: 'replayed' })).toBe(1);
     expect(sample(api, METRICS.idempotencyOutcomes.name, { outcome: 'reused' })).toBe(1);

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testKeys } from '../helpers/api-keys.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -79,6 +80,10 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
     });
     page = browser.pages()[0] ?? (await browser.newPage());
     page.on('pageerror', (err) => pageErrors.push(err.message));
+    // The operator key, as if typed into the page's API key field (it keeps it in sessionStorage).
+    await page.addInitScript(
+      `sessionStorage.setItem('orderFulfilment.apiKey', ${JSON.stringify(testKeys().operator.key)})`,
+    );
     await page.goto(`${baseUrl}/`);
   }, 120_000);
 

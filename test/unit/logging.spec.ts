@@ -81,11 +81,15 @@ describe('request log level', () => {
 });
 
 describe('API request lines', () => {
-  it('carry the request id and the client on every line of a request, and no headers or addresses', async () => {
+  it('carry the request id on every line and the client once per line, and no headers or addresses', async () => {
     const lines: Array<Record<string, unknown>> = [];
+    const raw: string[] = [];
     const sink = new Writable({
       write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        for (const line of String(chunk).split('\n').filter(Boolean)) {
+          raw.push(line);
+          lines.push(JSON.parse(line));
+        }
         done();
       },
     });
@@ -93,6 +97,11 @@ describe('API request lines', () => {
     const middleware = pinoHttp(loggerParams(config).pinoHttp as Options, sink);
     const server = createServer((req, res) => {
       middleware(req, res);
+      // Before authentication the client is not known yet: no `client` (not a wrong `anonymous`).
+      req.log.warn({ orderId: 'o-1' }, 'before authentication');
+      // What the authentication guard does (src/auth/auth.guard.ts, through nestjs-pino's request-scoped logger).
+      if (req.url?.startsWith('/orders')) req.apiClient = { id: 'shop-a', keyId: 'of_dev_abcdefgh', scopes: [] };
+      req.log = req.log.child({ client: req.apiClient?.id ?? 'anonymous' });
       req.log.warn({ orderId: 'o-1' }, 'inside the handler');
       res.statusCode = 202;
       res.end();
@@ -103,14 +112,25 @@ describe('API request lines', () => {
       method: 'POST',
       headers: { 'x-request-id': 'req-123', authorization: 'Bearer secret' },
     });
+    // A request without a key (a public route, or one answered 401) stays `anonymous`.
+    await fetch(`http://127.0.0.1:${port}/inventory/MUG`, { method: 'PUT', headers: { 'x-request-id': 'req-456' } });
     await new Promise<void>((resolve) => server.close(() => resolve()));
 
-    expect(lines.map((l) => l.msg)).toEqual(['inside the handler', 'request completed']);
-    for (const line of lines) {
-      expect(line).toMatchObject({ req: { id: 'req-123', method: 'POST', url: '/orders?x=1' }, client: 'anonymous' });
+    expect(lines.map((l) => [l.msg, l.client])).toEqual([
+      ['before authentication', undefined],
+      ['inside the handler', 'shop-a'],
+      ['request completed', 'shop-a'],
+      ['before authentication', undefined],
+      ['inside the handler', 'anonymous'],
+      ['request completed', 'anonymous'],
+    ]);
+    for (const line of lines.slice(0, 3)) {
+      expect(line).toMatchObject({ req: { id: 'req-123', method: 'POST', url: '/orders?x=1' } });
       expect(line.req).not.toHaveProperty('headers');
       expect(line.req).not.toHaveProperty('remoteAddress');
     }
+    // Never two `client` members with two values in one line.
+    for (const line of raw) expect(line.match(/"client":/g)?.length ?? 0, line).toBeLessThanOrEqual(1);
     expect(JSON.stringify(lines)).not.toContain('secret');
   });
 });

@@ -1,7 +1,8 @@
 // The page at `/`: catalogue, order form, latest orders with live status, and the operator's queues.
 // Plain browser JavaScript (no build step) over the public API: GET /inventory, POST /orders, GET /orders,
 // POST /orders/:id/retry and POST /orders/:id/cancel. Every value from the API is shown with textContent, never
-// parsed as HTML.
+// parsed as HTML. Every call sends the API key entered at the top (kept in sessionStorage, so it lasts as long as
+// the tab): a client key shows that client's orders, an operator key every order and the operator actions.
 
 /** Status refresh period of the orders and the operator's queues, ms. */
 const ORDERS_REFRESH_MS = 2000;
@@ -91,6 +92,18 @@ function waitingFor(order) {
   );
 }
 
+/** sessionStorage entry of the API key. */
+const API_KEY_STORAGE = 'orderFulfilment.apiKey';
+
+/** The API key entered on the page, or ''. */
+function apiKey() {
+  try {
+    return sessionStorage.getItem(API_KEY_STORAGE) ?? '';
+  } catch {
+    return '';
+  }
+}
+
 /**
  * Calls the API with JSON. Resolves `{ ok, status, body }`; a problem+json body (RFC 9457) is in `body` with its
  * `title` and `detail`. Rejects only on network errors.
@@ -99,6 +112,7 @@ async function api(method, path, { body, key } = {}) {
   const headers = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (key) headers['idempotency-key'] = key;
+  if (apiKey()) headers.authorization = `Bearer ${apiKey()}`;
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   let parsed;
@@ -421,7 +435,21 @@ function every(ms, task) {
   void run();
 }
 
+/** Stores the key typed at the top and reloads what the page shows with it. */
+async function useApiKey(event) {
+  event.preventDefault();
+  sessionStorage.setItem(API_KEY_STORAGE, $('#api-key').value.trim());
+  try {
+    await Promise.all([refreshCatalogue(), refreshOrders(), refreshQueues()]);
+    notify('API key set');
+  } catch (err) {
+    notify(err.message, 'error');
+  }
+}
+
 async function start() {
+  $('#api-key').value = apiKey();
+  $('#key-form').addEventListener('submit', useApiKey);
   $('#order-form').addEventListener('submit', submitOrder);
   $('#add-line').addEventListener('click', addLine);
   try {
