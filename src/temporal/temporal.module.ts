@@ -9,14 +9,31 @@
 import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Client, Connection } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { temporalConnectionOptions } from './connection-options.js';
 import { OrderWorkflowActions } from './order-workflow-actions.service.js';
 import { OrderWorkflowReconciler } from './order-workflow-reconciler.service.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
 import { TEMPORAL_CLIENT } from './temporal.constants.js';
 
-/** Builds a Client on a lazy connection to `TEMPORAL_ADDRESS`, namespace `TEMPORAL_NAMESPACE`. */
+/**
+ * gRPC channel arguments of the API's connection: after Temporal was unreachable, grpc-js waits before it tries to
+ * reconnect, backing off up to 120 s by default, and every call fails fast meanwhile; capped at 1 s here, so the
+ * first call after Temporal returns finds the channel connected again (the start dispatcher resumes within about a
+ * second). Names: https://grpc.github.io/grpc/core/group__grpc__arg__keys.html
+ */
+export const TEMPORAL_CHANNEL_ARGS = {
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.min_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1_000,
+} as const;
+
+/**
+ * Builds a Client on a lazy connection to `TEMPORAL_ADDRESS` (TLS and credentials from
+ * {@link temporalConnectionOptions}), namespace `TEMPORAL_NAMESPACE`.
+ * @throws ConfigError when a configured certificate file cannot be read.
+ */
 export function createTemporalClient(config: AppConfig): Client {
-  const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+  const connection = Connection.lazy({ ...temporalConnectionOptions(config), channelArgs: TEMPORAL_CHANNEL_ARGS });
   return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 }
 
