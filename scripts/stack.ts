@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
-import { temporalConnectionOptionsFromEnv } from '../src/temporal/connection-options.js';
+import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
 import {
   describeExit,
   ensureTemporalCli,

@@ -55,20 +55,6 @@ export const configSchema = z.object({
   /** TLS server name (SNI) override, for a frontend behind a proxy. */
   TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('order-fulfilment'),
-  /**
-   * TLS to the Temporal frontend. Unset: on when an API key or a client certificate is configured, off otherwise
-   * (the dev server speaks plain gRPC). See src/temporal/connection-options.ts.
-   */
-  TEMPORAL_TLS: flag.optional(),
-  /** PEM file of the CA that signed the server's certificate (default: the system's trusted roots). */
-  TEMPORAL_TLS_CA_PATH: z.string().min(1).optional(),
-  /** PEM files of the client certificate and its private key (mTLS); both or neither. */
-  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
-  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
-  /** Server name to verify the server's certificate against, when it differs from the address's host. */
-  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
-  /** Temporal Cloud API key, sent as `Authorization: Bearer <key>` (implies TLS). */
-  TEMPORAL_API_KEY: z.string().min(1).optional(),
   /** Base URL of the Temporal Web UI, used to build each order's workflow link. */
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
   /** Base URL of the email provider (the simulator by default). */
@@ -196,20 +182,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: ConfigRol
       const variable = issue.path.join('.');
       if (!problems.some((p) => p.variable === variable)) problems.push({ variable, message: issue.message });
     }
-  }
-  const tls = parsed.success ? parsed.data : undefined;
-  if (tls && Boolean(tls.TEMPORAL_TLS_CERT_PATH) !== Boolean(tls.TEMPORAL_TLS_KEY_PATH)) {
-    const missing = tls.TEMPORAL_TLS_CERT_PATH ? 'TEMPORAL_TLS_KEY_PATH' : 'TEMPORAL_TLS_CERT_PATH';
-    problems.push({
-      variable: missing,
-      message: 'a client certificate needs both TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH',
-    });
-  }
-  if (tls?.TEMPORAL_TLS === false && (tls.TEMPORAL_API_KEY || tls.TEMPORAL_TLS_CERT_PATH)) {
-    problems.push({
-      variable: 'TEMPORAL_TLS',
-      message: 'false, but an API key or a client certificate is configured: they are only sent over TLS',
-    });
   }
   if (problems.length > 0 || !parsed.success) {
     const lines = problems.map((p) => `  ${p.variable}: ${p.message}`);

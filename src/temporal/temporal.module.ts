@@ -9,7 +9,7 @@
 import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Client, Connection } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { temporalConnectionOptions } from './connection-options.js';
+import { temporalConnectionOptions } from '../config/temporal-connection.js';
 import { OrderWorkflowActions } from './order-workflow-actions.service.js';
 import { OrderWorkflowReconciler } from './order-workflow-reconciler.service.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
