@@ -20,6 +20,7 @@ import {
   type RetryStepOutcome,
   type WorkflowUnreachableOutcome,
 } from '../temporal/order-workflow-actions.service.js';
+import { OrderStartDispatcher } from '../temporal/order-start-dispatcher.service.js';
 import { OrderWorkflowStarter } from '../temporal/order-workflow-starter.service.js';
 import { isTemporalUnavailable, type UpdateFailure } from '../temporal/temporal-errors.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
@@ -79,16 +80,18 @@ export class OrdersService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly starter: OrderWorkflowStarter,
     private readonly actions: OrderWorkflowActions,
+    private readonly dispatcher: OrderStartDispatcher,
   ) {}
 
   /**
    * Accepts an order: prices it from the catalogue (unit prices snapshot from `products.price_minor`,
-   * total = Σ quantity × unitPriceMinor, integer minor units), stores the order and its lines in one
-   * transaction with status `received`, then starts its workflow. A failed start (Temporal down) is logged
-   * and left to the reconciler: the order is committed either way.
+   * total = Σ quantity × unitPriceMinor, integer minor units), stores the order, its lines and its workflow start
+   * intent in one transaction with status `received`, and notifies the {@link OrderStartDispatcher}, which starts
+   * the workflow right after (or as soon as Temporal answers). Never calls Temporal itself, so it answers in the
+   * time of one transaction whatever Temporal's state.
    * @param options.inTransaction runs first inside the order's transaction (e.g. the idempotency claim);
    *   its writes commit or roll back with the order, and its error aborts the order and propagates.
-   * @returns the stored order (with `workflowStartedAt` null if the start failed).
+   * @returns the stored order (`workflowStartedAt` is usually still null: the start follows the answer).
    * @throws ProblemException 400 `unknown-sku` (with `skus` and `errors`), `currency-mismatch`, or
    *   `total-too-large`; nothing is stored then.
    */
@@ -162,18 +165,12 @@ export class OrdersService {
           totalMinor,
           workflowId: orderWorkflowId(id),
           lines: { create: lines },
+          startIntent: { create: { workflowId: orderWorkflowId(id) } },
         },
       });
     });
 
-    try {
-      await this.starter.start(id);
-    } catch (err) {
-      this.logger.warn(
-        { err, orderId: id },
-        `Order ${id} accepted but its workflow could not be started; the reconciler will start it`,
-      );
-    }
+    this.dispatcher.notify();
     return this.get(id);
   }
 

@@ -1,6 +1,6 @@
 /**
  * Global module of the Temporal client side: the {@link TEMPORAL_CLIENT} `Client`, the
- * {@link OrderWorkflowStarter}, the {@link OrderWorkflowActions} (cancel, retry) and the {@link OrderWorkflowReconciler}
+ * {@link OrderWorkflowStarter}, the {@link OrderStartDispatcher} (starts the workflows of accepted orders), the {@link OrderWorkflowActions} (cancel, retry) and the {@link OrderWorkflowReconciler}
  * loop (with its sweeper). Requires APP_CONFIG and PRISMA.
  *
  * The connection is lazy (`Connection.lazy`): the API starts, and accepts orders, while Temporal is down;
@@ -10,6 +10,8 @@ import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/comm
 import { Client, Connection } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { temporalConnectionOptions } from '../config/temporal-connection.js';
+import { makeShutdownSafeRetryInterceptor } from './grpc-retry.js';
+import { OrderStartDispatcher } from './order-start-dispatcher.service.js';
 import { OrderWorkflowActions } from './order-workflow-actions.service.js';
 import { OrderWorkflowReconciler } from './order-workflow-reconciler.service.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
@@ -29,11 +31,15 @@ export const TEMPORAL_CHANNEL_ARGS = {
 
 /**
  * Builds a Client on a lazy connection to `TEMPORAL_ADDRESS` (TLS and credentials from
- * {@link temporalConnectionOptions}), namespace `TEMPORAL_NAMESPACE`.
+ * {@link temporalConnectionOptions}, the SDK's gRPC retries made shutdown-safe), namespace `TEMPORAL_NAMESPACE`.
  * @throws ConfigError when a configured certificate file cannot be read.
  */
 export function createTemporalClient(config: AppConfig): Client {
-  const connection = Connection.lazy({ ...temporalConnectionOptions(config), channelArgs: TEMPORAL_CHANNEL_ARGS });
+  const connection = Connection.lazy({
+    ...temporalConnectionOptions(config),
+    channelArgs: TEMPORAL_CHANNEL_ARGS,
+    interceptors: [makeShutdownSafeRetryInterceptor()],
+  });
   return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 }
 
@@ -42,10 +48,11 @@ export function createTemporalClient(config: AppConfig): Client {
   providers: [
     { provide: TEMPORAL_CLIENT, inject: [APP_CONFIG], useFactory: createTemporalClient },
     OrderWorkflowStarter,
+    OrderStartDispatcher,
     OrderWorkflowActions,
     OrderWorkflowReconciler,
   ],
-  exports: [TEMPORAL_CLIENT, OrderWorkflowStarter, OrderWorkflowActions, OrderWorkflowReconciler],
+  exports: [TEMPORAL_CLIENT, OrderWorkflowStarter, OrderStartDispatcher, OrderWorkflowActions, OrderWorkflowReconciler],
 })
 export class TemporalModule implements OnApplicationShutdown {
   constructor(@Inject(TEMPORAL_CLIENT) private readonly client: Client) {}
