@@ -28,6 +28,7 @@ import type { CreateOrderRequest } from './create-order.dto.js';
 import type { ListOrdersQuery } from './list-orders.dto.js';
 import type { CancelOrderRequest, RetryStartedView } from './order-actions.dto.js';
 import { encodeOrderCursor } from './order-cursor.js';
+import { publicFailure } from './public-failure.js';
 import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
 
 /** Largest `total_minor` the INTEGER column holds. */
@@ -239,10 +240,8 @@ export class OrdersService {
           );
         }
         this.logger.warn({ orderId: id, failure: outcome.failure }, 'cancelOrder Update failed');
-        throw notCancellable(
-          current,
-          `The cancel of order ${id} failed: ${outcome.failure.type}: ${outcome.failure.message}`,
-        );
+        // The failure's message is the workflow's internal text: logged above, not answered.
+        throw notCancellable(current, `The cancel of order ${id} failed (${outcome.failure.type})`);
       }
       default: {
         const current = await this.afterUnreachable(id, outcome, 'cancel');
@@ -352,7 +351,9 @@ export class OrdersService {
     return {
       id: order.id,
       status: order.status as OrderStatusValue,
-      failureReason: order.failureReason,
+      // The internal failure_reason (error types, provider answers, driver messages) is never shown here; operators
+      // read it in the logs, the workflow history, or (with the operator scope) an operator view.
+      failure: publicFailure(order.status, order.failureReason),
       customer: { email: order.customerEmail, name: order.customerName },
       currency: order.currency,
       totalMinor: order.totalMinor,
@@ -445,7 +446,8 @@ function detailOf(failure: UpdateFailure | null, member: string): string | null 
 
 /** Why the workflow refused a cancel: its `why` detail, else its message. */
 function refusalWhy(failure: UpdateFailure): string {
-  return detailOf(failure, 'why') ?? failure.message;
+  // The workflow puts the internal failure text in parentheses (`… may have been sent (TimeoutFailure: …)`): cut it.
+  return (detailOf(failure, 'why') ?? failure.message).replace(/ \([^]*\)/, '');
 }
 
 /** What a refused retry's 409 says: what the workflow waits for, if anything. */

@@ -207,7 +207,7 @@ describe('POST /orders and GET /orders/:id', () => {
     expect(created).toEqual({
       id: created.id,
       status: 'received',
-      failureReason: null,
+      failure: null,
       customer: { email: 'ada@example.com', name: 'Ada Lovelace' },
       currency: 'EUR',
       totalMinor: 2 * 1250 + 1999,
