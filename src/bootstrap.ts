@@ -17,11 +17,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
-<<<<<<< HEAD
 import { JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
-=======
 import { addGlobalProblemResponses, addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
->>>>>>> 458e7dd (Schema-driven API fuzzer (fast-check over the OpenAPI document, against the real app, worker and dev server): valid and mutated bodies, hostile values, junk and repeated query parameters, malformed path escapes, undeclared methods; checks no 5xx, documented statuses only, problem+json errors. The document now lists 400 for every operation with input and 413/415 for every operation with a body)
 import { installClientErrorHandler } from './common/client-error.js';
 import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';

@@ -126,7 +126,7 @@ export type ConfigRole = 'api' | 'worker' | 'all';
  * process at start. `all` (the default of {@link loadConfig}) is the union.
  */
 export const PRODUCTION_REQUIRED: Readonly<Record<Exclude<ConfigRole, 'all'>, readonly string[]>> = {
-  api: ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_UI_URL'],
+  api: ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_UI_URL', 'CUSTOMER_ID_SECRET'],
   worker: [
     'DATABASE_URL',
     'TEMPORAL_ADDRESS',

@@ -21,6 +21,7 @@ const complete: Record<string, string> = {
   ACCOUNTING_PROVIDER_API_KEY: 'live-books',
   CARRIER_PROVIDER_URL: 'https://carrier.example',
   CARRIER_PROVIDER_API_KEY: 'live-carrier',
+  CUSTOMER_ID_SECRET: 'a-production-secret-of-32-chars!!',
 };
 
 /** Runs `node --import tsx <entry>` with NODE_ENV=production and `env`; resolves with its exit code and stderr. */
