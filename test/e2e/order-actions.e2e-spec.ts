@@ -13,7 +13,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId, type OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import { ApiSuite, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import { ApiSuite, freePort, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const suite = new ApiSuite(`order-actions-e2e-${randomUUID()}`);
@@ -349,8 +349,10 @@ describe('the reconciler and the sweeper', () => {
     });
     await age(missing);
     const fresh = await placeOrder();
+    await waitForWorkflowStart(suite.db, fresh); // the dispatcher starts it right after the 202
     await suite.temporal.workflow.getHandle(orderWorkflowId(fresh)).terminate('test');
     const final = await placeOrder();
+    await waitForWorkflowStart(suite.db, final);
     await setStatus(final, 'completed', 50);
     await age(final);
     await suite.temporal.workflow.getHandle(orderWorkflowId(final)).terminate('test');
@@ -372,7 +374,8 @@ describe('OpenAPI', () => {
   it('documents the action routes, their statuses and problem types', async () => {
     const res = await http().get('/docs-json').expect(200);
     const cancel = res.body.paths['/orders/{id}/cancel'].post;
-    expect(Object.keys(cancel.responses).sort()).toEqual(['200', '202', '400', '404', '409', '503']);
+    // 413 and 415: every operation with a body (addGlobalProblemResponses).
+    expect(Object.keys(cancel.responses).sort()).toEqual(['200', '202', '400', '404', '409', '413', '415', '503']);
     expect(cancel.responses['202'].headers).toHaveProperty('Location');
     expect(cancel.responses['503'].headers).toHaveProperty('Retry-After');
     expect(Object.keys(cancel.responses['409'].content)).toEqual(['application/problem+json']);
@@ -381,7 +384,7 @@ describe('OpenAPI', () => {
       expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false })]),
     );
     const retry = res.body.paths['/orders/{id}/retry'].post;
-    expect(Object.keys(retry.responses).sort()).toEqual(['202', '400', '404', '409', '503']);
+    expect(Object.keys(retry.responses).sort()).toEqual(['202', '400', '404', '409', '413', '415', '503']);
     expect(JSON.stringify(retry.responses['202'])).toContain('RetryStarted');
     expect(retry.requestBody.required).toBe(false);
     expect(res.body.paths['/orders/{id}/accounting-sync/retry'].post.responses).toHaveProperty('503');
