@@ -69,7 +69,7 @@ export function temporalConnectionOptions(
     try {
       content = readFile(file);
     } catch (error) {
-      throw new ConfigError(`Invalid configuration:\n  ${name}: ${file} cannot be read: ${(error as Error).message}`, [
+      throw new ConfigError(`Invalid configuration:\n  ${name}=${file} cannot be read: ${(error as Error).message}`, [
         name,
       ]);
     }

@@ -69,6 +69,8 @@ export interface FuzzRequest {
   body?: string;
   /** Documented statuses of the operation; for an undeclared method `['405']`. */
   expected: string[];
+  /** Documented media types per status (a 2xx must be JSON only where the document says so). */
+  mediaTypes?: Record<string, string[]>;
 }
 
 /** Values the fuzzer may use for path parameters by name (existing resources), filled in at send time. */
@@ -314,6 +316,12 @@ export function requestArbitrary(
               headers,
               body: body?.text,
               expected: Object.keys(op.responses),
+              mediaTypes: Object.fromEntries(
+                Object.entries(op.responses).map(([code, r]) => [
+                  code,
+                  Object.keys((r as { content?: Record<string, unknown> }).content ?? {}),
+                ]),
+              ),
             };
           }),
       });
@@ -350,7 +358,12 @@ export function checkResponse(req: FuzzRequest, res: { status: number; headers: 
       problems.push(`problem document without type/title/status: ${res.text.slice(0, 200)}`);
     }
     if (res.status === 405 && !res.headers.get('allow')) problems.push('405 without Allow');
-  } else if (res.status !== 204 && req.method !== 'HEAD' && !type.startsWith('application/json')) {
+  } else if (
+    res.status !== 204 &&
+    req.method !== 'HEAD' &&
+    !type.startsWith('application/json') &&
+    (req.mediaTypes?.[status] ?? ['application/json']).some((t) => t.includes('json'))
+  ) {
     problems.push(`success without JSON (${type || 'no type'})`);
   }
   return problems;
