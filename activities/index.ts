@@ -8,12 +8,14 @@ import { createConfirmationActivities } from './confirmation.activities.js';
 import { createInventoryActivities } from './inventory.activities.js';
 import { createInvoiceActivities } from './invoice.activities.js';
 import { createOrderStatusActivities } from './order-status.activities.js';
+import { createRetentionActivities } from './retention.activities.js';
 import type { ActivityDeps } from './ports.js';
 import { createShippingActivities } from './shipping.activities.js';
 
 /**
  * Merges the activity factories: reserveInventory, releaseInventory, createInvoice, voidInvoice,
- * sendOrderConfirmation, syncInvoiceToAccounting, setOrderStatus.
+ * sendOrderConfirmation, syncInvoiceToAccounting, setOrderStatus, and purgeExpiredIdempotencyRecords (the retention
+ * Schedule's workflow).
  */
 export function createActivities(deps: ActivityDeps) {
   return {
@@ -23,6 +25,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createShippingActivities(deps.db, deps.carrier, deps.settings),
     ...createAccountingActivities(deps.db, deps.accounting),
     ...createOrderStatusActivities(deps.db),
+    ...createRetentionActivities(deps.idempotencyRecords),
   };
 }
 
@@ -37,3 +40,4 @@ export type * from './confirmation.activities.js';
 export type * from './shipping.activities.js';
 export type * from './accounting.activities.js';
 export type * from './order-status.activities.js';
+export type * from './retention.activities.js';

@@ -107,8 +107,22 @@ export interface ActivitySettings {
 }
 
 /** Everything `createActivities` needs. */
+/**
+ * The `Idempotency-Key` store's retention, as the API implements it (the worker passes
+ * `IdempotencyService.purgeExpired`, so the one purge statement lives with the store and its rules).
+ */
+export interface IdempotencyRecords {
+  /**
+   * Deletes the records whose retention has passed at `now` (never one a running request holds). Idempotent;
+   * safe to run from several processes at once.
+   * @returns how many records were deleted.
+   */
+  purgeExpired(now: Date): Promise<number>;
+}
+
 export interface ActivityDeps {
   db: Db;
+  idempotencyRecords: IdempotencyRecords;
   email: EmailProvider;
   accounting: AccountingProvider;
   carrier: CarrierProvider;

@@ -69,7 +69,8 @@ interface InventoryItem {
 interface OrderView {
   id: string;
   status: string;
-  failureReason?: string | null;
+  /** The public failure (`{ code, message }`); the internal reason is not in the API. */
+  failure?: { code: string; message: string } | null;
   invoiceNumber?: string | null;
   temporalUiUrl?: string | null;
 }
@@ -362,7 +363,7 @@ async function followOrder(
     id,
     status: terminalAt === undefined ? `timeout (last: ${last?.status ?? 'unknown'})` : (last?.status ?? '?'),
     invoiceNumber: last?.invoiceNumber ?? '',
-    failureReason: last?.failureReason ?? '',
+    failureReason: last?.failure ? `${last.failure.code}: ${last.failure.message}` : '',
     elapsedMs: terminalAt === undefined ? undefined : terminalAt - postedAt,
     emailEffects,
     shipmentEffects,

@@ -33,6 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
+import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
 import {
   describeExit,
   ensureTemporalCli,
@@ -475,7 +476,11 @@ async function waitForWorkerPollers(opts: {
   taskQueue: string;
   proc: ManagedProcess;
 }): Promise<void> {
-  const connection = await Connection.connect({ address: opts.address, connectTimeout: 5000 });
+  // The same TLS/API-key options as the API and the worker (TEMPORAL_TLS*, TEMPORAL_API_KEY) for a configured cluster.
+  const connection = await Connection.connect({
+    ...temporalConnectionOptionsFromEnv(process.env, opts.address),
+    connectTimeout: 5000,
+  });
   try {
     const since = opts.proc.startedAt - 2000; // tolerate clock rounding between the server and this process
     await waitUntil(

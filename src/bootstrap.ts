@@ -1,10 +1,15 @@
 /**
  * Builds and configures the Nest HTTP application, shared by `main.ts` and the e2e tests:
  * - the nestjs-pino logger (level `LOG_LEVEL`),
- * - the JSON body parser with its size limit ({@link JSON_BODY_LIMIT_BYTES}; 413 above it),
+ * - the JSON body parser with its size limit ({@link JSON_BODY_LIMIT_BYTES}; 413 above it), in non-strict mode:
+ *   any JSON value is parsed, and the schema says what is wrong with a body that is valid JSON but not an object
+ *   (`null`, `42`), instead of the parser calling it invalid JSON,
+ * - problem+json below the framework: Node's parser errors ({@link installClientErrorHandler}), 405 with `Allow`
+ *   for a known path with another method (in the {@link ProblemDetailsFilter}),
  * - the global StandardSchemaValidationPipe (zod schemas on `@Body/@Query/@Param({ schema })`),
  * - the global {@link ProblemDetailsFilter} (every error as RFC 9457 `application/problem+json`),
- * - the OpenAPI document: Swagger UI at `/docs`, JSON at `/docs-json`,
+ * - the OpenAPI document: Swagger UI at `/docs`, JSON at `/docs-json`, unless `API_DOCS` is false (the default
+ *   with `NODE_ENV=production`),
  * - shutdown hooks (SIGTERM/SIGINT close the app: reconciler, Temporal connection, Prisma pool).
  */
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
@@ -14,7 +19,8 @@ import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
 import { API_KEY_SECURITY } from './auth/api-auth.decorator.js';
 import { JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
-import { addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
+import { addGlobalProblemResponses, addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
+import { installClientErrorHandler } from './common/client-error.js';
 import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
@@ -38,19 +44,24 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
   const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
     bufferLogs: true,
     abortOnError: false,
+    bodyParser: false,
   });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
-  app.useBodyParser('json', { limit: JSON_BODY_LIMIT_BYTES });
+  installClientErrorHandler(app.getHttpServer());
+  // Non-strict: `null` or `42` is parsed (it is valid JSON) and refused by validation as "expected object".
+  // No urlencoded parser: the JsonContentTypeGuard answers other media types 415 anyway.
+  app.useBodyParser('json', { strict: false, limit: JSON_BODY_LIMIT_BYTES });
   app.useGlobalGuards(new JsonContentTypeGuard());
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter(app.get(HttpAdapterHost)));
   if (options.shutdownHooks ?? true) app.enableShutdownHooks();
 
+  if (!config.API_DOCS) return app;
   SwaggerModule.setup(
     'docs',
     app,
-    () => addProblemDetailsComponent(SwaggerModule.createDocument(app, openApiConfig())),
+    () => addGlobalProblemResponses(addProblemDetailsComponent(SwaggerModule.createDocument(app, openApiConfig()))),
     {
       jsonDocumentUrl: 'docs-json',
     },

@@ -11,22 +11,29 @@
  * line with orderId, workflowId, runId, activityType and attempt; Prometheus metrics (the SDK's `temporal_*` and the
  * service's `order_fulfilment_*`) on `WORKER_METRICS_PORT` (src/worker/worker-observability.ts).
  *
+ * At start it also creates (or updates) the retention Schedule `purge-idempotency-records`
+ * (src/worker/retention-schedule.ts); the workflow it starts runs on this worker's task queue.
+ *
  * SIGTERM/SIGINT: `worker.shutdown()` (stop polling, let running activities finish within the grace
  * time), then close the Nest context (Prisma pool) and exit 0. A second signal exits at once.
  * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_API_KEY or
  * TEMPORAL_TLS_CERT/KEY for Temporal Cloud, DATABASE_URL,
- * EMAIL_PROVIDER_URL, ACCOUNTING_PROVIDER_URL, ...).
+ * EMAIL_PROVIDER_URL, ACCOUNTING_PROVIDER_URL, ...). With NODE_ENV=production a missing provider URL or key, or a
+ * missing DATABASE_URL, stops it at start (exit 1) naming the variables.
+
  */
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
 import { pino } from 'pino';
 import { createActivities } from '../activities/index.js';
 import type { ActivityDeps } from '../activities/ports.js';
-import { APP_CONFIG, type AppConfig } from './config/config.js';
-import { temporalConnectionOptions } from './config/temporal-connection.js';
+import { type AppConfig, ConfigError, loadConfig } from './config/config.js';
+import { describeConnectionOptions, temporalConnectionOptions } from './config/temporal-connection.js';
 import { baseLoggerOptions } from './logging/logging.js';
 import { createOrderWorker, ensureSearchAttributes } from './worker/order-worker.js';
+import { ensureRetentionSchedule } from './worker/retention-schedule.js';
 import { recordSideEffectClaims, workerMetricsOptions } from './worker/worker-observability.js';
 import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
 
@@ -46,8 +53,13 @@ function sdkLogLevel(level: AppConfig['LOG_LEVEL']): LogLevel {
 }
 
 async function main(): Promise<void> {
-  const app = await NestFactory.createApplicationContext(WorkerModule, { logger: ['error', 'warn'] });
-  const config = app.get<AppConfig>(APP_CONFIG);
+  // Configuration first, outside Nest: a missing variable is one readable message and exit 1.
+  const config = loadConfig(process.env, 'worker');
+  const connectionOptions = temporalConnectionOptions(config);
+  const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), {
+    logger: ['error', 'warn'],
+    abortOnError: false,
+  });
   const logger = pino(baseLoggerOptions(config, 'worker'));
   Runtime.install({
     logger: new DefaultLogger(sdkLogLevel(config.LOG_LEVEL), (entry) => {
@@ -60,7 +72,7 @@ async function main(): Promise<void> {
   });
   recordSideEffectClaims(Runtime.instance().metricMeter);
 
-  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
+  const connection = await NativeConnection.connect(connectionOptions);
   // Without its search attributes every workflow start fails (INVALID_ARGUMENT): stop here with one clear error.
   let registered: string[];
   try {
@@ -72,6 +84,14 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   if (registered.length) logger.info({ registered }, 'registered search attributes');
+  const schedule = await ensureRetentionSchedule(new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }), {
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    intervalMs: config.IDEMPOTENCY_PURGE_INTERVAL_MS,
+  });
+  logger.info(
+    { schedule, intervalMs: config.IDEMPOTENCY_PURGE_INTERVAL_MS },
+    'retention schedule purge-idempotency-records in place',
+  );
 
   const deps = app.get<ActivityDeps>(ACTIVITY_DEPS);
   const worker = await createOrderWorker({
@@ -96,7 +116,7 @@ async function main(): Promise<void> {
 
   logger.info(
     {
-      address: config.TEMPORAL_ADDRESS,
+      ...describeConnectionOptions(connectionOptions),
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       metrics: config.WORKER_METRICS_PORT ? `http://127.0.0.1:${config.WORKER_METRICS_PORT}/metrics` : 'disabled',
@@ -113,6 +133,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  console.error(err);
+  // A configuration error is the operator's to fix: its message names every variable; no stack trace.
+  console.error(err instanceof ConfigError ? err.message : err);
   process.exit(1);
 });

@@ -86,5 +86,22 @@ export const attentionWrite: ActivityOptions = {
   },
 };
 
+/**
+ * Housekeeping batches in the database (the idempotency-record purge of the retention Schedule): one attempt may
+ * delete up to 100 batches of rows, so attempts are long; the next scheduled run repeats the work anyway, so few.
+ * 3 attempts x 60 s + backoff 5+10 s = 195 s <= 240 s.
+ */
+export const housekeeping: ActivityOptions = {
+  startToCloseTimeout: '60 seconds',
+  scheduleToCloseTimeout: '240 seconds',
+  retry: {
+    initialInterval: '5 seconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes,
+  },
+};
+
 /** All profiles by name, for documentation and tests. */
-export const RETRY_PROFILES = { databaseStep, providerCall, compensation, attentionWrite } as const;
+export const RETRY_PROFILES = { databaseStep, providerCall, compensation, attentionWrite, housekeeping } as const;

@@ -3,3 +3,4 @@
  * See https://docs.temporal.io/develop/typescript/core-application#workflow-bundling
  */
 export { orderFulfilment } from './order-fulfilment.workflow.js';
+export { purgeIdempotencyRecords } from './idempotency-retention.workflow.js';

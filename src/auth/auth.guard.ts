@@ -46,9 +46,12 @@ export class ApiKeyAuthGuard implements CanActivate {
         throw new UnauthorizedProblem('This operation needs an API key: send Authorization: Bearer <API key>');
       }
       if (credentials.kind === 'malformed') {
+        // A public route (health probes, metrics scrapes, the page) answers as if no key was sent.
+        if (isPublic) return true;
         throw new UnauthorizedProblem(credentials.reason, 'invalid_request');
       }
       const client = await this.keys.authenticate(credentials.token);
+      if (!client && isPublic) return true;
       if (!client)
         throw new UnauthorizedProblem('The API key is not valid (unknown, revoked or malformed)', 'invalid_token');
       req.apiClient = client;

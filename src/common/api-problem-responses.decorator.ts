@@ -37,3 +37,40 @@ export function addProblemDetailsComponent(document: OpenAPIObject): OpenAPIObje
   document.components.schemas = { ...document.components.schemas, [PROBLEM_COMPONENT]: schema };
   return document;
 }
+
+/**
+ * Responses every operation can give whatever its controller declares, added to each operation of the document
+ * that does not list them: 400 for an operation with parameters or a body (validation, malformed JSON, a
+ * malformed header), 413 and 415 for an operation with a body (the body parser's limit, the JSON media type).
+ * Without them a schema-driven client (or fuzzer) meets statuses the document never promised.
+ */
+export const GLOBAL_PROBLEM_RESPONSES = {
+  withInput: { 400: 'Invalid request: a parameter, header or the body failed validation, or the body is not JSON' },
+  withBody: {
+    413: 'The body is larger than the JSON body limit',
+    415: 'The body is not sent as `application/json`',
+  },
+} as const;
+
+/** Adds {@link GLOBAL_PROBLEM_RESPONSES} (problem+json) to the operations of `document` that lack them. */
+export function addGlobalProblemResponses(document: OpenAPIObject): OpenAPIObject {
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
+      const operation = item[method];
+      if (!operation) continue;
+      const hasBody = operation.requestBody !== undefined;
+      const hasInput = hasBody || (operation.parameters?.length ?? 0) > 0 || (item.parameters?.length ?? 0) > 0;
+      const add = {
+        ...(hasInput ? GLOBAL_PROBLEM_RESPONSES.withInput : {}),
+        ...(hasBody ? GLOBAL_PROBLEM_RESPONSES.withBody : {}),
+      };
+      for (const [status, description] of Object.entries(add)) {
+        operation.responses[status] ??= {
+          description,
+          content: { [PROBLEM_JSON]: { schema: { $ref: `#/components/schemas/${PROBLEM_COMPONENT}` } } },
+        };
+      }
+    }
+  }
+  return document;
+}

@@ -3,12 +3,22 @@
  *
  * - {@link ProblemException}: its problem document as is.
  * - A malformed JSON body (body-parser's SyntaxError, mapped by Nest to a 400): `malformed-json`.
+ * - The router's 404 for a path that exists with other methods: 405 `method-not-allowed` with an `Allow` header
+ *   (RFC 9110 §15.5.6), or for `OPTIONS` 204 with `Allow` (RFC 9110 §9.3.7); see {@link allowedMethods}.
  * - Any other Nest `HttpException` (unknown route 404, 405, 413, ...): `about:blank` with the reason phrase
  *   as `title` and the exception message as `detail`.
  * - Anything else: 500 `internal-error` with a generic detail; the error itself goes to the log only.
  */
-import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import {
+  type ArgumentsHost,
+  Catch,
+  type ExceptionFilter,
+  HttpException,
+  Logger,
+  NotFoundException,
+} from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
+import { allowedMethods } from './allowed-methods.js';
 import { defaultTitle, PROBLEM_JSON, type ProblemDetails, ProblemException, ProblemType } from './problem-details.js';
 
 interface RequestLike {
@@ -23,13 +33,32 @@ export class ProblemDetailsFilter implements ExceptionFilter {
 
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
-  catch(exception: unknown, host: ArgumentsHost): void {
+  catch(thrown: unknown, host: ArgumentsHost): void {
+    let exception = thrown;
     const ctx = host.switchToHttp();
     const request = ctx.getRequest<RequestLike>();
     const response = ctx.getResponse<unknown>();
     const { httpAdapter } = this.adapterHost;
 
-    const problem: ProblemDetails = { ...toProblem(exception), instance: requestPath(request) };
+    const path = requestPath(request);
+    if (isRouteNotFound(exception, request)) {
+      const allow = allowedMethods(httpAdapter.getInstance(), path);
+      if (allow.length > 0 && !httpAdapter.isHeadersSent(response)) {
+        httpAdapter.setHeader(response, 'Allow', allow.join(', '));
+        if (request.method === 'OPTIONS') {
+          httpAdapter.reply(response, undefined, 204);
+          return;
+        }
+        exception = new ProblemException({
+          status: 405,
+          type: ProblemType.MethodNotAllowed,
+          title: 'Method not allowed',
+          detail: `${request.method} is not supported on ${path}; supported: ${allow.join(', ')}`,
+          extensions: { allow },
+        });
+      }
+    }
+    const problem: ProblemDetails = { ...toProblem(exception), instance: path };
     if (problem.status >= 500) {
       const message = `${request.method ?? ''} ${problem.instance} failed with ${problem.status}: ${
         exception instanceof Error ? exception.message : String(exception)
@@ -42,6 +71,18 @@ export class ProblemDetailsFilter implements ExceptionFilter {
     httpAdapter.setHeader(response, 'Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
     httpAdapter.reply(response, problem, problem.status);
   }
+}
+
+/**
+ * True for the router's own 404 (no route for this method and path: Nest's `NotFoundException` "Cannot GET /x"), as
+ * opposed to a controller's 404 for a resource (a {@link ProblemException}).
+ */
+function isRouteNotFound(exception: unknown, request: RequestLike): boolean {
+  return (
+    exception instanceof NotFoundException &&
+    !(exception instanceof ProblemException) &&
+    exception.message.startsWith(`Cannot ${request.method ?? ''} `)
+  );
 }
 
 /** Converts any thrown value into a problem document (without `instance`). Never exposes internals of 5xx. */

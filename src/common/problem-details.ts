@@ -25,6 +25,14 @@ export const ProblemType = {
   UnsupportedMediaType: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
   /** The request body is not valid JSON. */
   MalformedJson: `${PROBLEM_TYPE_BASE}malformed-json`,
+  /**
+   * The request is not valid HTTP/1.1 (Node's parser refused it: a control character in a header, a bad request
+   * line, headers too large); extension `parserError` (the parser's code, e.g. `HPE_INVALID_HEADER_TOKEN`). The
+   * connection is closed.
+   */
+  MalformedRequest: `${PROBLEM_TYPE_BASE}malformed-request`,
+  /** 405: the resource exists but not with this method; the `Allow` header lists the methods it supports. */
+  MethodNotAllowed: `${PROBLEM_TYPE_BASE}method-not-allowed`,
   /** An order names SKUs that are not in the catalogue; see the `skus` extension. */
   UnknownSku: `${PROBLEM_TYPE_BASE}unknown-sku`,
   /** The products of one order are priced in different currencies. */

@@ -1,7 +1,16 @@
 /**
  * Process configuration, read once from environment variables and validated with zod.
- * Every variable has a development default that matches `npm start` (the local stack), so a fresh
- * checkout runs without a `.env` file. Invalid values fail fast at start-up with a readable message.
+ *
+ * Development (any `NODE_ENV` but `production`): every variable has a default that matches `npm start` (the local
+ * stack: simulators, the dev server, the local database), so a fresh checkout runs without a `.env` file.
+ *
+ * Production (`NODE_ENV=production`) fails closed: the variables that name a host or hold a credential have no
+ * default there ({@link PRODUCTION_REQUIRED}: the database, Temporal, the UI link, every provider URL and key, the
+ * sender address), so a deploy that forgets one stops at start with a message naming each missing variable instead
+ * of silently using development hosts and keys. Which ones a process needs depends on its role: the API never calls
+ * a provider, the worker never builds UI links.
+ *
+ * Invalid values fail at start-up too, with one line per variable ({@link ConfigError}).
  */
 import { z } from 'zod';
 import { LOG_FORMATS } from '../logging/logging.js';
@@ -9,14 +18,23 @@ import { CANCEL_WAIT_MS } from '../temporal/temporal.constants.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const url = z.string().url();
+/** `true`/`false` (also `1`/`0`, `yes`/`no`), case-insensitive. */
+const flag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no']))
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** Schema of the environment this service reads; see README "Configuration" for each variable. */
 export const configSchema = z.object({
+  /** `production` turns on the fail-closed checks ({@link PRODUCTION_REQUIRED}); anything else is development. */
+  NODE_ENV: z.string().optional(),
   /** HTTP port of the API. */
   PORT: port.default(3000),
   /** PostgreSQL connection string. `npm start` sets it to the embedded database when unset. */
   DATABASE_URL: z.string().min(1).default('postgresql://postgres@127.0.0.1:5432/order_fulfilment'),
-  /** host:port of the Temporal frontend (gRPC). */
+  /** host:port of the Temporal frontend (gRPC), e.g. `my-ns.a1b2c.tmprl.cloud:7233`. */
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   /**
@@ -54,7 +72,10 @@ export const configSchema = z.object({
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(25_000).default(10_000),
   /** Lease of a `sending` side-effect claim, ms (see ActivitySettings.claimLeaseMs). */
   CLAIM_LEASE_MS: z.coerce.number().int().min(31_000).default(120_000),
-  /** Interval of the reconciler that starts workflows for committed orders that have none, ms. 0 disables. */
+  /**
+   * Interval of the reconciler (the safety net behind the start dispatcher: it re-queues start intents of committed
+   * orders that have no workflow) and of the sweeper, ms. 0 disables both.
+   */
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(0).default(15_000),
   /**
    * The sweeper (part of the reconciler loop) checks orders that are not final, whose workflow was started, and
@@ -70,8 +91,8 @@ export const configSchema = z.object({
   /**
    * Retention of `Idempotency-Key` records (`POST /orders`, `PUT /inventory/:sku`), ms (default 24 h, at least
    * 1 min), counted from the request's completion: a record still `processing` never expires. A retry with the
-   * same key within this time replays the first response; after it the key counts as unused, and the purge
-   * deletes the record.
+   * same key within this time replays the first response; after it the key counts as unused, and the retention
+   * Schedule's purge deletes the record.
    */
   IDEMPOTENCY_RETENTION_MS: z.coerce.number().int().min(60_000).default(86_400_000),
   /**
@@ -81,6 +102,15 @@ export const configSchema = z.object({
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6_000),
   /** The window of `RATE_LIMIT_MAX`, ms (default 1 min). */
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+  /**
+   * Interval of the Temporal Schedule `purge-idempotency-records` (created or updated by the worker at start), ms:
+   * default 10 min, 1 min to 1 day.
+   */
+  IDEMPOTENCY_PURGE_INTERVAL_MS: z.coerce.number().int().min(60_000).max(86_400_000).default(600_000),
+  /**
+   * Serve the OpenAPI document (`/docs`, `/docs-json`). Default: on in development, off with `NODE_ENV=production`.
+   */
+  API_DOCS: flag.optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `json` (one JSON object per line) or `pretty`; unset: pretty on a terminal, JSON otherwise (src/logging). */
   LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
@@ -93,20 +123,83 @@ export const configSchema = z.object({
   CUSTOMER_ID_SECRET: z.string().min(16).default('dev-only-customer-id-secret'),
 });
 
-/** Validated configuration. */
-export type AppConfig = z.infer<typeof configSchema>;
+/** Validated configuration. `API_DOCS` is resolved to a boolean (its default depends on `NODE_ENV`). */
+export type AppConfig = Omit<z.infer<typeof configSchema>, 'API_DOCS'> & { API_DOCS: boolean };
+
+/** Which process reads the configuration: each fails closed on the variables it uses. */
+export type ConfigRole = 'api' | 'worker' | 'all';
+
+/**
+ * Variables without a default under `NODE_ENV=production`, per role. A missing (unset or empty) one stops the
+ * process at start. `all` (the default of {@link loadConfig}) is the union.
+ */
+export const PRODUCTION_REQUIRED: Readonly<Record<Exclude<ConfigRole, 'all'>, readonly string[]>> = {
+  api: ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_UI_URL', 'CUSTOMER_ID_SECRET'],
+  worker: [
+    'DATABASE_URL',
+    'TEMPORAL_ADDRESS',
+    'EMAIL_PROVIDER_URL',
+    'EMAIL_PROVIDER_API_KEY',
+    'EMAIL_FROM',
+    'ACCOUNTING_PROVIDER_URL',
+    'ACCOUNTING_PROVIDER_API_KEY',
+    'CARRIER_PROVIDER_URL',
+    'CARRIER_PROVIDER_API_KEY',
+  ],
+};
+
+/** The configuration is invalid or incomplete; `message` has one line per variable, `variables` their names. */
+export class ConfigError extends Error {
+  constructor(
+    message: string,
+    readonly variables: readonly string[],
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** True when `env` describes a production process (`NODE_ENV=production`). */
+export function isProduction(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.NODE_ENV?.trim() === 'production';
+}
 
 /**
  * Parses configuration from `env`.
- * @throws Error listing every invalid variable, e.g. `PORT: Too big: expected number to be <=65535`.
+ * @param role the process reading it; under `NODE_ENV=production` the role's {@link PRODUCTION_REQUIRED}
+ *   variables must be set (default `all`: every one).
+ * @throws ConfigError listing every missing or invalid variable, e.g.
+ *   `DATABASE_URL: required when NODE_ENV=production (no development default)` or
+ *   `PORT: Too big: expected number to be <=65535`.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: ConfigRole = 'all'): AppConfig {
+  const production = isProduction(env);
+  const problems: { variable: string; message: string }[] = [];
+  if (production) {
+    const required =
+      role === 'all' ? [...new Set(Object.values(PRODUCTION_REQUIRED).flat())] : PRODUCTION_REQUIRED[role];
+    for (const name of required) {
+      if (!env[name]?.trim()) {
+        problems.push({ variable: name, message: 'required when NODE_ENV=production (no development default)' });
+      }
+    }
+  }
   const parsed = configSchema.safeParse(env);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
+    for (const issue of parsed.error.issues) {
+      const variable = issue.path.join('.');
+      if (!problems.some((p) => p.variable === variable)) problems.push({ variable, message: issue.message });
+    }
   }
-  return parsed.data;
+  if (problems.length > 0 || !parsed.success) {
+    const lines = problems.map((p) => `  ${p.variable}: ${p.message}`);
+    const where = production ? ' (NODE_ENV=production)' : '';
+    throw new ConfigError(
+      `Invalid configuration${where}:\n${lines.join('\n')}`,
+      problems.map((p) => p.variable),
+    );
+  }
+  return { ...parsed.data, API_DOCS: parsed.data.API_DOCS ?? !production };
 }
 
 /** Nest injection token of AppConfig. */

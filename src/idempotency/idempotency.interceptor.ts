@@ -12,6 +12,7 @@
  * - without `records` (the order actions): the handler names its effect by the key itself (the Temporal Update id
  *   `cancel:<client>:<key>`), which de-duplicates.
  */
+import { ProblemException } from '../common/problem-details.js';
 import {
   applyDecorators,
   type CallHandler,
@@ -111,7 +112,17 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (!options.records) return next.handle();
 
     const resource = this.moduleRef.get(options.records, { strict: false });
-    const fingerprint = requestFingerprint({ method: req.method, target: req.originalUrl, body: req.body });
+    let fingerprint: string;
+    try {
+      fingerprint = requestFingerprint({ method: req.method, target: req.originalUrl, body: req.body });
+    } catch (err) {
+      // RFC 8785 refuses strings that are not valid Unicode (a lone surrogate such as "\ud800"): such a body has no
+      // canonical form, and no order could carry it anyway. Found by the API fuzzer (it was a 500).
+      throw ProblemException.validation(
+        [{ path: '', message: `The body is not valid Unicode: ${err instanceof Error ? err.message : String(err)}` }],
+        'The body contains a string that is not valid Unicode (a lone surrogate)',
+      );
+    }
     try {
       const { response, replayed } = await this.idempotency.execute(
         { clientId, key, fingerprint },

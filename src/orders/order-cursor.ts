@@ -10,7 +10,17 @@ export interface OrderCursor {
   id: string;
 }
 
-const cursorPayload = z.tuple([z.iso.datetime(), z.uuid()]);
+/**
+ * The earliest position a cursor may name. ISO 8601 has a year 0000 (1 BC), PostgreSQL's timestamps have none:
+ * `0000-01-01` fails there with "date/time field value out of range" (a 500), so a cursor before year 1 is refused
+ * here. Cursors this API makes hold order creation times, far inside the range.
+ */
+export const MIN_CURSOR_TIME = new Date('0001-01-01T00:00:00Z');
+
+const cursorPayload = z.tuple([
+  z.iso.datetime().refine((s) => new Date(s) >= MIN_CURSOR_TIME, 'out of range: before year 1'),
+  z.uuid(),
+]);
 
 /** Encodes a cursor; the result is URL-safe. */
 export function encodeOrderCursor(cursor: OrderCursor): string {

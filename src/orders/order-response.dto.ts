@@ -4,6 +4,20 @@
  */
 import { z } from 'zod';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import { FailureCode } from './public-failure.js';
+
+/**
+ * Why an order failed, was cancelled or waits: a stable code and a message safe for any caller
+ * (src/orders/public-failure.ts). The internal detail stays in the logs and the workflow.
+ */
+export const orderFailureViewSchema = z
+  .object({
+    code: z.enum(Object.values(FailureCode) as [FailureCode, ...FailureCode[]]).meta({ example: 'insufficient_stock' }),
+    message: z
+      .string()
+      .meta({ example: 'Not enough stock for CAP-RED (requested 4, available 3). Nothing was reserved.' }),
+  })
+  .meta({ id: 'OrderFailure' });
 
 export const orderLineViewSchema = z.object({
   lineNo: z.int().meta({ description: '1-based position in the order' }),
@@ -16,7 +30,9 @@ const orderSummaryShape = {
   id: z.uuid(),
   clientId: z.string().meta({ description: 'The API client that placed the order (owner)', example: 'shop-a' }),
   status: z.enum(Object.values(OrderStatus) as [OrderStatus, ...OrderStatus[]]),
-  failureReason: z.string().nullable(),
+  failure: orderFailureViewSchema.nullable().meta({
+    description: 'Set for `failed`, `cancelled` and `attention_required` orders; null otherwise',
+  }),
   customer: z.object({ email: z.string(), name: z.string().nullable() }),
   currency: z.string().meta({ description: 'ISO 4217 code', example: 'EUR' }),
   totalMinor: z.int().meta({ description: 'Sum of quantity × unitPriceMinor, minor units' }),

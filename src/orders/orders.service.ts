@@ -20,6 +20,7 @@ import {
   type RetryStepOutcome,
   type WorkflowUnreachableOutcome,
 } from '../temporal/order-workflow-actions.service.js';
+import { OrderStartDispatcher } from '../temporal/order-start-dispatcher.service.js';
 import { OrderWorkflowStarter } from '../temporal/order-workflow-starter.service.js';
 import { isTemporalUnavailable, type UpdateFailure } from '../temporal/temporal-errors.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
@@ -28,6 +29,7 @@ import type { ListOrdersQuery } from './list-orders.dto.js';
 import type { CancelOrderRequest, RetryStartedView } from './order-actions.dto.js';
 import { ALL_ORDERS, type OrderAccess, orderAccessWhere } from './order-access.js';
 import { encodeOrderCursor } from './order-cursor.js';
+import { publicFailure } from './public-failure.js';
 import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
 
 /** Largest `total_minor` the INTEGER column holds. */
@@ -90,17 +92,19 @@ export class OrdersService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly starter: OrderWorkflowStarter,
     private readonly actions: OrderWorkflowActions,
+    private readonly dispatcher: OrderStartDispatcher,
   ) {}
 
   /**
    * Accepts an order: prices it from the catalogue (unit prices snapshot from `products.price_minor`,
-   * total = Σ quantity × unitPriceMinor, integer minor units), stores the order and its lines in one
-   * transaction with status `received`, then starts its workflow. A failed start (Temporal down) is logged
-   * and left to the reconciler: the order is committed either way.
+   * total = Σ quantity × unitPriceMinor, integer minor units), stores the order, its lines and its workflow start
+   * intent in one transaction with status `received`, and notifies the {@link OrderStartDispatcher}, which starts
+   * the workflow right after (or as soon as Temporal answers). Never calls Temporal itself, so it answers in the
+   * time of one transaction whatever Temporal's state.
    * @param options.clientId the client placing the order; it owns the order.
    * @param options.inTransaction runs first inside the order's transaction (e.g. the idempotency claim);
    *   its writes commit or roll back with the order, and its error aborts the order and propagates.
-   * @returns the stored order (with `workflowStartedAt` null if the start failed).
+   * @returns the stored order (`workflowStartedAt` is usually still null: the start follows the answer).
    * @throws ProblemException 400 `unknown-sku` (with `skus` and `errors`), `currency-mismatch`, or
    *   `total-too-large`; nothing is stored then.
    */
@@ -175,18 +179,12 @@ export class OrdersService {
           clientId: options.clientId,
           workflowId: orderWorkflowId(id),
           lines: { create: lines },
+          startIntent: { create: { workflowId: orderWorkflowId(id) } },
         },
       });
     });
 
-    try {
-      await this.starter.start(id);
-    } catch (err) {
-      this.logger.warn(
-        { err, orderId: id },
-        `Order ${id} accepted but its workflow could not be started; the reconciler will start it`,
-      );
-    }
+    this.dispatcher.notify();
     return this.get(id, ALL_ORDERS);
   }
 
@@ -265,10 +263,8 @@ export class OrdersService {
           );
         }
         this.logger.warn({ orderId: id, failure: outcome.failure }, 'cancelOrder Update failed');
-        throw notCancellable(
-          current,
-          `The cancel of order ${id} failed: ${outcome.failure.type}: ${outcome.failure.message}`,
-        );
+        // The failure's message is the workflow's internal text: logged above, not answered.
+        throw notCancellable(current, `The cancel of order ${id} failed (${outcome.failure.type})`);
       }
       default: {
         const current = await this.afterUnreachable(id, outcome, 'cancel');
@@ -381,7 +377,9 @@ export class OrdersService {
       id: order.id,
       clientId: order.clientId,
       status: order.status as OrderStatusValue,
-      failureReason: order.failureReason,
+      // The internal failure_reason (error types, provider answers, driver messages) is never shown here; operators
+      // read it in the logs, the workflow history, or (with the operator scope) an operator view.
+      failure: publicFailure(order.status, order.failureReason),
       customer: { email: order.customerEmail, name: order.customerName },
       currency: order.currency,
       totalMinor: order.totalMinor,
@@ -474,7 +472,8 @@ function detailOf(failure: UpdateFailure | null, member: string): string | null 
 
 /** Why the workflow refused a cancel: its `why` detail, else its message. */
 function refusalWhy(failure: UpdateFailure): string {
-  return detailOf(failure, 'why') ?? failure.message;
+  // The workflow puts the internal failure text in parentheses (`… may have been sent (TimeoutFailure: …)`): cut it.
+  return (detailOf(failure, 'why') ?? failure.message).replace(/ \([^]*\)/, '');
 }
 
 /** What a refused retry's 409 says: what the workflow waits for, if anything. */

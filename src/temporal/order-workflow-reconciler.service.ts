@@ -1,7 +1,8 @@
 /**
- * The reconciler: "nothing accepted is lost". Every `RECONCILE_INTERVAL_MS` ms (0 disables it) it looks for
- * committed orders whose workflow was never started (`workflow_started_at IS NULL`, e.g. Temporal was down
- * at POST time), older than {@link RECONCILE_MIN_AGE_MS} ms so it does not race the POST handler, at most
+ * The reconciler: "nothing accepted is lost", the safety net behind the {@link OrderStartDispatcher} (which starts
+ * the workflow of every accepted order from its start intent). Every `RECONCILE_INTERVAL_MS` ms (0 disables it) it
+ * looks for committed orders whose workflow was never started (`workflow_started_at IS NULL`: an intent the
+ * dispatcher could not start yet, or an order older than the intents), older than {@link RECONCILE_MIN_AGE_MS} ms so it does not race the POST handler, at most
  * {@link RECONCILE_BATCH_SIZE} per pass, and starts them through {@link OrderWorkflowStarter} (idempotent).
  * Orders already final (`completed`, `failed`, `cancelled`) are never started: a workflow would have nothing to do,
  * and a final order's row must not be touched again.
@@ -19,17 +20,10 @@
  * ends early (the others would fail the same way) and the next pass tries again. Passes never overlap; the
  * loop stops, and the running pass is awaited, when the application shuts down.
  *
- * After each pass the loop also purges `Idempotency-Key` records past `IDEMPOTENCY_RETENTION_MS`
- * ({@link IdempotencyService.purgeExpired}) when the IdempotencyModule is loaded (the API; not the worker).
+ * The purge of expired `Idempotency-Key` records is not here any more: a Temporal Schedule runs it
+ * (src/worker/retention-schedule.ts).
  */
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleDestroy,
-  Optional,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import {
@@ -41,7 +35,6 @@ import {
   TERMINAL_ORDER_STATUSES,
 } from '../../workflows/order-fulfilment.contract.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { IdempotencyService } from '../idempotency/idempotency.service.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
@@ -114,7 +107,6 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
     @Inject(TEMPORAL_CLIENT) private readonly client: Client,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly starter: OrderWorkflowStarter,
-    @Optional() private readonly idempotency?: IdempotencyService,
   ) {}
 
   /** Starts the periodic loop unless `RECONCILE_INTERVAL_MS` is 0. */
@@ -134,6 +126,10 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
    * @param now reference time for the minimum age, default the current time.
    */
   async reconcileOnce(now: Date = new Date()): Promise<ReconcileResult> {
+    // A final order needs no start: drop an intent left behind (nothing should leave one; this keeps it so).
+    await this.prisma.$executeRaw`
+      DELETE FROM workflow_start_intents i USING orders o
+      WHERE o.id = i.order_id AND o.status = ANY(${[...TERMINAL_ORDER_STATUSES]})`;
     const orders = await this.prisma.order.findMany({
       where: {
         workflowStartedAt: null,
@@ -291,23 +287,6 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
     return updated === 1;
   }
 
-  /**
-   * Deletes idempotency records past their retention (also run by the periodic loop after each pass).
-   * Never throws: a failure is logged and the next pass tries again.
-   * @returns the number of deleted records (0 without the IdempotencyModule).
-   */
-  async purgeExpiredIdempotencyRecords(now: Date = new Date()): Promise<number> {
-    if (!this.idempotency || this.stopped) return 0;
-    try {
-      const deleted = await this.idempotency.purgeExpired(now);
-      if (deleted > 0) this.logger.log({ deleted }, 'Purged expired idempotency records');
-      return deleted;
-    } catch (err) {
-      this.logger.error({ err }, 'Purging expired idempotency records failed');
-      return 0;
-    }
-  }
-
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
@@ -315,7 +294,6 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
         .catch((err: unknown) => this.logger.error({ err }, 'Reconciliation pass failed'))
         .then(() => this.sweepOnce())
         .catch((err: unknown) => this.logger.error({ err }, 'Sweeper pass failed'))
-        .then(() => this.purgeExpiredIdempotencyRecords())
         .finally(() => {
           this.running = undefined;
           this.schedule();

@@ -49,7 +49,8 @@ export class OrderWorkflowStarter {
   /**
    * Starts the order's workflow on `TEMPORAL_TASK_QUEUE` (or finds it started), with the search attributes OrderId,
    * OrderStatus and the pseudonymous CustomerId (customer-id.ts; read from the order row), then records
-   * `orders.workflow_started_at` if it is still null.
+   * in one transaction, records `orders.workflow_started_at` if it is still null and deletes the order's start intent
+   * (its job is done).
    * @param orderId UUID of a committed order.
    * @throws the client's error when Temporal is unreachable (after {@link WORKFLOW_START_TIMEOUT_MS} ms at
    *   most) or rejects the request; `orders.workflow_started_at` then stays null for the reconciler.
@@ -78,10 +79,13 @@ export class OrderWorkflowStarter {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       alreadyStarted = true;
     }
-    await this.prisma.order.updateMany({
-      where: { id: orderId, workflowStartedAt: null },
-      data: { workflowStartedAt: new Date() },
-    });
+    await this.prisma.$transaction([
+      this.prisma.order.updateMany({
+        where: { id: orderId, workflowStartedAt: null },
+        data: { workflowStartedAt: new Date() },
+      }),
+      this.prisma.workflowStartIntent.deleteMany({ where: { orderId } }),
+    ]);
     return { workflowId, alreadyStarted };
   }
 }

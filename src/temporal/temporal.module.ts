@@ -1,6 +1,6 @@
 /**
  * Global module of the Temporal client side: the {@link TEMPORAL_CLIENT} `Client`, the
- * {@link OrderWorkflowStarter}, the {@link OrderWorkflowActions} (cancel, retry) and the {@link OrderWorkflowReconciler}
+ * {@link OrderWorkflowStarter}, the {@link OrderStartDispatcher} (starts the workflows of accepted orders), the {@link OrderWorkflowActions} (cancel, retry) and the {@link OrderWorkflowReconciler}
  * loop (with its sweeper). Requires APP_CONFIG and PRISMA.
  *
  * The connection is lazy (`Connection.lazy`): the API starts, and accepts orders, while Temporal is down;
@@ -9,14 +9,37 @@
 import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { Client, Connection } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { temporalConnectionOptions } from '../config/temporal-connection.js';
+import { makeShutdownSafeRetryInterceptor } from './grpc-retry.js';
+import { OrderStartDispatcher } from './order-start-dispatcher.service.js';
 import { OrderWorkflowActions } from './order-workflow-actions.service.js';
 import { OrderWorkflowReconciler } from './order-workflow-reconciler.service.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
 import { TEMPORAL_CLIENT } from './temporal.constants.js';
 
-/** Builds a Client on a lazy connection to `TEMPORAL_ADDRESS`, namespace `TEMPORAL_NAMESPACE`. */
+/**
+ * gRPC channel arguments of the API's connection: after Temporal was unreachable, grpc-js waits before it tries to
+ * reconnect, backing off up to 120 s by default, and every call fails fast meanwhile; capped at 1 s here, so the
+ * first call after Temporal returns finds the channel connected again (the start dispatcher resumes within about a
+ * second). Names: https://grpc.github.io/grpc/core/group__grpc__arg__keys.html
+ */
+export const TEMPORAL_CHANNEL_ARGS = {
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.min_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1_000,
+} as const;
+
+/**
+ * Builds a Client on a lazy connection to `TEMPORAL_ADDRESS` (TLS and credentials from
+ * {@link temporalConnectionOptions}, the SDK's gRPC retries made shutdown-safe), namespace `TEMPORAL_NAMESPACE`.
+ * @throws ConfigError when a configured certificate file cannot be read.
+ */
 export function createTemporalClient(config: AppConfig): Client {
-  const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
+  const connection = Connection.lazy({
+    ...temporalConnectionOptions(config),
+    channelArgs: TEMPORAL_CHANNEL_ARGS,
+    interceptors: [makeShutdownSafeRetryInterceptor()],
+  });
   return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 }
 
@@ -25,10 +48,11 @@ export function createTemporalClient(config: AppConfig): Client {
   providers: [
     { provide: TEMPORAL_CLIENT, inject: [APP_CONFIG], useFactory: createTemporalClient },
     OrderWorkflowStarter,
+    OrderStartDispatcher,
     OrderWorkflowActions,
     OrderWorkflowReconciler,
   ],
-  exports: [TEMPORAL_CLIENT, OrderWorkflowStarter, OrderWorkflowActions, OrderWorkflowReconciler],
+  exports: [TEMPORAL_CLIENT, OrderWorkflowStarter, OrderStartDispatcher, OrderWorkflowActions, OrderWorkflowReconciler],
 })
 export class TemporalModule implements OnApplicationShutdown {
   constructor(@Inject(TEMPORAL_CLIENT) private readonly client: Client) {}

@@ -94,8 +94,12 @@ describe('cancel through the cancelOrder Update', () => {
     expect(res.body).toMatchObject({
       id,
       status: 'cancelled',
-      failureReason: 'cancelled: customer changed their mind',
+      failure: { code: 'cancelled', message: 'The order was cancelled: customer changed their mind' },
     });
+    expect(res.body).not.toHaveProperty('failureReason');
+    expect((await stack.db.prisma.order.findUniqueOrThrow({ where: { id } })).failureReason).toBe(
+      'cancelled: customer changed their mind',
+    );
     stack.email.clearFaults();
     await sleep(2_000); // past the slow fault's delay: a request that was sent would have acted by now
     await expectCompensated(id, reservedBefore);
@@ -174,7 +178,7 @@ describe('cancel through the cancelOrder Update', () => {
     expect(first.status).toBe(200);
     const again = await cancel(id, key);
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id, status: 'cancelled', failureReason: first.body.failureReason });
+    expect(again.body).toMatchObject({ id, status: 'cancelled', failure: first.body.failure });
     stack.email.clearFaults();
   });
 });
@@ -267,7 +271,10 @@ describe('the sweeper with finished workflows', () => {
       WHERE id = ${cancelled}::uuid`;
     const result = await reconciler.sweepOnce();
     expect(result.repaired).toBeGreaterThanOrEqual(2);
-    expect(await getOrder(completed)).toMatchObject({ status: 'completed', failureReason: null });
-    expect(await getOrder(cancelled)).toMatchObject({ status: 'cancelled', failureReason: 'cancelled: sweeper test' });
+    expect(await getOrder(completed)).toMatchObject({ status: 'completed', failure: null });
+    expect(await getOrder(cancelled)).toMatchObject({
+      status: 'cancelled',
+      failure: { code: 'cancelled', message: 'The order was cancelled: sweeper test' },
+    });
   });
 });

@@ -12,7 +12,15 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId, type OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import { api, ApiSuite, testKeys, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import {
+  api,
+  ApiSuite,
+  testKeys,
+  freePort,
+  PROBLEM_JSON,
+  startApiApp,
+  waitForWorkflowStart,
+} from '../helpers/api-app.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const suite = new ApiSuite(`order-actions-e2e-${randomUUID()}`);
@@ -33,6 +41,8 @@ async function placeOrder(server = app): Promise<string> {
     .post('/orders')
     .send({ customer: { email: 'ada@example.com' }, lines: [{ sku: 'SKU-MUG', quantity: 2 }] })
     .expect(202);
+  // The start dispatcher starts the workflow right after the 202: these tests act on that workflow.
+  await waitForWorkflowStart(suite.db, res.body.id as string);
   return res.body.id as string;
 }
 
@@ -353,8 +363,10 @@ describe('the reconciler and the sweeper', () => {
     });
     await age(missing);
     const fresh = await placeOrder();
+    await waitForWorkflowStart(suite.db, fresh); // the dispatcher starts it right after the 202
     await suite.temporal.workflow.getHandle(orderWorkflowId(fresh)).terminate('test');
     const final = await placeOrder();
+    await waitForWorkflowStart(suite.db, final);
     await setStatus(final, 'completed', 50);
     await age(final);
     await suite.temporal.workflow.getHandle(orderWorkflowId(final)).terminate('test');
@@ -376,6 +388,7 @@ describe('OpenAPI', () => {
   it('documents the action routes, their statuses and problem types', async () => {
     const res = await http().get('/docs-json').expect(200);
     const cancel = res.body.paths['/orders/{id}/cancel'].post;
+    // 413 and 415: every operation with a body (addGlobalProblemResponses); 401/403/429: authentication.
     expect(Object.keys(cancel.responses).sort()).toEqual([
       '200',
       '202',
@@ -384,6 +397,8 @@ describe('OpenAPI', () => {
       '403',
       '404',
       '409',
+      '413',
+      '415',
       '429',
       '503',
     ]);
@@ -395,7 +410,18 @@ describe('OpenAPI', () => {
       expect.arrayContaining([expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false })]),
     );
     const retry = res.body.paths['/orders/{id}/retry'].post;
-    expect(Object.keys(retry.responses).sort()).toEqual(['202', '400', '401', '403', '404', '409', '429', '503']);
+    expect(Object.keys(retry.responses).sort()).toEqual([
+      '202',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '413',
+      '415',
+      '429',
+      '503',
+    ]);
     expect(JSON.stringify(retry.responses['202'])).toContain('RetryStarted');
     expect(retry.requestBody.required).toBe(false);
     expect(res.body.paths['/orders/{id}/accounting-sync/retry'].post.responses).toHaveProperty('503');

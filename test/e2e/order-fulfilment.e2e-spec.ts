@@ -69,8 +69,14 @@ describe('order fulfilment, end to end', () => {
     const id = await placeOrder([{ sku: 'CAP-RED', quantity: before[0] + 1 }]);
     const order = await stack.waitForOrder(id);
     expect(order.status).toBe('failed');
-    expect(order.failureReason).toContain('InsufficientStockError');
-    expect(order.failureReason).toContain(`CAP-RED: requested ${before[0] + 1}, available ${before[0] - before[1]}`);
+    // The public failure: a code, and the customer's own SKU and quantities; the internal reason stays inside.
+    expect(order.failure).toEqual({
+      code: 'insufficient_stock',
+      message: `Not enough stock for CAP-RED (requested ${before[0] + 1}, available ${before[0] - before[1]}). Nothing was reserved.`,
+    });
+    expect(order).not.toHaveProperty('failureReason');
+    const row = await stack.db.prisma.order.findUniqueOrThrow({ where: { id } });
+    expect(row.failureReason).toContain('InsufficientStockError');
     expect(await stockOf(stack.db.prisma, 'CAP-RED')).toEqual(before);
     expect(await stack.db.prisma.inventoryMovement.count({ where: { orderId: id } })).toBe(0);
     expect(await stack.db.prisma.invoice.count({ where: { orderId: id } })).toBe(0);
@@ -109,7 +115,11 @@ describe('order fulfilment, end to end', () => {
       order = (await stack.http.get(`/orders/${id}`)).body;
     }
     expect(order.status).toBe('attention_required');
-    expect(order.failureReason).toContain('ProviderRejectedError');
+    expect(order.failure.code).toBe('needs_attention');
+    expect(JSON.stringify(order)).not.toContain('ProviderRejectedError');
+    expect((await stack.db.prisma.order.findUniqueOrThrow({ where: { id } })).failureReason).toContain(
+      'ProviderRejectedError',
+    );
     expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(0);
     expect((await stack.db.prisma.invoice.findUniqueOrThrow({ where: { orderId: id } })).status).toBe('issued');
@@ -118,7 +128,7 @@ describe('order fulfilment, end to end', () => {
     const retry = await stack.ops.post(`/orders/${id}/accounting-sync/retry`).expect(202);
     expect(retry.body.id).toBe(id);
     const done = await stack.waitForOrder(id);
-    expect([done.status, done.failureReason]).toEqual(['completed', null]);
+    expect([done.status, done.failure]).toEqual(['completed', null]);
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
     expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
 

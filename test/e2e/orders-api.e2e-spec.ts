@@ -10,7 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppConfig } from '../../src/config/config.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { ORDER_WORKFLOW_TYPE, orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
-import { api, ApiSuite, testKeys, freePort, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import {
+  api,
+  ApiSuite,
+  testKeys,
+  freePort,
+  PROBLEM_JSON,
+  startApiApp,
+  waitForWorkflowStart,
+} from '../helpers/api-app.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -193,7 +201,7 @@ describe('POST /orders validation', () => {
 describe('POST /orders and GET /orders/:id', () => {
   let created: OrderView;
 
-  it('answers 202 with Location and the order, and starts its workflow', async () => {
+  it('answers 202 with Location and the order, and the dispatcher starts its workflow right after', async () => {
     const res = await api(app).post('/orders').send(validOrder());
     expect(res.status).toBe(202);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
@@ -204,7 +212,7 @@ describe('POST /orders and GET /orders/:id', () => {
       id: created.id,
       clientId: testKeys().shop.client,
       status: 'received',
-      failureReason: null,
+      failure: null,
       customer: { email: 'ada@example.com', name: 'Ada Lovelace' },
       currency: 'EUR',
       totalMinor: 2 * 1250 + 1999,
@@ -216,17 +224,20 @@ describe('POST /orders and GET /orders/:id', () => {
       accountingId: null,
       workflowId: `order-${created.id}`,
       temporalUiUrl: `http://temporal-ui.test:8233/namespaces/default/workflows/order-${created.id}`,
-      workflowStartedAt: expect.any(String),
+      // The answer does not wait for Temporal: null, unless the dispatcher was faster than the answer.
+      workflowStartedAt: created.workflowStartedAt,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       completedAt: null,
     });
-    expect(new Date(created.workflowStartedAt!).toISOString()).toBe(created.workflowStartedAt);
+    expect(created.workflowStartedAt === null || !Number.isNaN(Date.parse(created.workflowStartedAt))).toBe(true);
 
+    const startedAt = await waitForWorkflowStart(db, created.id);
     const row = await db.prisma.order.findUniqueOrThrow({ where: { id: created.id }, include: { lines: true } });
     expect(row).toMatchObject({ status: 'received', statusStep: 0, totalMinor: 4499, currency: 'EUR' });
-    expect(row.workflowStartedAt).not.toBeNull();
+    expect(row.workflowStartedAt).toEqual(startedAt);
     expect(row.lines).toHaveLength(2);
+    expect(await db.prisma.workflowStartIntent.count({ where: { orderId: created.id } })).toBe(0);
 
     const description = await temporal.workflow.getHandle(orderWorkflowId(created.id)).describe();
     expect(description.type).toBe(ORDER_WORKFLOW_TYPE);
@@ -239,7 +250,8 @@ describe('POST /orders and GET /orders/:id', () => {
   it('GET /orders/:id returns the same representation', async () => {
     const res = await api(app).get(`/orders/${created.id}`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(created);
+    expect(res.body).toEqual({ ...created, workflowStartedAt: expect.any(String), updatedAt: expect.any(String) });
+    expect(new Date(res.body.workflowStartedAt).toISOString()).toBe(res.body.workflowStartedAt);
   });
 
   it('GET /orders/:id with a non-UUID id → 400 problem', async () => {
@@ -377,19 +389,26 @@ describe('Temporal down at POST time', () => {
     expect((await db.prisma.order.findUniqueOrThrow({ where: { id } })).workflowStartedAt).toBeNull();
     await expect(temporal.workflow.getHandle(orderWorkflowId(id)).describe()).rejects.toThrow();
 
-    const health = await api(downApp, testKeys().operator.key).get('/health');
+    const healthStarted = Date.now();
+    const health = await api(downApp).get('/health');
+    expect(Date.now() - healthStarted).toBeLessThan(1_500);
     expect(health.status).toBe(503);
     expect(health.headers['content-type']).toMatch(PROBLEM_JSON);
-    expect(health.body).toMatchObject({
+    expect(health.body).toEqual({
       type: 'https://order-fulfilment.dev/problems/service-unavailable',
+      title: 'Service unavailable',
       status: 503,
-      checks: { database: { status: 'up' }, temporal: { status: 'down' } },
+      detail: 'Unavailable: temporal',
+      instance: '/health',
+      checks: { database: 'up', temporal: 'down' },
     });
-    // Without an operator key: the status, not the details.
+    // Without a key: the same up/down, never why; with an operator key, why (the `details` member).
     const anonymous = await api(downApp).get('/health').unset('Authorization');
     expect(anonymous.status).toBe(503);
     expect(anonymous.headers['content-type']).toMatch(PROBLEM_JSON);
-    expect(anonymous.body).not.toHaveProperty('checks');
+    expect(anonymous.body).toEqual(health.body);
+    const operator = await api(downApp, testKeys().operator.key).get('/health');
+    expect(operator.body.details.temporal).toMatchObject({ state: 'down', error: expect.any(String) });
 
     // The reconciler leaves orders younger than 5 s to the POST handler; age this one instead of waiting.
     await db.prisma.order.update({ where: { id }, data: { createdAt: new Date(Date.now() - 10_000) } });
@@ -420,11 +439,12 @@ describe('GET /health and /docs-json', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       status: 'ok',
-      details: { database: { status: 'up' }, temporal: { status: 'up' } },
+      checks: { database: 'up', temporal: 'up' },
+      details: { database: { state: 'up' }, temporal: { state: 'up' } },
     });
     for (const plain of [await api(app).get('/health'), await api(app).get('/health').unset('Authorization')]) {
       expect(plain.status).toBe(200);
-      expect(plain.body).toEqual({ status: 'ok' });
+      expect(plain.body).toEqual({ status: 'ok', checks: { database: 'up', temporal: 'up' } });
     }
   });
 

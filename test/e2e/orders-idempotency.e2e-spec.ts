@@ -8,13 +8,11 @@ import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Prisma } from '../../prisma/generated/client.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppConfig } from '../../src/config/config.js';
 import { requestFingerprint } from '../../src/idempotency/idempotency-protocol.js';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
-import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
-import { api, ApiSuite, testKeys, PROBLEM_JSON, startApiApp } from '../helpers/api-app.js';
+import { api, ApiSuite, testKeys, PROBLEM_JSON } from '../helpers/api-app.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
@@ -26,10 +24,6 @@ let db: TestDatabase;
 let app: NestExpressApplication;
 const taskQueue = `orders-idempotency-e2e-${randomUUID()}`;
 const suite = new ApiSuite(taskQueue);
-const extraApps = suite.extraApps;
-
-const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => suite.config(overrides);
-const startApp = startApiApp;
 
 const workflowsOnQueue = () => suite.workflowsOnQueue();
 
@@ -82,7 +76,6 @@ describe('POST /orders with an Idempotency-Key', () => {
     expect(first.headers['idempotent-replayed']).toBeUndefined();
     const created: OrderView = first.body;
     expect(first.headers.location).toBe(`/orders/${created.id}`);
-    expect(created.workflowStartedAt).toEqual(expect.any(String));
 
     // The same body with its keys in another order, and the key in Structured-Field string form.
     const same = {
@@ -350,21 +343,7 @@ describe('retention', () => {
     expect(await record('purge-processing')).toMatchObject({ status: 'processing' });
     expect(await app.get(IdempotencyService).purgeExpired(now)).toBe(0);
   });
-
-  it('the reconciler loop purges expired records', async () => {
-    await db.prisma.idempotencyRecord.create({
-      data: {
-        ...completedRecord('purge-by-loop', new Date(Date.now() - 2 * DAY_MS)),
-        expiresAt: new Date(Date.now() - DAY_MS),
-      },
-    });
-    expect(typeof app.get(OrderWorkflowReconciler).purgeExpiredIdempotencyRecords).toBe('function');
-    const loopApp = await startApp(suiteConfig({ RECONCILE_INTERVAL_MS: '200' }));
-    extraApps.push(loopApp);
-    const deadline = Date.now() + 10_000;
-    while ((await record('purge-by-loop')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(await record('purge-by-loop')).toBeNull();
-  });
+  // The periodic purge is the retention Schedule's (test/e2e/retention-schedule.e2e-spec.ts), not the API's.
 });
 
 describe('OpenAPI', () => {

@@ -116,8 +116,9 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
   it('shows an order that fails for lack of stock with its reason', async () => {
     const { id } = await placeOrder('CAP-RED', 4);
     await rowReaches(id, 'failed');
+    // The public failure message (the internal InsufficientStockError text is not in the API).
     await expect(page.locator(`tr[data-order-id="${id}"] .reason`).textContent()).resolves.toContain(
-      'InsufficientStockError',
+      'Not enough stock for CAP-RED',
     );
   });
 

@@ -44,6 +44,25 @@ export async function startApiApp(config: AppConfig): Promise<NestExpressApplica
 
 export { freePort } from './ports.js';
 
+/**
+ * Waits until the start dispatcher has started the order's workflow (`orders.workflow_started_at` set).
+ * @returns the recorded start time.
+ * @throws Error when it is not set within `timeoutMs`.
+ */
+export async function waitForWorkflowStart(db: TestDatabase, orderId: string, timeoutMs = 15_000): Promise<Date> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await db.prisma.order.findUniqueOrThrow({
+      where: { id: orderId },
+      select: { workflowStartedAt: true },
+    });
+    if (row.workflowStartedAt) return row.workflowStartedAt;
+    if (Date.now() > deadline)
+      throw new Error(`the workflow of order ${orderId} was not started within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** The products a suite starts with (EUR unless given). */
 export type SuiteProduct = { sku: string; name: string; priceMinor: number; onHand: number; currency?: string };
 

@@ -14,6 +14,7 @@ import { startAccountingSimulator } from '../../simulators/accounting/accounting
 import { startCarrierSimulator } from '../../simulators/carrier/carrier-simulator.js';
 import { startEmailSimulator } from '../../simulators/email/email-simulator.js';
 import type { RunningSimulator } from '../../simulators/shared/idempotent-simulator.js';
+import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';
 import { HttpAccountingProvider } from '../../src/providers/http-accounting-provider.js';
@@ -103,6 +104,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
               apiKey: 'test-carrier-key',
               timeoutMs: config.PROVIDER_TIMEOUT_MS,
             }),
+            idempotencyRecords: new IdempotencyService(db.prisma, config),
             settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
           }),
         });

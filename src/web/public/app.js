@@ -282,7 +282,7 @@ function orderRow(order) {
       {},
       statusBadge(order.status),
       waitingFor(order),
-      order.failureReason ? reasonText(order.failureReason) : null,
+      order.failure ? reasonText(order.failure.message) : null,
     ),
     el('td', {}, stepTrack(order)),
     el(
@@ -325,7 +325,7 @@ function queueItem(order, actions) {
       waitingFor(order),
       el('a', { href: order.temporalUiUrl, target: '_blank', rel: 'noopener', class: 'small' }, 'workflow ↗'),
     ),
-    order.failureReason ? reasonText(order.failureReason) : null,
+    order.failure ? reasonText(order.failure.message) : null,
     el('div', { class: 'queue-actions' }, actions),
   );
 }

@@ -61,6 +61,7 @@ beforeEach(() => {
     email,
     accounting,
     carrier: new FakeCarrierProvider(),
+    idempotencyRecords: { purgeExpired: async () => 0 },
     settings: { claimLeaseMs: 60_000 },
   });
 });

@@ -1,0 +1,101 @@
+/**
+ * The public side of an order's failure: a stable `{ code, message }` for any caller, derived from the internal
+ * `orders.failure_reason` (which keeps the workflow's full text: error types, provider answers, driver messages
+ * with hosts and source paths; it stays in the database, the logs and the workflow history).
+ *
+ * The reason formats come from the workflow (`describeFailure`: `<ErrorType>: <message>`, compensation failures
+ * appended as ` (voidInvoice failed: …)`, cancels as `cancelled: <reason>`, post-pivot waits) and the sweeper
+ * (`workflow <id> closed (…) while the order was …`). Only the customer's own data is ever echoed: the SKUs and
+ * quantities of an insufficient-stock failure (their order), and the reason given to `POST /orders/:id/cancel`.
+ * Anything not recognised maps to a generic code, never to its text.
+ */
+import { ErrorType } from '../../workflows/errors.js';
+import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+
+/** Public failure codes (stable: clients may switch on them). */
+export const FailureCode = {
+  /** Some lines asked for more than was available; nothing was reserved. */
+  InsufficientStock: 'insufficient_stock',
+  /** Cancelled before the confirmation (through the API or by an operator); compensated. */
+  Cancelled: 'cancelled',
+  /** A service the order depends on (email, carrier, accounting) refused or failed for good; compensated. */
+  ProviderFailed: 'provider_failed',
+  /** An internal error stopped the order; compensated. */
+  InternalError: 'internal_error',
+  /** The order waits for our staff (a step failed after the confirmation went out); it continues after them. */
+  NeedsAttention: 'needs_attention',
+} as const;
+export type FailureCode = (typeof FailureCode)[keyof typeof FailureCode];
+
+/** What `failure` shows: a code and a short message safe for any caller. */
+export interface PublicFailure {
+  code: FailureCode;
+  message: string;
+}
+
+/** What every compensated failure adds: the customer is not left with a reservation or an invoice. */
+const COMPENSATED = 'Nothing was shipped; reserved stock was released and any invoice voided.';
+
+const MESSAGES: Readonly<Record<Exclude<FailureCode, 'insufficient_stock' | 'cancelled'>, string>> = {
+  provider_failed: `The order could not be fulfilled because a partner service failed. ${COMPENSATED}`,
+  internal_error: `The order could not be fulfilled because of an internal error. ${COMPENSATED}`,
+  needs_attention:
+    'The order is delayed: a step needs attention from our staff. It continues once they have resolved it.',
+};
+
+/** Provider failure types (workflows/errors.ts) and the activity timeout, as `describeFailure` writes them. */
+const PROVIDER_TYPES: readonly string[] = [
+  ErrorType.ProviderRejected,
+  ErrorType.Unauthorized,
+  ErrorType.ProviderUnavailable,
+  'TimeoutFailure',
+];
+
+/** ` (voidInvoice failed: …; releaseInventory failed: …)` as the workflow appends it to a compensated reason. */
+const COMPENSATION_SUFFIX = / \((?:voidInvoice|releaseInventory) failed: [\s\S]*\)$/;
+
+/** `CAP-RED: requested 4, available 3` items of the insufficient-stock message. */
+const SHORTAGE = /(.+?): requested (\d+), available (-?\d+)/;
+
+/**
+ * The public failure of an order in `status` with the stored `failureReason`.
+ * @returns null for an order that has not failed, is not cancelled and does not wait for attention.
+ */
+export function publicFailure(status: string, failureReason: string | null): PublicFailure | null {
+  const reason = (failureReason ?? '').replace(COMPENSATION_SUFFIX, '');
+  switch (status) {
+    case OrderStatus.Cancelled: {
+      const given = reason.startsWith('cancelled: ') ? reason.slice('cancelled: '.length).trim() : '';
+      return {
+        code: FailureCode.Cancelled,
+        message: given ? `The order was cancelled: ${given}` : 'The order was cancelled.',
+      };
+    }
+    case OrderStatus.AttentionRequired:
+      return { code: FailureCode.NeedsAttention, message: MESSAGES.needs_attention };
+    case OrderStatus.Failed:
+      return failedOrder(reason);
+    default:
+      return null;
+  }
+}
+
+function failedOrder(reason: string): PublicFailure {
+  const type = /^([A-Za-z]+): /.exec(reason)?.[1] ?? '';
+  if (type === ErrorType.InsufficientStock) {
+    const prefix = `${ErrorType.InsufficientStock}: insufficient stock for `;
+    const items = reason.startsWith(prefix)
+      ? reason
+          .slice(prefix.length)
+          .split('; ')
+          .map((item) => SHORTAGE.exec(item))
+      : [];
+    const parsed = items.length > 0 && items.every((m) => m !== null);
+    const detail = parsed
+      ? items.map((m) => `${m![1]} (requested ${m![2]}, available ${Math.max(0, Number(m![3]))})`).join(', ')
+      : 'one or more items';
+    return { code: FailureCode.InsufficientStock, message: `Not enough stock for ${detail}. Nothing was reserved.` };
+  }
+  if (PROVIDER_TYPES.includes(type)) return { code: FailureCode.ProviderFailed, message: MESSAGES.provider_failed };
+  return { code: FailureCode.InternalError, message: MESSAGES.internal_error };
+}

@@ -1,0 +1,19 @@
+/**
+ * `purgeIdempotencyRecords`: the workflow the retention Schedule starts (see
+ * idempotency-retention.contract.ts). One activity call, through the `housekeeping` retry profile; the purge is
+ * idempotent, so a failed run changes nothing the next run does not redo.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { OrderActivities } from '../activities/index.js';
+import { housekeeping } from './activity-options.js';
+import type { PurgeIdempotencyRecordsInput, PurgeIdempotencyRecordsResult } from './idempotency-retention.contract.js';
+
+const retention = proxyActivities<Pick<OrderActivities, 'purgeExpiredIdempotencyRecords'>>(housekeeping);
+
+/** Deletes the `Idempotency-Key` records past their retention. */
+export async function purgeIdempotencyRecords(
+  _input: PurgeIdempotencyRecordsInput = {},
+): Promise<PurgeIdempotencyRecordsResult> {
+  const { deleted, now } = await retention.purgeExpiredIdempotencyRecords({});
+  return { deleted, purgedBefore: now };
+}
