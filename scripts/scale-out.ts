@@ -372,8 +372,10 @@ async function main(): Promise<Row[]> {
       NO_COLOR: '1',
       RATE_LIMIT_MAX: '0',
     };
-    const startWorker = (name: string) => new Proc(name, 'dist/src/worker.js', serviceEnv);
-    const workers = [startWorker('worker-1'), startWorker('worker-2')];
+    // Each worker serves its own Prometheus endpoint: on one host they need distinct ports.
+    const startWorker = async (name: string) =>
+      new Proc(name, 'dist/src/worker.js', { ...serviceEnv, WORKER_METRICS_PORT: String(await freePort()) });
+    const workers = [await startWorker('worker-1'), await startWorker('worker-2')];
     await Promise.all(workers.map((w) => waitForPoller(connection, namespace, taskQueue, w)));
     const registeredBy = workers.filter((w) => w.logged(/registered search attributes/).length > 0).map((w) => w.name);
     say(
@@ -489,7 +491,7 @@ async function main(): Promise<Row[]> {
       }
       if (killedAt && !restarted && done >= (2 * tasks.length) / 3) {
         restarted = true;
-        workers[0] = startWorker('worker-1b');
+        workers[0] = await startWorker('worker-1b');
         say(`started worker-1b after ${done}/${tasks.length} POSTs`);
       }
     });
