@@ -374,6 +374,8 @@ async function pendingMigrations(databaseUrl: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: databaseUrl });
   try {
     await client.connect();
+    const table = await client.query<{ t: string | null }>(`SELECT to_regclass('_prisma_migrations')::text AS t`);
+    if (table.rows[0]?.t == null) return local; // a new database
     const { rows } = await client.query<{ migration_name: string; ok: boolean }>(
       `SELECT migration_name, (finished_at IS NOT NULL AND rolled_back_at IS NULL) AS ok FROM _prisma_migrations`,
     );
@@ -381,7 +383,7 @@ async function pendingMigrations(databaseUrl: string): Promise<string[]> {
     const applied = new Set(rows.map((r) => r.migration_name));
     return local.filter((name) => !applied.has(name));
   } catch {
-    return local; // no _prisma_migrations table yet (a new database), or unreadable: let Prisma decide
+    return local; // unreadable: let Prisma decide
   } finally {
     await client.end().catch(() => undefined);
   }
