@@ -396,7 +396,9 @@ async function pendingMigrations(databaseUrl: string): Promise<string[]> {
 async function startEmbeddedPostgres(port: number): Promise<string> {
   const dataDir = path.join(ROOT, '.data', 'postgres');
   await mkdir(path.dirname(dataDir), { recursive: true });
-  say(`starting embedded PostgreSQL (${path.relative(ROOT, dataDir)}, port ${port})`);
+  say(
+    `starting embedded PostgreSQL (${path.relative(ROOT, dataDir)} unless its OS user cannot reach it, port ${port})`,
+  );
   const proc = new ManagedProcess('postgres', process.execPath, [...process.execArgv, THIS_FILE], {
     env: { ...process.env, [ROLE_ENV]: EMBEDDED_PG_ROLE, STACK_PG_DIR: dataDir, STACK_PG_PORT: String(port) },
     ipc: true,

@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { repoRoot } from './temporal-cli.js';
 
 const ROOT = repoRoot();
@@ -65,4 +66,4 @@ function main(): void {
   writeFileSync(STAMP, `${sourceFingerprint()}\n`);
 }
 
-main();
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
