@@ -11,7 +11,8 @@
  *     with `--cluster` (`npm run start:cluster`), a real Temporal Server on PostgreSQL instead (same ports; its
  *     databases `temporal` and `temporal_visibility` on the PostgreSQL of step 1 unless TEMPORAL_PERSISTENCE_URL
  *     is set), with its UI server: see scripts/lib/temporal-cluster.ts;
- *  4. the email, accounting and carrier simulators, the worker and the API from `dist/` (each waited for: the HTTP
+ *  4. the email, accounting and carrier simulators (started alongside steps 1-3: they need neither), the worker
+ *     (alongside the seed) and the API from `dist/` (each waited for: the HTTP
  *     health endpoints, and the worker's pollers on its task queue);
  * then prints a banner with the URLs and runs until Ctrl-C / SIGTERM, which stops everything in reverse order
  * (SIGTERM, SIGKILL after 10 s) and exits 0. A worker that dies is restarted (at most 5 times a minute). If another
@@ -587,12 +588,15 @@ async function main(): Promise<void> {
     } else {
       say('database schema is up to date (no pending migrations)');
     }
+    return url;
+  };
+  /** The seed (idempotent), run while the worker starts; awaited before the API starts. */
+  const seed = async (url: string): Promise<void> => {
     if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
-      await runToCompletion('seed', 'npx', ['tsx', 'prisma/seed.ts'], dbEnv);
+      await runToCompletion('seed', 'npx', ['tsx', 'prisma/seed.ts'], { ...process.env, DATABASE_URL: url });
     } else {
       warn('prisma/seed.ts does not exist yet: skipping the seed (the inventory is empty)');
     }
-    return url;
   };
 
   const startTemporal = async (): Promise<{ address: string; uiUrl: string }> => {
@@ -658,23 +662,13 @@ async function main(): Promise<void> {
     return { address: server.address, uiUrl: server.uiUrl };
   };
 
-  const [databaseUrl, temporal] = await Promise.all([prepareDatabase(), startTemporal()]);
-  const { address: temporalAddress, uiUrl: temporalUiUrl } = temporal;
-  checkNotShuttingDown();
-  const devKeys = await ensureDevApiKeys({ databaseUrl });
-
-  // 4. Simulators, worker, API
+  // 4. The simulators need neither PostgreSQL nor Temporal: they start meanwhile.
   const emailUrl = `http://127.0.0.1:${emailPort}`;
   const accountingUrl = `http://127.0.0.1:${accountingPort}`;
   const carrierUrl = `http://127.0.0.1:${carrierPort}`;
   const apiUrl = `http://127.0.0.1:${apiPort}`;
-  const childEnv: NodeJS.ProcessEnv = {
+  const baseEnv: NodeJS.ProcessEnv = {
     ...process.env,
-    DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporalAddress,
-    TEMPORAL_NAMESPACE: namespace,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    TEMPORAL_UI_URL: temporalUiUrl,
     PORT: String(apiPort),
     EMAIL_SIMULATOR_PORT: String(emailPort),
     ACCOUNTING_SIMULATOR_PORT: String(accountingPort),
@@ -685,6 +679,7 @@ async function main(): Promise<void> {
     // Children write to pipes; keep their colours when ours are on.
     ...(useColour && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
   };
+  let childEnv = baseEnv;
   const node = (name: keyof typeof ENTRY_POINTS, onUnexpectedExit?: (exit: ExitInfo) => void): ManagedProcess => {
     checkNotShuttingDown();
     say(`starting ${name} (node ${ENTRY_POINTS[name]})`);
@@ -692,6 +687,31 @@ async function main(): Promise<void> {
       env: childEnv,
       onUnexpectedExit,
     });
+  };
+  const startSimulators = async (): Promise<void> => {
+    const emailSim = node('email-sim');
+    const accountingSim = node('accounting-sim');
+    const carrierSim = node('carrier-sim');
+    await Promise.all([
+      waitForHttp(`${emailUrl}/_sim/health`, emailSim),
+      waitForHttp(`${accountingUrl}/_sim/health`, accountingSim),
+      waitForHttp(`${carrierUrl}/_sim/health`, carrierSim),
+    ]);
+  };
+
+  const [databaseUrl, temporal] = await Promise.all([prepareDatabase(), startTemporal(), startSimulators()]);
+  const { address: temporalAddress, uiUrl: temporalUiUrl } = temporal;
+  checkNotShuttingDown();
+  const devKeys = await ensureDevApiKeys({ databaseUrl });
+
+  // 5. Worker (while the seed runs), API
+  childEnv = {
+    ...baseEnv,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: namespace,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    TEMPORAL_UI_URL: temporalUiUrl,
   };
 
   // The worker is restarted when it dies (a crash, kill -9, OOM): that is the failure the product exists to
@@ -715,17 +735,13 @@ async function main(): Promise<void> {
       }, 1_000).unref();
     });
 
-  const emailSim = node('email-sim');
-  const accountingSim = node('accounting-sim');
-  const carrierSim = node('carrier-sim');
-  await Promise.all([
-    waitForHttp(`${emailUrl}/_sim/health`, emailSim),
-    waitForHttp(`${accountingUrl}/_sim/health`, accountingSim),
-    waitForHttp(`${carrierUrl}/_sim/health`, carrierSim),
-  ]);
   const worker = startWorker();
-  await waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, proc: worker });
-  say(`worker is polling task queue ${taskQueue}`);
+  await Promise.all([
+    seed(databaseUrl),
+    waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, proc: worker }).then(() =>
+      say(`worker is polling task queue ${taskQueue}`),
+    ),
+  ]);
   const api = node('api');
   await waitForHttp(`${apiUrl}/health`, api);
   checkNotShuttingDown();
