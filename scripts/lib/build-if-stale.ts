@@ -1,0 +1,69 @@
+/**
+ * `npm start`'s build step: runs `npm run build` (prisma generate + tsc) only when a source changed since the last
+ * successful build. "Changed" = the list of (path, size, mtime) of every file tsc and prisma generate read (the
+ * folders of tsconfig.build.json, the tsconfigs, package-lock.json, prisma/schema.prisma) hashes differently from
+ * the stamp written to dist/.build-stamp after that build, or an entry point in dist/ is missing.
+ * `FORCE_BUILD=1` always builds.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { repoRoot } from './temporal-cli.js';
+
+const ROOT = repoRoot();
+const STAMP = path.join(ROOT, 'dist', '.build-stamp');
+const SOURCE_DIRS = ['src', 'workflows', 'activities', 'simulators', 'scripts', 'prisma'];
+const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+const ENTRY_POINTS = [
+  'dist/src/main.js',
+  'dist/src/worker.js',
+  'dist/simulators/email/main.js',
+  'dist/simulators/accounting/main.js',
+  'dist/simulators/carrier/main.js',
+];
+
+/** Hash of the relative path, size and mtime of every input file (prisma's generated client excluded). */
+export function sourceFingerprint(root = ROOT): string {
+  const hash = createHash('sha256');
+  const add = (rel: string): void => {
+    const st = statSync(path.join(root, rel));
+    hash.update(`${rel}\0${st.size}\0${st.mtimeMs}\n`);
+  };
+  const walk = (rel: string): void => {
+    for (const entry of readdirSync(path.join(root, rel), { withFileTypes: true }).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
+      const child = path.join(rel, entry.name);
+      if (entry.isDirectory()) {
+        if (child !== path.join('prisma', 'generated') && entry.name !== 'node_modules') walk(child);
+      } else if (entry.isFile()) {
+        add(child);
+      }
+    }
+  };
+  for (const dir of SOURCE_DIRS) if (existsSync(path.join(root, dir))) walk(dir);
+  for (const file of SOURCE_FILES) if (existsSync(path.join(root, file))) add(file);
+  return hash.digest('hex');
+}
+
+function main(): void {
+  const fingerprint = sourceFingerprint();
+  const stamp = existsSync(STAMP) ? readFileSync(STAMP, 'utf8').trim() : '';
+  const missing = ENTRY_POINTS.filter((f) => !existsSync(path.join(ROOT, f)));
+  const force = ['1', 'true', 'yes'].includes((process.env.FORCE_BUILD ?? '').toLowerCase());
+  const generatedMissing = !existsSync(path.join(ROOT, 'prisma', 'generated'));
+  if (!force && missing.length === 0 && !generatedMissing && stamp === fingerprint) {
+    console.log('build: dist/ is up to date with the sources (FORCE_BUILD=1 rebuilds)');
+    return;
+  }
+  console.log(
+    `build: ${force ? 'FORCE_BUILD is set' : missing.length > 0 ? `missing ${missing[0]}` : 'sources changed'}: npm run build`,
+  );
+  const res = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (res.status !== 0) process.exit(res.status ?? 1);
+  writeFileSync(STAMP, `${sourceFingerprint()}\n`);
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
