@@ -1,0 +1,511 @@
+/**
+ * The benchmark's environments, one per arm and each from nothing: a fresh Temporal dev server (its own SQLite
+ * file, free ports), a fresh PostgreSQL (embedded, the way `npm start` runs it, in its own data folder; or a fresh
+ * database on an external server with --pg-url), and then either
+ * - the floor: one bare worker process (bench/floor/worker.ts) with default options, or
+ * - the service: the processes `npm start` runs, from `dist/` (migrations and seed, the provider simulators, the
+ *   worker, the API), each on a free port with its output in a log file.
+ * Every process is a child of the bench, so its CPU time can be read from /proc.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, openSync, closeSync, readdirSync, chmodSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
+import {
+  describeExit,
+  ensureTemporalCli,
+  hasExited,
+  repoRoot,
+  startDevServer,
+  stopChildProcess,
+  waitForExit,
+  type DevServer,
+} from '../../scripts/lib/temporal-cli.js';
+import { ORDER_TASK_QUEUE } from '../../workflows/order-fulfilment.contract.js';
+import { pidsCpuMs, selfMeter, treeMeter, type CpuMeter } from './proc.js';
+
+export const ROOT = repoRoot();
+export const FLOOR_TASK_QUEUE = 'bench-floor';
+const NAMESPACE = 'default';
+
+export type Log = (line: string) => void;
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A child process whose stdout and stderr go straight to a log file (the bench never reads them). */
+export class Proc {
+  readonly child: ChildProcess;
+  readonly spawnedAt = Date.now();
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(
+    readonly name: string,
+    command: string,
+    args: readonly string[],
+    opts: { env: NodeJS.ProcessEnv; logFile: string; ipc?: boolean },
+  ) {
+    const fd = openSync(opts.logFile, 'a');
+    this.child = spawn(command, args, {
+      cwd: ROOT,
+      env: opts.env,
+      stdio: opts.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
+      detached: true,
+    });
+    closeSync(fd);
+    this.exited = waitForExit(this.child);
+    const safetyNet = (): void => {
+      if (!hasExited(this.child)) this.child.kill('SIGKILL');
+    };
+    process.once('exit', safetyNet);
+    void this.exited.then(() => process.off('exit', safetyNet));
+  }
+
+  get pid(): number | undefined {
+    return hasExited(this.child) ? undefined : this.child.pid;
+  }
+
+  async stop(timeoutMs = 25_000): Promise<void> {
+    const exit = await stopChildProcess(this.child, { timeoutMs });
+    if (exit.forced) throw new Error(`${this.name} did not stop within ${timeoutMs} ms and was killed`);
+  }
+}
+
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+  proc?: Proc,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    if (proc && hasExited(proc.child)) {
+      throw new Error(`${proc.name} exited (${describeExit(await proc.exited)}) before ${what}; see its log`);
+    }
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} ${last}`);
+    await sleep(200);
+  }
+}
+
+async function waitForHttp(url: string, proc: Proc): Promise<void> {
+  await waitFor(
+    `${url}`,
+    60_000,
+    async () => {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      await res.body?.cancel();
+      return res.ok ? true : undefined;
+    },
+    proc,
+  );
+}
+
+async function run(command: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Promise<void> {
+  const p = new Proc(path.basename(args[0] ?? command), command, args, { env, logFile });
+  const exit = await p.exited;
+  if (exit.code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${describeExit(exit)}); see ${logFile}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// PostgreSQL
+
+export interface Postgres {
+  url: string;
+  meter: CpuMeter;
+  stop(): Promise<void>;
+}
+
+/**
+ * An embedded PostgreSQL in `dir` (initialised there), run by scripts/stack.ts in its `embedded-postgres` role
+ * exactly as `npm start` runs it; database `order_fulfilment` created. CPU: the postmaster's whole tree.
+ */
+async function startEmbeddedPostgres(dir: string, logDir: string): Promise<Postgres> {
+  const port = await freePort();
+  const proc = new Proc('postgres', process.execPath, [...process.execArgv, path.join(ROOT, 'scripts', 'stack.ts')], {
+    env: { ...process.env, STACK_ROLE: 'embedded-postgres', STACK_PG_DIR: dir, STACK_PG_PORT: String(port) },
+    logFile: path.join(logDir, 'postgres.log'),
+    ipc: true,
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('embedded PostgreSQL not ready within 60 s')), 60_000);
+    proc.child.on('message', (m: { type?: string } | null) => {
+      if (m?.type === 'ready') {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void proc.exited.then((exit) => {
+      clearTimeout(timer);
+      reject(new Error(`embedded PostgreSQL exited (${describeExit(exit)}); see ${logDir}/postgres.log`));
+    });
+  });
+  const base = `postgresql://postgres:postgres@127.0.0.1:${port}`;
+  const admin = new pg.Client({ connectionString: `${base}/postgres` });
+  await admin.connect();
+  await admin.query('CREATE DATABASE order_fulfilment');
+  await admin.end();
+  // The supervisor (node) idles; postgres and its backends are its children.
+  return {
+    url: `${base}/order_fulfilment`,
+    meter: treeMeter('postgres', () => proc.pid),
+    stop: () => proc.stop(30_000),
+  };
+}
+
+/**
+ * A fresh database on an external server (`adminUrl` names a maintenance database there). CPU: the backends
+ * connected to that database (pg_stat_activity), read at each sample; pooled connections live across a phase.
+ */
+async function startExternalDatabase(adminUrl: string, name: string): Promise<Postgres> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(name)} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  // Backends that have exited take their CPU with them: keep a running total per pid.
+  const seen = new Map<number, number>();
+  const meter: CpuMeter = {
+    name: 'postgres',
+    read: async () => {
+      const res = await admin.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [name],
+      );
+      for (const { pid } of res.rows) seen.set(pid, pidsCpuMs([pid]) || (seen.get(pid) ?? 0));
+      return [...seen.values()].reduce((a, b) => a + b, 0);
+    },
+  };
+  return {
+    url: url.toString(),
+    meter,
+    stop: async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(name)} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Arms
+
+export type ArmKind = 'floor' | 'service';
+
+export interface EnvOptions {
+  kind: ArmKind;
+  /** Folder of this arm: dev-server database, PostgreSQL data, logs. */
+  dir: string;
+  /** External PostgreSQL maintenance URL; else embedded. */
+  pgUrl?: string;
+  /** Extra WorkerOptions (JSON) for this arm's worker, through bench/variants/worker-options.mjs. */
+  workerOptions?: string;
+  /** The service worker's entry (default dist/src/worker.js). */
+  serviceWorkerEntry?: string;
+  log: Log;
+}
+
+export interface ArmEnv {
+  kind: ArmKind;
+  dir: string;
+  address: string;
+  connection: Connection;
+  client: Client;
+  taskQueue: string;
+  postgres: Postgres;
+  apiUrl?: string;
+  apiKey?: string;
+  simulators: Array<{ name: string; url: string; proc: Proc }>;
+  /** CPU meters: server, worker, api, postgres, client (the bench process), sims. */
+  meters: CpuMeter[];
+  worker(): Proc | undefined;
+  /** Starts the worker; resolves once it is spawned (not yet polling) with its Proc. */
+  startWorker(): Proc;
+  /** Resolves when the worker polls both its workflow and activity task queue. */
+  waitForWorkerPolling(proc: Proc): Promise<void>;
+  stopWorker(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const SERVICE_ENTRIES = { api: 'dist/src/main.js', worker: 'dist/src/worker.js' } as const;
+
+/** Raises every product's stock by `units` (with an adjustment movement, as the ledger requires). */
+export async function raiseStock(databaseUrl: string, units: number): Promise<string[]> {
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    await db.query('BEGIN');
+    const { rows } = await db.query<{ sku: string; on_hand: number }>(
+      'UPDATE products SET on_hand = on_hand + $1, updated_at = now() RETURNING sku, on_hand',
+      [units],
+    );
+    for (const r of rows) {
+      await db.query(
+        `INSERT INTO inventory_movements (id, sku, reason, on_hand_delta, reserved_delta, on_hand_after)
+         VALUES ($1, $2, 'adjust', $3, 0, $4)`,
+        [`adjust:${r.sku}:bench-${Date.now()}`, r.sku, units, r.on_hand],
+      );
+    }
+    await db.query('COMMIT');
+    return rows.map((r) => r.sku).sort();
+  } finally {
+    await db.end();
+  }
+}
+
+/**
+ * The API key the bench sends, if any: BENCH_API_KEY; else, where the project has development keys
+ * (scripts/lib/dev-api-keys.ts, the `auth` work), keys registered in this arm's fresh database and written to
+ * the arm's own keys file (the `.data/api-keys.json` format); else `.data/api-keys.json` if it exists; else none.
+ */
+async function apiKeyFor(databaseUrl: string, dir: string, log: Log): Promise<string | undefined> {
+  const fromEnv = process.env.BENCH_API_KEY?.trim();
+  if (fromEnv) return fromEnv;
+  type Key = { client: string; key: string; scopes: string[] };
+  const pick = (keys: Key[]): string | undefined =>
+    keys.find((k) => k.scopes.includes('orders:write'))?.key ?? keys.find((k) => k.scopes.includes('operator'))?.key;
+  const module = path.join(ROOT, 'scripts', 'lib', 'dev-api-keys.ts');
+  if (existsSync(module)) {
+    const { ensureDevApiKeys } = (await import(module)) as {
+      ensureDevApiKeys(o: { databaseUrl: string; file?: string }): Promise<Key[]>;
+    };
+    const key = pick(await ensureDevApiKeys({ databaseUrl, file: path.join(dir, 'api-keys.json') }));
+    log(`API key: a development key registered in the arm's database (${key ? 'found' : 'none with orders:write'})`);
+    return key;
+  }
+  const file = path.join(ROOT, '.data', 'api-keys.json');
+  if (existsSync(file)) {
+    const { readFile } = await import('node:fs/promises');
+    try {
+      return pick(JSON.parse(await readFile(file, 'utf8')) as Key[]);
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Starts one arm's environment. Everything started is stopped again by `stop()` (also when starting fails). */
+export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
+  const { dir, log } = opts;
+  const logDir = path.join(dir, 'logs');
+  await mkdir(logDir, { recursive: true });
+  // Run as root, the embedded PostgreSQL runs as user `postgres`, which must reach its data folder.
+  for (let d = dir; d.startsWith(ROOT) && d !== ROOT; d = path.dirname(d)) chmodSync(d, 0o755);
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async (): Promise<void> => {
+    for (let s = stops.pop(); s; s = stops.pop()) await s().catch((e: unknown) => log(`stop: ${String(e)}`));
+  };
+  try {
+    // Temporal dev server and PostgreSQL, in parallel.
+    const cliPath = await ensureTemporalCli({ log });
+    const temporalStarting = (async (): Promise<DevServer> =>
+      startDevServer({
+        cliPath,
+        dbFilename: path.join(dir, 'temporal', 'dev.db'),
+        port: await freePort(),
+        uiPort: await freePort(),
+        namespace: NAMESPACE,
+        log: (line) => log(`temporal: ${line}`),
+      }))();
+    const pgStarting = opts.pgUrl
+      ? startExternalDatabase(opts.pgUrl, `bench_${path.basename(dir).replace(/\W/g, '_')}_${process.pid}`)
+      : startEmbeddedPostgres(path.join(dir, 'postgres'), logDir);
+    const [temporal, postgres] = await Promise.allSettled([temporalStarting, pgStarting]);
+    if (temporal.status === 'fulfilled') stops.push(() => temporal.value.stop());
+    if (postgres.status === 'fulfilled') stops.push(() => postgres.value.stop());
+    if (temporal.status === 'rejected') throw temporal.reason;
+    if (postgres.status === 'rejected') throw postgres.reason;
+    const server = temporal.value;
+    const database = postgres.value;
+    const connection = await Connection.connect({ address: server.address });
+    stops.push(() => connection.close());
+    const client = new Client({ connection, namespace: NAMESPACE });
+
+    const meters: CpuMeter[] = [
+      treeMeter('server', () => server.process?.pid),
+      treeMeter('worker', () => currentWorker?.pid),
+    ];
+    let currentWorker: Proc | undefined;
+    const preload = path.join(ROOT, 'bench', 'variants', 'worker-options.mjs');
+    const simulators: ArmEnv['simulators'] = [];
+    let apiUrl: string | undefined;
+    let apiKey: string | undefined;
+    let startWorker: () => Proc;
+    let apiReady: Promise<void> | undefined;
+    const taskQueue = opts.kind === 'floor' ? FLOOR_TASK_QUEUE : ORDER_TASK_QUEUE;
+
+    if (opts.kind === 'floor') {
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_NAMESPACE: NAMESPACE,
+        BENCH_TASK_QUEUE: taskQueue,
+        ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}),
+      };
+      startWorker = () =>
+        new Proc(
+          'floor-worker',
+          process.execPath,
+          ['--import', 'tsx', path.join(ROOT, 'bench', 'floor', 'worker.ts')],
+          { env, logFile: path.join(logDir, 'worker.log'), ipc: true },
+        );
+      // PostgreSQL for the raw probe (one INSERT + one start): one table.
+      const db = new pg.Client({ connectionString: database.url });
+      await db.connect();
+      await db.query('CREATE TABLE bench_probe (id uuid PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())');
+      await db.end();
+    } else {
+      const missing = Object.values(SERVICE_ENTRIES).filter((f) => !existsSync(path.join(ROOT, f)));
+      if (missing.length) throw new Error(`missing ${missing.join(', ')}: run \`npm run build\``);
+      const dbEnv = { ...process.env, DATABASE_URL: database.url };
+      await run(
+        path.join(ROOT, 'node_modules', '.bin', 'prisma'),
+        ['migrate', 'deploy'],
+        dbEnv,
+        `${logDir}/migrate.log`,
+      );
+      if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
+        await run(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['prisma/seed.ts'], dbEnv, `${logDir}/seed.log`);
+      }
+      apiKey = await apiKeyFor(database.url, dir, log);
+
+      // Provider simulators: every dist/simulators/<name>/main.js on <NAME>_SIMULATOR_PORT.
+      const simulatorsDir = path.join(ROOT, 'dist', 'simulators');
+      const providerEnv: NodeJS.ProcessEnv = {};
+      for (const name of readdirSync(simulatorsDir).filter((n) => existsSync(path.join(simulatorsDir, n, 'main.js')))) {
+        const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
+        const port = await freePort();
+        const proc = new Proc(`${name}-sim`, process.execPath, [`dist/simulators/${name}/main.js`], {
+          env: { ...process.env, [`${envName}_SIMULATOR_PORT`]: String(port) },
+          logFile: path.join(logDir, `${name}-sim.log`),
+        });
+        stops.push(() => proc.stop());
+        simulators.push({ name, url: `http://127.0.0.1:${port}`, proc });
+        providerEnv[`${envName}_PROVIDER_URL`] = `http://127.0.0.1:${port}`;
+      }
+      await Promise.all(simulators.map((s) => waitForHttp(`${s.url}/_sim/health`, s.proc)));
+
+      const serviceEnv: NodeJS.ProcessEnv = {
+        ...process.env,
+        ...providerEnv,
+        DATABASE_URL: database.url,
+        TEMPORAL_ADDRESS: server.address,
+        TEMPORAL_NAMESPACE: NAMESPACE,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        NO_COLOR: '1',
+        // The bench is one client sending thousands of orders: no per-client rate limit (the `auth` work's).
+        RATE_LIMIT_MAX: '0',
+      };
+      const workerEntry = opts.serviceWorkerEntry ?? SERVICE_ENTRIES.worker;
+      startWorker = () =>
+        new Proc(
+          'worker',
+          process.execPath,
+          [
+            ...(opts.workerOptions ? ['--import', preload] : []),
+            ...(workerEntry.endsWith('.ts') ? ['--import', 'tsx'] : []),
+            '--enable-source-maps',
+            workerEntry,
+          ],
+          {
+            env: { ...serviceEnv, ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}) },
+            logFile: path.join(logDir, 'worker.log'),
+          },
+        );
+
+      const apiPort = await freePort();
+      apiUrl = `http://127.0.0.1:${apiPort}`;
+      const api = new Proc('api', process.execPath, ['--enable-source-maps', SERVICE_ENTRIES.api], {
+        env: { ...serviceEnv, PORT: String(apiPort) },
+        logFile: path.join(logDir, 'api.log'),
+      });
+      stops.push(() => api.stop());
+      meters.push(treeMeter('api', () => api.pid));
+      // The API waits for nothing from the worker; start it now, wait for it after the worker.
+      apiReady = waitForHttp(`${apiUrl}/health`, api);
+      apiReady.catch(() => undefined);
+    }
+    meters.push(database.meter, selfMeter('client'));
+    if (simulators.length) {
+      meters.push({
+        name: 'sims',
+        read: () => simulators.reduce((sum, s) => sum + (treeMeter('', () => s.proc.pid).read() as number), 0),
+      });
+    }
+
+    const waitForWorkerPolling = async (proc: Proc): Promise<void> => {
+      const pid = `${proc.child.pid}@`;
+      await waitFor(
+        `${proc.name} to poll ${taskQueue}`,
+        120_000,
+        async () => {
+          for (const taskQueueType of [1, 2] as const) {
+            const res = await connection.workflowService.describeTaskQueue({
+              namespace: NAMESPACE,
+              taskQueue: { name: taskQueue, kind: 1 },
+              taskQueueType,
+            });
+            if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return undefined;
+          }
+          return true;
+        },
+        proc,
+      );
+    };
+    const stopWorker = async (): Promise<void> => {
+      const w = currentWorker;
+      currentWorker = undefined;
+      if (w) await w.stop();
+    };
+    stops.push(stopWorker); // stopped first
+    const start = (): Proc => {
+      if (currentWorker?.pid !== undefined) throw new Error('the worker is already running');
+      currentWorker = startWorker();
+      return currentWorker;
+    };
+    await waitForWorkerPolling(start());
+    if (apiReady !== undefined) await apiReady;
+
+    return {
+      kind: opts.kind,
+      dir,
+      address: server.address,
+      connection,
+      client,
+      taskQueue,
+      postgres: database,
+      apiUrl,
+      apiKey,
+      simulators,
+      meters,
+      worker: () => currentWorker,
+      startWorker: start,
+      waitForWorkerPolling,
+      stopWorker,
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,857 @@
+/**
+ * `npm run bench`: the service against the Temporal floor, side by side (issue 9).
+ *
+ * Arms, interleaved ABBA per cycle (floor, service, service, floor; with two floors: F0 F5 S S F5 F0), each in
+ * a fresh environment (bench/lib/env.ts: new dev-server SQLite file, new PostgreSQL, new processes):
+ * - F0 / F5: bare workflows of 4 / 5 sequential no-op activities, default worker options, started with a raw
+ *   client from this process. F0 is the issue's floor; F5 has the order workflow's shape (5 activities).
+ * - S: the service as `npm start` runs it (from dist/): orders over HTTP, POST /orders.
+ * Phases of every arm:
+ * 1. warm-up: --warmup units at once, discarded;
+ * 2. burst: --burst units at once; completions/s = units / (last close − first send), CPU per unit per process
+ *    from /proc (dev server, worker, API, PostgreSQL; the bench's own CPU as `client`, simulators as `sims`),
+ *    latency of each start (floor) or POST (service), history events per unit (visibility's historyLength);
+ * 3. open loop: --open-seconds at R units/s, R = half the service's burst rate (--open-rate to fix it); latency
+ *    from each request's intended send time. The floor arms send the raw probe here: one INSERT (pg) + one
+ *    workflow start from a bare client. Until a service arm has run, R is unknown and a floor arm skips this;
+ * 4. backlog: the worker stopped, --backlog units sent, the worker started: drain time = last close − worker
+ *    spawn;
+ * 5. checks: every unit completed once (Temporal: one run per unit, all Completed); service: every order row
+ *    `completed`, one order per POST, every simulator ledger exactly 1 effect per key and a key for every order.
+ * Prints one table (per arm, and the mean per kind with the ratios S/F0 and S/F5), writes results.csv,
+ * units.csv and plot.svg into the run folder (.data/bench/<time>/ unless --out).
+ *
+ * Usage: npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--warmup 20] [--burst 200]
+ *   [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000] [--backlog-concurrency 16]
+ *   [--worker-options '<json>'] [--floor-worker-options '<json>'] [--service-worker-entry <file>]
+ *   [--floor-eager] [--only F0|F5|S] [--pg-url <maintenance url>] [--wait-quiet] [--no-build] [--keep]
+ * Env: TEMPORAL_CLI_PATH (the dev server's CLI), BENCH_API_KEY (else development keys where the project has
+ * them, else none).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
+import { raiseStock, ROOT, startEnv, type ArmEnv, type ArmKind } from './lib/env.js';
+import { cpuDelta, loadAverage, sampleCpu } from './lib/proc.js';
+import { fmt, meanFinite, modeAndRange, percentile, pool } from './lib/stats.js';
+import { renderPlot } from './lib/svg.js';
+
+// ---------------------------------------------------------------------------------------------------------
+// Options
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    cycles: { type: 'string' },
+    floors: { type: 'string' },
+    warmup: { type: 'string' },
+    burst: { type: 'string' },
+    'open-seconds': { type: 'string' },
+    'open-rate': { type: 'string', default: 'auto' },
+    backlog: { type: 'string' },
+    'backlog-concurrency': { type: 'string', default: '16' },
+    'worker-options': { type: 'string' },
+    'floor-worker-options': { type: 'string' },
+    'service-worker-entry': { type: 'string' },
+    'floor-eager': { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'pg-url': { type: 'string' },
+    'wait-quiet': { type: 'boolean', default: false },
+    'no-build': { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    label: { type: 'string' },
+  },
+  strict: true,
+});
+const quick = args.quick;
+const num = (v: string | undefined, full: number, q: number): number => Number(v ?? (quick ? q : full));
+const CYCLES = num(args.cycles, 1, 1);
+const FLOORS = (args.floors ?? (quick ? 'F5' : 'F0,F5')).split(',').map((f) => f.trim()) as FloorName[];
+const WARMUP = num(args.warmup, 20, 5);
+const BURST = num(args.burst, 200, 20);
+const OPEN_SECONDS = num(args['open-seconds'], 30, 4);
+const BACKLOG = num(args.backlog, 5000, 30);
+const BACKLOG_CONCURRENCY = Number(args['backlog-concurrency']);
+const OPEN_RATE = args['open-rate'] === 'auto' ? undefined : Number(args['open-rate']);
+
+type FloorName = 'F0' | 'F5';
+type ArmName = FloorName | 'S';
+const FLOOR_TYPES: Record<FloorName, string> = { F0: 'floor4', F5: 'floor5' };
+for (const f of FLOORS) if (!(f in FLOOR_TYPES)) throw new Error(`--floors: unknown floor ${f} (F0 or F5)`);
+
+const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
+const OUT = path.resolve(args.out ?? path.join(ROOT, '.data', 'bench', stamp));
+const benchStarted = Date.now();
+const say = (line: string): void => {
+  console.log(`[${((Date.now() - benchStarted) / 1000).toFixed(1).padStart(7)} s] ${line}`);
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Results
+
+interface Phase {
+  units: number;
+  /** Epoch ms of the first send. */
+  firstSend: number;
+  /** Epoch ms of the last workflow close. */
+  lastClose: number;
+  rate: number;
+  /** CPU ms per process over the phase's window. */
+  cpu: Record<string, number>;
+  /** Start / POST latencies, ms (open loop: from the intended send time). */
+  latencies: number[];
+  /** Close time of each unit, seconds since firstSend. */
+  closeOffsets: number[];
+  /** History events of each unit. */
+  events: number[];
+}
+
+interface ArmResult {
+  arm: ArmName;
+  cycle: number;
+  position: number;
+  burst: Phase;
+  open?: Phase & { rate: number; targetRate: number };
+  backlog?: Phase & { sendSeconds: number; drainSeconds: number };
+  checks: string[];
+  checksOk: boolean;
+  load: { before: number; after: number };
+}
+
+/**
+ * CPU the arm's work costs: the service = dev server + worker + API + PostgreSQL; the floor = dev server + worker
+ * + its starter (the bench process, `client`), and in the open loop, where the raw probe INSERTs, + PostgreSQL.
+ * The service arm's load generator (`client`) and the provider simulators (`sims`) are printed, not counted.
+ */
+function costParts(kind: ArmKind, phase: PhaseName): string[] {
+  if (kind === 'service') return ['server', 'worker', 'api', 'postgres'];
+  return phase === 'open' ? ['server', 'worker', 'client', 'postgres'] : ['server', 'worker', 'client'];
+}
+
+type PhaseName = 'burst' | 'open' | 'backlog';
+
+function unitCost(kind: ArmKind, cpu: Record<string, number>, phase: PhaseName = 'burst'): number {
+  return costParts(kind, phase).reduce((sum, p) => sum + (cpu[p] ?? 0), 0);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Units: what one arm sends
+
+interface Sender {
+  kind: ArmKind;
+  workflowType: string;
+  /** Sends one unit; resolves with its workflow id. */
+  send(): Promise<string>;
+  /** Sends the units of a burst at once; resolves with ids and latencies. */
+  burst(n: number): Promise<{ ids: string[]; latencies: number[] }>;
+  /** The open loop's request: floor = raw probe (INSERT + start), service = POST /orders. */
+  probe(): Promise<string>;
+  close(): Promise<void>;
+}
+
+function floorSender(env: ArmEnv, floor: FloorName, eager: boolean): Sender {
+  const workflowType = FLOOR_TYPES[floor];
+  let seq = 0;
+  const nextId = (): string => `${floor}-${seq++}-${randomUUID().slice(0, 8)}`;
+  const start = async (id: string): Promise<string> => {
+    await env.client.workflow.start(workflowType, { taskQueue: env.taskQueue, workflowId: id });
+    return id;
+  };
+  const probeDb = new pg.Pool({ connectionString: env.postgres.url, max: 10 });
+  return {
+    kind: 'floor',
+    workflowType,
+    send: () => start(nextId()),
+    async burst(n) {
+      const ids = Array.from({ length: n }, nextId);
+      if (eager) {
+        // The starter in the worker's process, on its NativeConnection, with requestEagerStart.
+        const worker = env.worker()!.child;
+        const reply = new Promise<{ latencies: number[]; eagerly: number }>((resolve, reject) => {
+          const onMessage = (m: { type: string; latencies: number[]; eagerly: number; message?: string }): void => {
+            if (m.type === 'started') resolve(m);
+            else if (m.type === 'error') reject(new Error(m.message));
+            else return;
+            worker.off('message', onMessage);
+          };
+          worker.on('message', onMessage);
+        });
+        worker.send({ type: 'start', workflowType, ids, eager: true, concurrency: n });
+        const { latencies, eagerly } = await reply;
+        say(`  eager start: ${eagerly} of ${n} started eagerly`);
+        return { ids, latencies };
+      }
+      const latencies: number[] = [];
+      await Promise.all(
+        ids.map(async (id) => {
+          const t = performance.now();
+          await start(id);
+          latencies.push(performance.now() - t);
+        }),
+      );
+      return { ids, latencies };
+    },
+    async probe() {
+      const id = nextId();
+      await probeDb.query('INSERT INTO bench_probe (id) VALUES ($1)', [randomUUID()]);
+      return start(id);
+    },
+    close: () => probeDb.end(),
+  };
+}
+
+function serviceSender(env: ArmEnv, skus: string[]): Sender {
+  let seq = 0;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (env.apiKey) headers.authorization = `Bearer ${env.apiKey}`;
+  const post = async (): Promise<string> => {
+    const sku = skus[seq++ % skus.length]!;
+    const res = await fetch(`${env.apiUrl}/orders`, {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ customer: { email: 'bench@example.com', name: 'Bench' }, lines: [{ sku, quantity: 1 }] }),
+    });
+    const body = (await res.json().catch(() => ({}))) as { id?: string };
+    if (!res.ok || !body.id) throw new Error(`POST /orders answered ${res.status}: ${JSON.stringify(body)}`);
+    return `order-${body.id}`;
+  };
+  return {
+    kind: 'service',
+    workflowType: ORDER_WORKFLOW_TYPE,
+    send: post,
+    async burst(n) {
+      const latencies: number[] = [];
+      const ids = await Promise.all(
+        Array.from({ length: n }, async () => {
+          const t = performance.now();
+          const id = await post();
+          latencies.push(performance.now() - t);
+          return id;
+        }),
+      );
+      return { ids, latencies };
+    },
+    probe: post,
+    close: async () => undefined,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Waiting for completions, reading close times
+
+async function countClosed(env: ArmEnv, workflowType: string): Promise<number> {
+  const res = await env.connection.workflowService.countWorkflowExecutions({
+    namespace: 'default',
+    query: `WorkflowType = "${workflowType}" AND ExecutionStatus != "Running"`,
+  });
+  return Number(res.count ?? 0);
+}
+
+/** Polls visibility every 250 ms until `expected` units of the type are closed. */
+async function waitClosed(env: ArmEnv, workflowType: string, expected: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = -1;
+  let lastChange = Date.now();
+  for (;;) {
+    const n = await countClosed(env, workflowType);
+    if (n >= expected) return;
+    if (n !== last) [last, lastChange] = [n, Date.now()];
+    if (Date.now() > deadline) throw new Error(`${n} of ${expected} ${workflowType} closed after ${timeoutMs} ms`);
+    if (Date.now() - lastChange > 120_000) throw new Error(`stuck at ${n} of ${expected} closed for 120 s`);
+    await sleep(250);
+  }
+}
+
+interface Closed {
+  closeTime: number;
+  status: string;
+  historyLength: number;
+}
+
+/** Close time, status and history length of the type's executions closed since `since` (epoch ms). */
+async function listClosed(env: ArmEnv, workflowType: string, since: number): Promise<Map<string, Closed>> {
+  const out = new Map<string, Closed>();
+  const query = `WorkflowType = "${workflowType}" AND CloseTime >= "${new Date(since - 1000).toISOString()}"`;
+  for await (const wf of env.client.workflow.list({ query, pageSize: 1000 })) {
+    out.set(wf.workflowId, {
+      closeTime: wf.closeTime?.getTime() ?? NaN,
+      status: wf.status.name,
+      historyLength: wf.historyLength,
+    });
+  }
+  return out;
+}
+
+async function finishPhase(
+  env: ArmEnv,
+  sender: Sender,
+  ids: string[],
+  firstSend: number,
+  cpuBefore: Record<string, number>,
+  expectedClosed: number,
+  latencies: number[],
+): Promise<Phase> {
+  await waitClosed(env, sender.workflowType, expectedClosed, Math.max(300_000, ids.length * 2_000));
+  const cpu = cpuDelta(cpuBefore, await sampleCpu(env.meters));
+  // Visibility lags the close a little: read until every unit of the phase is listed.
+  let closed = new Map<string, Closed>();
+  for (let i = 0; i < 40; i++) {
+    closed = await listClosed(env, sender.workflowType, firstSend);
+    if (ids.every((id) => closed.has(id))) break;
+    await sleep(250);
+  }
+  const mine = ids.map((id) => closed.get(id));
+  const missing = mine.filter((c) => c === undefined).length;
+  if (missing) throw new Error(`${missing} of ${ids.length} units not listed as closed`);
+  const notCompleted = mine.filter((c) => c!.status !== 'COMPLETED').length;
+  if (notCompleted) throw new Error(`${notCompleted} of ${ids.length} units closed other than COMPLETED`);
+  const lastClose = Math.max(...mine.map((c) => c!.closeTime));
+  return {
+    units: ids.length,
+    firstSend,
+    lastClose,
+    rate: ids.length / ((lastClose - firstSend) / 1000),
+    cpu,
+    latencies,
+    closeOffsets: mine.map((c) => (c!.closeTime - firstSend) / 1000),
+    events: mine.map((c) => c!.historyLength),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// One arm
+
+let serviceRate: number | undefined;
+
+async function runArm(arm: ArmName, cycle: number, position: number): Promise<ArmResult> {
+  const kind: ArmKind = arm === 'S' ? 'service' : 'floor';
+  const dir = path.join(OUT, `${position}-${arm}`);
+  const loadBefore = loadAverage()[0];
+  say(`arm ${position} ${arm} (cycle ${cycle}): starting a fresh environment (load ${loadBefore.toFixed(2)})`);
+  const env = await startEnv({
+    kind,
+    dir,
+    pgUrl: args['pg-url'],
+    workerOptions: kind === 'service' ? args['worker-options'] : args['floor-worker-options'],
+    serviceWorkerEntry: args['service-worker-entry'],
+    log: (line) => say(`  ${line}`),
+  });
+  let sender: Sender | undefined;
+  let total = 0;
+  try {
+    let skus: string[] = [];
+    if (kind === 'service') skus = await raiseStock(env.postgres.url, WARMUP + BURST + 1000 + BACKLOG);
+    sender = kind === 'service' ? serviceSender(env, skus) : floorSender(env, arm as FloorName, args['floor-eager']);
+    const s = sender;
+
+    // 1. warm-up
+    const warm = await s.burst(WARMUP);
+    total += warm.ids.length;
+    await waitClosed(env, s.workflowType, total, 300_000);
+    say(`  warm-up: ${WARMUP} units done`);
+
+    // 2. burst
+    await sleep(1000);
+    let before = await sampleCpu(env.meters);
+    let firstSend = Date.now();
+    const b = await s.burst(BURST);
+    total += b.ids.length;
+    const burst = await finishPhase(env, s, b.ids, firstSend, before, total, b.latencies);
+    if (kind === 'service') serviceRate = burst.rate;
+    say(
+      `  burst: ${BURST} units, ${fmt(burst.rate, 2)}/s, CPU ${fmt(unitCost(kind, burst.cpu) / BURST, 0)} ms/unit, ` +
+        `send p50 ${fmt(percentile(b.latencies, 50), 0)} ms`,
+    );
+
+    // 3. open loop at half the service's max rate
+    let open: ArmResult['open'];
+    const targetRate = OPEN_RATE ?? (serviceRate !== undefined ? serviceRate / 2 : undefined);
+    if (OPEN_SECONDS > 0 && targetRate !== undefined && targetRate > 0) {
+      await sleep(1000);
+      const n = Math.max(1, Math.round(targetRate * OPEN_SECONDS));
+      const interval = 1000 / targetRate;
+      before = await sampleCpu(env.meters);
+      firstSend = Date.now();
+      const t0 = performance.now();
+      const sends: Array<Promise<{ id: string; latency: number }>> = [];
+      for (let i = 0; i < n; i++) {
+        const intended = t0 + i * interval;
+        const wait = intended - performance.now();
+        if (wait > 0) await sleep(wait);
+        sends.push(s.probe().then((id) => ({ id, latency: performance.now() - intended })));
+      }
+      const sent = await Promise.all(sends);
+      total += sent.length;
+      const phase = await finishPhase(
+        env,
+        s,
+        sent.map((x) => x.id),
+        firstSend,
+        before,
+        total,
+        sent.map((x) => x.latency),
+      );
+      open = { ...phase, targetRate };
+      say(
+        `  open loop: ${n} at ${fmt(targetRate, 2)}/s, ${kind === 'floor' ? 'raw probe' : 'POST'} ` +
+          `p50 ${fmt(percentile(phase.latencies, 50), 1)} ms, p99 ${fmt(percentile(phase.latencies, 99), 1)} ms`,
+      );
+    } else {
+      say('  open loop: skipped (no service rate yet; --open-rate sets one)');
+    }
+
+    // 4. backlog: worker stopped while the units are sent, then started
+    let backlog: ArmResult['backlog'];
+    if (BACKLOG > 0) {
+      await env.stopWorker();
+      const sendStart = Date.now();
+      const ids = await pool(
+        Array.from({ length: BACKLOG }, () => () => s.send()),
+        BACKLOG_CONCURRENCY,
+      );
+      total += ids.length;
+      const sendSeconds = (Date.now() - sendStart) / 1000;
+      say(`  backlog: ${BACKLOG} units sent in ${fmt(sendSeconds, 1)} s with the worker stopped; starting it`);
+      before = await sampleCpu(env.meters);
+      const worker = env.startWorker();
+      const spawned = worker.spawnedAt;
+      const phase = await finishPhase(env, s, ids, spawned, before, total, []);
+      backlog = { ...phase, sendSeconds, drainSeconds: (phase.lastClose - spawned) / 1000 };
+      say(
+        `  backlog: drained in ${fmt(backlog.drainSeconds, 1)} s (${fmt(phase.rate, 2)}/s), ` +
+          `CPU ${fmt(unitCost(kind, phase.cpu) / BACKLOG, 0)} ms/unit`,
+      );
+    }
+
+    // 5. checks
+    const checks = await check(env, s, total);
+    const checksOk = checks.every((c) => c.startsWith('ok'));
+    for (const c of checks) say(`  check: ${c}`);
+    return {
+      arm,
+      cycle,
+      position,
+      burst,
+      open,
+      backlog,
+      checks,
+      checksOk,
+      load: { before: loadBefore, after: loadAverage()[0] },
+    };
+  } finally {
+    await sender?.close().catch(() => undefined);
+    await env.stop();
+    if (!args.keep) {
+      await rm(path.join(dir, 'postgres'), { recursive: true, force: true });
+      await rm(path.join(dir, 'temporal'), { recursive: true, force: true });
+    }
+  }
+}
+
+/** Every unit completed once; for the service, the orders and every simulator's ledger too. */
+async function check(env: ArmEnv, s: Sender, total: number): Promise<string[]> {
+  const out: string[] = [];
+  const count = async (query: string): Promise<number> =>
+    Number((await env.connection.workflowService.countWorkflowExecutions({ namespace: 'default', query })).count ?? 0);
+  const runs = await count(`WorkflowType = "${s.workflowType}"`);
+  const done = await count(`WorkflowType = "${s.workflowType}" AND ExecutionStatus = "Completed"`);
+  out.push(
+    `${runs === total && done === total ? 'ok' : 'FAIL'}: workflow runs ${runs}, completed ${done}, sent ${total}`,
+  );
+  if (s.kind !== 'service') return out;
+
+  const db = new pg.Client({ connectionString: env.postgres.url });
+  await db.connect();
+  const orderIds = new Set<string>();
+  try {
+    const { rows } = await db.query<{ id: string; status: string }>('SELECT id, status FROM orders');
+    for (const r of rows) orderIds.add(r.id);
+    const byStatus: Record<string, number> = {};
+    for (const r of rows) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+    const ok = rows.length === total && byStatus.completed === total;
+    out.push(
+      `${ok ? 'ok' : 'FAIL'}: orders ${rows.length} (one per POST: ${total}), by status ${JSON.stringify(byStatus)}`,
+    );
+  } finally {
+    await db.end();
+  }
+  const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+  for (const sim of env.simulators) {
+    const ledger = (await (await fetch(`${sim.url}/_sim/ledger`)).json()) as { countsByKey: Record<string, number> };
+    const counts = Object.entries(ledger.countsByKey);
+    const notOne = counts.filter(([, c]) => c !== 1).length;
+    const covered = new Set(counts.map(([k]) => UUID.exec(k)?.[0]).filter((id) => id && orderIds.has(id)));
+    const ok = notOne === 0 && covered.size === orderIds.size;
+    out.push(
+      `${ok ? 'ok' : 'FAIL'}: ${sim.name} ledger ${counts.length} keys, ${notOne} with ≠ 1 effect, ${covered.size} of ${orderIds.size} orders`,
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Report
+
+const PROCS = ['server', 'worker', 'api', 'postgres', 'client', 'sims'] as const;
+
+function perUnit(p: Phase | undefined, kind: ArmKind, phase: PhaseName = 'burst'): Record<string, number> {
+  const o: Record<string, number> = {};
+  if (!p) return o;
+  for (const k of PROCS) o[k] = (p.cpu[k] ?? NaN) / p.units;
+  o.total = unitCost(kind, p.cpu, phase) / p.units;
+  return o;
+}
+
+function table(headers: string[], rows: string[][]): string {
+  const w = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(w[i]!)).join(' | ')} |`;
+  return [line(headers), `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`, ...rows.map(line)].join('\n');
+}
+
+function cpuCell(pu: Record<string, number>, kind: ArmKind): string {
+  const parts = kind === 'floor' ? ['server', 'worker', 'client'] : ['server', 'worker', 'api', 'postgres'];
+  return `${fmt(pu.total, 0)} (${parts.map((p) => fmt(pu[p], 0)).join(' / ')})`;
+}
+
+function report(results: ArmResult[], meta: Record<string, string>): string {
+  const lines: string[] = [];
+  const designEvents = (() => {
+    try {
+      const h = JSON.parse(
+        readFileSync(path.join(ROOT, 'test', 'replay', 'histories', 'order-fulfilment-v2-completed.json'), 'utf8'),
+      ) as { events: unknown[] };
+      return h.events.length;
+    } catch {
+      return NaN;
+    }
+  })();
+  const expectedEvents: Record<ArmName, number> = { F0: 29, F5: 35, S: designEvents };
+
+  lines.push(
+    Object.entries(meta)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n'),
+    '',
+  );
+  lines.push(
+    'Per arm (burst phase unless named). CPU ms per unit: floor total (dev server / worker / starter), service total',
+    '(dev server / worker / api / postgres); pg, client (the bench process) and sims (provider simulators) apart.',
+    '',
+  );
+  lines.push(
+    table(
+      [
+        '#',
+        'arm',
+        'completions/s',
+        'CPU ms/unit',
+        'pg',
+        'client',
+        'sims',
+        'events',
+        'send p50/p99 ms',
+        'open loop R/s: p50/p99 ms',
+        'backlog drain s (/s)',
+        'checks',
+        'load',
+      ],
+      results.map((r) => {
+        const kind: ArmKind = r.arm === 'S' ? 'service' : 'floor';
+        const pu = perUnit(r.burst, kind);
+        const ev = modeAndRange(r.burst.events);
+        return [
+          String(r.position),
+          r.arm,
+          fmt(r.burst.rate, 2),
+          cpuCell(pu, kind),
+          fmt(pu.postgres, 1),
+          fmt(pu.client, 1),
+          fmt(pu.sims, 1),
+          ev.min === ev.max ? String(ev.mode) : `${ev.mode} (${ev.min}-${ev.max})`,
+          `${fmt(percentile(r.burst.latencies, 50), 0)}/${fmt(percentile(r.burst.latencies, 99), 0)}`,
+          r.open
+            ? `${fmt(r.open.targetRate, 2)}: ${fmt(percentile(r.open.latencies, 50), 1)}/${fmt(percentile(r.open.latencies, 99), 1)}`
+            : '–',
+          r.backlog ? `${fmt(r.backlog.drainSeconds, 1)} (${fmt(r.backlog.rate, 2)})` : '–',
+          r.checksOk ? 'ok' : 'FAIL',
+          `${fmt(r.load.before, 2)}→${fmt(r.load.after, 2)}`,
+        ];
+      }),
+    ),
+  );
+
+  // Means per arm kind
+  const kinds = (['F0', 'F5', 'S'] as ArmName[]).filter((a) => results.some((r) => r.arm === a));
+  const agg = (a: ArmName) => {
+    const rs = results.filter((r) => r.arm === a);
+    const kind: ArmKind = a === 'S' ? 'service' : 'floor';
+    const pus = rs.map((r) => perUnit(r.burst, kind));
+    const m = (k: string): number => meanFinite(pus.map((p) => p[k]!));
+    const opens = rs.flatMap((r) => (r.open ? [r.open] : []));
+    const backlogs = rs.flatMap((r) => (r.backlog ? [r.backlog] : []));
+    return {
+      rate: meanFinite(rs.map((r) => r.burst.rate)),
+      cpu: m('total'),
+      server: m('server'),
+      worker: m('worker'),
+      api: m('api'),
+      postgres: m('postgres'),
+      client: m('client'),
+      events: modeAndRange(rs.flatMap((r) => r.burst.events)),
+      burstP50: meanFinite(rs.map((r) => percentile(r.burst.latencies, 50))),
+      burstP99: meanFinite(rs.map((r) => percentile(r.burst.latencies, 99))),
+      openRate: meanFinite(opens.map((o) => o.targetRate)),
+      openP50: meanFinite(opens.map((o) => percentile(o.latencies, 50))),
+      openP99: meanFinite(opens.map((o) => percentile(o.latencies, 99))),
+      openCpu: meanFinite(opens.map((o) => unitCost(kind, o.cpu, 'open') / o.units)),
+      drain: meanFinite(backlogs.map((b) => b.drainSeconds)),
+      drainCpu: meanFinite(backlogs.map((b) => unitCost(kind, b.cpu, 'backlog') / b.units)),
+      n: rs.length,
+    };
+  };
+  const A = Object.fromEntries(kinds.map((k) => [k, agg(k)])) as Record<ArmName, ReturnType<typeof agg>>;
+  const S = A.S;
+  const ratio = (s: number | undefined, f: number | undefined, d = 2): string =>
+    s !== undefined && f !== undefined ? fmt(s / f, d) : '–';
+  const floorsHere = kinds.filter((k) => k !== 'S');
+  const rows: string[][] = [];
+  const add = (
+    label: string,
+    get: (x: ReturnType<typeof agg>) => number,
+    digits: number,
+    target = '',
+    noRatio = false,
+  ) => {
+    rows.push([
+      label,
+      ...kinds.map((k) => fmt(get(A[k]), digits)),
+      ...(S ? floorsHere.map((f) => (noRatio ? '' : ratio(get(S), get(A[f])))) : []),
+      target,
+    ]);
+  };
+  add('completions/s (burst)', (x) => x.rate, 2, 'S/F0 ≥ 0.8');
+  add('CPU ms per unit (burst)', (x) => x.cpu, 0, 'S/F0 ≤ 1.5');
+  add('  dev server', (x) => x.server, 0);
+  add('  worker', (x) => x.worker, 0);
+  add('  api (floor: its starter, the client)', (x) => (Number.isFinite(x.api) ? x.api : x.client), 0);
+  add('  postgres', (x) => x.postgres, 1, '', true);
+  rows.push([
+    'history events per unit (design)',
+    ...kinds.map(
+      (k) =>
+        `${A[k].events.mode} (${expectedEvents[k]})${A[k].events.min !== A[k].events.max ? ` ${A[k].events.min}-${A[k].events.max}` : ''}`,
+    ),
+    ...(S ? floorsHere.map(() => '') : []),
+    'S = design',
+  ]);
+  add('burst POST/start p50 ms', (x) => x.burstP50, 0, '', true);
+  add('burst POST/start p99 ms', (x) => x.burstP99, 0, '', true);
+  add('open loop rate /s', (x) => x.openRate, 2, '½ S max', true);
+  add('open loop POST / raw probe p50 ms', (x) => x.openP50, 1, 'S/F0 ≤ 1.5');
+  add('open loop POST / raw probe p99 ms', (x) => x.openP99, 1, 'S ≤ 25 ms');
+  add('open loop CPU ms per unit', (x) => x.openCpu, 0);
+  add(`backlog drain s (${BACKLOG} units)`, (x) => x.drain, 1, 'S/F0 ≤ 1.25');
+  add('backlog CPU ms per unit', (x) => x.drainCpu, 0);
+  lines.push('', `Mean per kind (${kinds.map((k) => `${k}: ${A[k].n} arm(s)`).join(', ')})`, '');
+  lines.push(table(['figure', ...kinds, ...(S ? floorsHere.map((f) => `S/${f}`) : []), 'target'], rows));
+  const failed = results.filter((r) => !r.checksOk);
+  lines.push(
+    '',
+    failed.length
+      ? `CHECKS FAILED in arm(s) ${failed.map((r) => `${r.position}-${r.arm}`).join(', ')}: ${failed.flatMap((r) => r.checks.filter((c) => !c.startsWith('ok'))).join('; ')}`
+      : `checks: every unit completed once in every arm${results.some((r) => r.arm === 'S') ? '; every order completed, one order per POST, exactly 1 effect per key in every simulator ledger and a key for every order' : ''}`,
+  );
+  return lines.join('\n');
+}
+
+function csv(results: ArmResult[]): string {
+  const head = [
+    'position',
+    'cycle',
+    'arm',
+    'phase',
+    'units',
+    'seconds',
+    'rate_per_s',
+    ...PROCS.map((p) => `cpu_${p}_ms_per_unit`),
+    'cpu_total_ms_per_unit',
+    'events_mode',
+    'latency_p50_ms',
+    'latency_p90_ms',
+    'latency_p99_ms',
+    'latency_max_ms',
+    'target_rate_per_s',
+    'load_before',
+    'load_after',
+    'checks_ok',
+  ];
+  const rows = [head.join(',')];
+  for (const r of results) {
+    const kind: ArmKind = r.arm === 'S' ? 'service' : 'floor';
+    for (const [phase, p] of [
+      ['burst', r.burst],
+      ['open', r.open],
+      ['backlog', r.backlog],
+    ] as const) {
+      if (!p) continue;
+      const pu = perUnit(p, kind, phase);
+      const lat = p.latencies;
+      const c = (v: number): string => (Number.isFinite(v) ? v.toFixed(2) : '');
+      rows.push(
+        [
+          r.position,
+          r.cycle,
+          r.arm,
+          phase,
+          p.units,
+          phase === 'backlog' ? r.backlog!.drainSeconds.toFixed(3) : ((p.lastClose - p.firstSend) / 1000).toFixed(3),
+          p.rate.toFixed(3),
+          ...PROCS.map((k) => c(pu[k]!)),
+          c(pu.total!),
+          modeAndRange(p.events).mode,
+          c(percentile(lat, 50)),
+          c(percentile(lat, 90)),
+          c(percentile(lat, 99)),
+          c(percentile(lat, 100)),
+          phase === 'open' ? r.open!.targetRate.toFixed(3) : '',
+          r.load.before.toFixed(2),
+          r.load.after.toFixed(2),
+          r.checksOk,
+        ].join(','),
+      );
+    }
+  }
+  return `${rows.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Main
+
+async function waitQuiet(): Promise<void> {
+  say('waiting for a quiet machine: 1-minute load average < 1.0 for 60 s');
+  let quietSince: number | undefined;
+  for (;;) {
+    const l = loadAverage()[0];
+    if (l < 1.0) {
+      quietSince ??= Date.now();
+      if (Date.now() - quietSince >= 60_000) return;
+    } else {
+      quietSince = undefined;
+    }
+    await sleep(5_000);
+  }
+}
+
+function git(...a: string[]): string {
+  try {
+    return execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    return '?';
+  }
+}
+
+async function main(): Promise<void> {
+  await mkdir(OUT, { recursive: true });
+  if (!args['no-build']) {
+    say('npm run build');
+    const b = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    if (b.status !== 0) throw new Error('npm run build failed');
+  }
+  if (args['wait-quiet']) await waitQuiet();
+
+  const order: Array<{ arm: ArmName; cycle: number }> = [];
+  for (let c = 1; c <= CYCLES; c++) {
+    for (const arm of [...FLOORS, 'S', 'S', ...[...FLOORS].reverse()] as ArmName[]) order.push({ arm, cycle: c });
+  }
+  const planned = args.only ? order.filter((a) => a.arm === args.only) : order;
+  const arms = planned.map((a) => a.arm);
+  const cpus = os.cpus();
+  const meta: Record<string, string> = {
+    run: `${stamp}${args.label ? ` (${args.label})` : ''}${quick ? ' --quick' : ''}`,
+    machine: `${cpus.length} × ${cpus[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB, ${os.type()} ${os.release()}, Node ${process.version}`,
+    commit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? ' (with local changes)' : ''} on ${git('rev-parse', '--abbrev-ref', 'HEAD')}`,
+    'load average at start': loadAverage()
+      .map((l) => l.toFixed(2))
+      .join(' '),
+    arms: `${arms.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
+    phases: `warm-up ${WARMUP} (discarded), burst ${BURST}, open loop ${OPEN_SECONDS} s at ${OPEN_RATE ?? '½ the service burst rate'}, backlog ${BACKLOG} (sent with ${BACKLOG_CONCURRENCY} in flight)`,
+    ...(args['worker-options'] ? { 'service worker options': args['worker-options'] } : {}),
+    ...(args['floor-worker-options'] ? { 'floor worker options': args['floor-worker-options'] } : {}),
+    ...(args['service-worker-entry'] ? { 'service worker entry': args['service-worker-entry'] } : {}),
+    ...(args['floor-eager'] ? { 'floor start': 'eager (starter in the worker process)' } : {}),
+  };
+  say(`bench → ${path.relative(process.cwd(), OUT) || OUT}; arms ${arms.join(' ')}`);
+
+  const results: ArmResult[] = [];
+  for (const [i, { arm, cycle }] of planned.entries()) results.push(await runArm(arm, cycle, i + 1));
+  meta['load average at end'] = loadAverage()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+  meta.duration = `${((Date.now() - benchStarted) / 60_000).toFixed(1)} min`;
+
+  const text = report(results, meta);
+  console.log(`\n${text}\n`);
+  const colours: Record<ArmName, string[]> = {
+    F0: ['#1f77b4', '#6baed6'],
+    F5: ['#2ca02c', '#74c476'],
+    S: ['#d62728', '#fc9272'],
+  };
+  const seen: Record<string, number> = {};
+  const svg = renderPlot({
+    title: `Burst of ${BURST}: service vs floor (${meta.run}, ${git('rev-parse', '--short', 'HEAD')})`,
+    series: results.map((r) => ({
+      label: `${r.position} ${r.arm}: ${fmt(r.burst.rate, 2)}/s`,
+      colour: colours[r.arm][(seen[r.arm] = (seen[r.arm] ?? -1) + 1) % 2]!,
+      closeOffsets: r.burst.closeOffsets,
+    })),
+    bars: (['F0', 'F5', 'S'] as ArmName[])
+      .filter((a) => results.some((r) => r.arm === a))
+      .map((a) => {
+        const rs = results.filter((r) => r.arm === a);
+        const kind: ArmKind = a === 'S' ? 'service' : 'floor';
+        const parts = (kind === 'floor' ? ['server', 'worker', 'client'] : ['server', 'worker', 'api', 'postgres']).map(
+          (p) => [p, meanFinite(rs.map((r) => perUnit(r.burst, kind)[p]!))] as [string, number],
+        );
+        return { label: a, parts };
+      }),
+  });
+  await writeFile(path.join(OUT, 'report.txt'), `${text}\n`);
+  await writeFile(path.join(OUT, 'results.csv'), csv(results));
+  await writeFile(
+    path.join(OUT, 'units.csv'),
+    `position,arm,phase,close_offset_s,events\n${results
+      .flatMap((r) =>
+        (
+          [
+            ['burst', r.burst],
+            ['open', r.open],
+            ['backlog', r.backlog],
+          ] as const
+        ).flatMap(([ph, p]) =>
+          p ? p.closeOffsets.map((t, k) => `${r.position},${r.arm},${ph},${t.toFixed(3)},${p.events[k]}`) : [],
+        ),
+      )
+      .join('\n')}\n`,
+  );
+  await writeFile(path.join(OUT, 'plot.svg'), svg);
+  say(
+    `wrote ${['report.txt', 'results.csv', 'units.csv', 'plot.svg'].map((f) => path.join(path.relative(process.cwd(), OUT), f)).join(', ')}`,
+  );
+  if (results.some((r) => !r.checksOk)) process.exit(1);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);
