@@ -24,7 +24,14 @@
  * Usage: npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--warmup 20] [--burst 200]
  *   [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000] [--backlog-concurrency 16]
  *   [--worker-options '<json>'] [--floor-worker-options '<json>'] [--service-worker-entry <file>]
- *   [--floor-eager] [--only F0|F5|S] [--pg-url <maintenance url>] [--wait-quiet] [--no-build] [--keep]
+ *   [--arms F5,S,S,F5] [--only <arm>] [--pg-url <maintenance url>] [--wait-quiet] [--no-build] [--keep]
+ *   [--variant-root <checkout>] [--variant-worker-options '<json>'] [--variant-label <text>]
+ * Arms: F0, F5 (floors), FE (F5 started eagerly: the starter in the worker's process, requestEagerStart), S (the
+ * service from this checkout), V (a variant of the service for lever experiments: another checkout's build with
+ * --variant-root, and/or other worker options with --variant-worker-options). --arms sets the order (e.g.
+ * S,V,V,S); by default the ABBA cycle of --floors and S.
+ *   [--profile] (V8 CPU profiles of the worker's and the API's main thread over the burst into <arm>/profiles;
+ *   bench/profile-summary.ts summarises them)
  * Env: TEMPORAL_CLI_PATH (the dev server's CLI), BENCH_API_KEY (else development keys where the project has
  * them, else none).
  */
@@ -60,12 +67,16 @@ const { values: args } = parseArgs({
     'worker-options': { type: 'string' },
     'floor-worker-options': { type: 'string' },
     'service-worker-entry': { type: 'string' },
-    'floor-eager': { type: 'boolean', default: false },
+    arms: { type: 'string' },
+    'variant-root': { type: 'string' },
+    'variant-worker-options': { type: 'string' },
+    'variant-label': { type: 'string' },
     only: { type: 'string' },
     'pg-url': { type: 'string' },
     'wait-quiet': { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
     out: { type: 'string' },
     label: { type: 'string' },
   },
@@ -82,10 +93,12 @@ const BACKLOG = num(args.backlog, 5000, 30);
 const BACKLOG_CONCURRENCY = Number(args['backlog-concurrency']);
 const OPEN_RATE = args['open-rate'] === 'auto' ? undefined : Number(args['open-rate']);
 
-type FloorName = 'F0' | 'F5';
-type ArmName = FloorName | 'S';
-const FLOOR_TYPES: Record<FloorName, string> = { F0: 'floor4', F5: 'floor5' };
-for (const f of FLOORS) if (!(f in FLOOR_TYPES)) throw new Error(`--floors: unknown floor ${f} (F0 or F5)`);
+type FloorName = 'F0' | 'F5' | 'FE';
+type ArmName = FloorName | 'S' | 'V';
+const ARM_NAMES: readonly ArmName[] = ['F0', 'F5', 'FE', 'S', 'V'];
+const FLOOR_TYPES: Record<FloorName, string> = { F0: 'floor4', F5: 'floor5', FE: 'floor5' };
+const kindOf = (arm: ArmName): ArmKind => (arm === 'S' || arm === 'V' ? 'service' : 'floor');
+for (const f of FLOORS) if (!(f in FLOOR_TYPES)) throw new Error(`--floors: unknown floor ${f} (F0, F5 or FE)`);
 
 const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
 const OUT = path.resolve(args.out ?? path.join(ROOT, '.data', 'bench', stamp));
@@ -154,6 +167,8 @@ interface Sender {
   burst(n: number): Promise<{ ids: string[]; latencies: number[] }>;
   /** The open loop's request: floor = raw probe (INSERT + start), service = POST /orders. */
   probe(): Promise<string>;
+  /** HTTP status -> answers that made the client repeat a POST (same Idempotency-Key), so far. */
+  answersRepeated(): Record<number, number>;
   close(): Promise<void>;
 }
 
@@ -204,24 +219,40 @@ function floorSender(env: ArmEnv, floor: FloorName, eager: boolean): Sender {
       await probeDb.query('INSERT INTO bench_probe (id) VALUES ($1)', [randomUUID()]);
       return start(id);
     },
+    answersRepeated: () => ({}),
     close: () => probeDb.end(),
   };
 }
 
 function serviceSender(env: ArmEnv, skus: string[]): Sender {
   let seq = 0;
+  const retried = new Map<number, number>();
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (env.apiKey) headers.authorization = `Bearer ${env.apiKey}`;
+  // A client that gets a 5xx (or 409: its own first attempt still in flight) repeats the request with the same
+  // Idempotency-Key, up to 5 attempts; the latency counts from the first. Every such answer is counted.
   const post = async (): Promise<string> => {
     const sku = skus[seq++ % skus.length]!;
-    const res = await fetch(`${env.apiUrl}/orders`, {
-      method: 'POST',
-      headers: { ...headers, 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ customer: { email: 'bench@example.com', name: 'Bench' }, lines: [{ sku, quantity: 1 }] }),
+    const key = randomUUID();
+    const body = JSON.stringify({
+      customer: { email: 'bench@example.com', name: 'Bench' },
+      lines: [{ sku, quantity: 1 }],
     });
-    const body = (await res.json().catch(() => ({}))) as { id?: string };
-    if (!res.ok || !body.id) throw new Error(`POST /orders answered ${res.status}: ${JSON.stringify(body)}`);
-    return `order-${body.id}`;
+    for (let attempt = 1; ; attempt++) {
+      const res = await fetch(`${env.apiUrl}/orders`, {
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': key },
+        body,
+      });
+      const json = (await res.json().catch(() => ({}))) as { id?: string };
+      if (res.ok && json.id) return `order-${json.id}`;
+      const repeatable = res.status >= 500 || res.status === 409 || res.status === 429;
+      retried.set(res.status, (retried.get(res.status) ?? 0) + 1);
+      if (!repeatable || attempt >= 5) {
+        throw new Error(`POST /orders answered ${res.status} (attempt ${attempt}): ${JSON.stringify(json)}`);
+      }
+      await sleep(250 * attempt);
+    }
   };
   return {
     kind: 'service',
@@ -240,6 +271,7 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
       return { ids, latencies };
     },
     probe: post,
+    answersRepeated: () => Object.fromEntries(retried),
     close: async () => undefined,
   };
 }
@@ -332,7 +364,7 @@ async function finishPhase(
 let serviceRate: number | undefined;
 
 async function runArm(arm: ArmName, cycle: number, position: number): Promise<ArmResult> {
-  const kind: ArmKind = arm === 'S' ? 'service' : 'floor';
+  const kind = kindOf(arm);
   const dir = path.join(OUT, `${position}-${arm}`);
   const loadBefore = loadAverage()[0];
   say(`arm ${position} ${arm} (cycle ${cycle}): starting a fresh environment (load ${loadBefore.toFixed(2)})`);
@@ -340,8 +372,15 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
     kind,
     dir,
     pgUrl: args['pg-url'],
-    workerOptions: kind === 'service' ? args['worker-options'] : args['floor-worker-options'],
+    workerOptions:
+      arm === 'V'
+        ? (args['variant-worker-options'] ?? args['worker-options'])
+        : kind === 'service'
+          ? args['worker-options']
+          : args['floor-worker-options'],
+    serviceRoot: arm === 'V' ? args['variant-root'] : undefined,
     serviceWorkerEntry: args['service-worker-entry'],
+    profileDir: args.profile ? path.join(dir, 'profiles') : undefined,
     log: (line) => say(`  ${line}`),
   });
   let sender: Sender | undefined;
@@ -349,7 +388,7 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
   try {
     let skus: string[] = [];
     if (kind === 'service') skus = await raiseStock(env.postgres.url, WARMUP + BURST + 1000 + BACKLOG);
-    sender = kind === 'service' ? serviceSender(env, skus) : floorSender(env, arm as FloorName, args['floor-eager']);
+    sender = kind === 'service' ? serviceSender(env, skus) : floorSender(env, arm as FloorName, arm === 'FE');
     const s = sender;
 
     // 1. warm-up
@@ -361,11 +400,13 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
     // 2. burst
     await sleep(1000);
     let before = await sampleCpu(env.meters);
+    env.toggleProfiles();
     let firstSend = Date.now();
     const b = await s.burst(BURST);
     total += b.ids.length;
     const burst = await finishPhase(env, s, b.ids, firstSend, before, total, b.latencies);
-    if (kind === 'service') serviceRate = burst.rate;
+    env.toggleProfiles();
+    if (arm === 'S') serviceRate = burst.rate;
     say(
       `  burst: ${BURST} units, ${fmt(burst.rate, 2)}/s, CPU ${fmt(unitCost(kind, burst.cpu) / BURST, 0)} ms/unit, ` +
         `send p50 ${fmt(percentile(b.latencies, 50), 0)} ms`,
@@ -433,7 +474,7 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
 
     // 5. checks
     const checks = await check(env, s, total);
-    const checksOk = checks.every((c) => c.startsWith('ok'));
+    const checksOk = checks.every((c) => !c.startsWith('FAIL'));
     for (const c of checks) say(`  check: ${c}`);
     return {
       arm,
@@ -461,6 +502,10 @@ async function check(env: ArmEnv, s: Sender, total: number): Promise<string[]> {
   const out: string[] = [];
   const count = async (query: string): Promise<number> =>
     Number((await env.connection.workflowService.countWorkflowExecutions({ namespace: 'default', query })).count ?? 0);
+  const repeated = s.answersRepeated();
+  if (Object.keys(repeated).length) {
+    out.push(`WARN: POSTs repeated after an error answer (status: count) ${JSON.stringify(repeated)}`);
+  }
   const runs = await count(`WorkflowType = "${s.workflowType}"`);
   const done = await count(`WorkflowType = "${s.workflowType}" AND ExecutionStatus = "Completed"`);
   out.push(
@@ -533,7 +578,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
       return NaN;
     }
   })();
-  const expectedEvents: Record<ArmName, number> = { F0: 29, F5: 35, S: designEvents };
+  const expectedEvents: Record<ArmName, number> = { F0: 29, F5: 35, FE: 35, S: designEvents, V: NaN };
 
   lines.push(
     Object.entries(meta)
@@ -564,7 +609,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
         'load',
       ],
       results.map((r) => {
-        const kind: ArmKind = r.arm === 'S' ? 'service' : 'floor';
+        const kind = kindOf(r.arm);
         const pu = perUnit(r.burst, kind);
         const ev = modeAndRange(r.burst.events);
         return [
@@ -581,7 +626,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
             ? `${fmt(r.open.targetRate, 2)}: ${fmt(percentile(r.open.latencies, 50), 1)}/${fmt(percentile(r.open.latencies, 99), 1)}`
             : '–',
           r.backlog ? `${fmt(r.backlog.drainSeconds, 1)} (${fmt(r.backlog.rate, 2)})` : '–',
-          r.checksOk ? 'ok' : 'FAIL',
+          r.checksOk ? (r.checks.some((c) => c.startsWith('WARN')) ? 'ok*' : 'ok') : 'FAIL',
           `${fmt(r.load.before, 2)}→${fmt(r.load.after, 2)}`,
         ];
       }),
@@ -589,10 +634,10 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
   );
 
   // Means per arm kind
-  const kinds = (['F0', 'F5', 'S'] as ArmName[]).filter((a) => results.some((r) => r.arm === a));
+  const kinds = ARM_NAMES.filter((a) => results.some((r) => r.arm === a));
   const agg = (a: ArmName) => {
     const rs = results.filter((r) => r.arm === a);
-    const kind: ArmKind = a === 'S' ? 'service' : 'floor';
+    const kind = kindOf(a);
     const pus = rs.map((r) => perUnit(r.burst, kind));
     const m = (k: string): number => meanFinite(pus.map((p) => p[k]!));
     const opens = rs.flatMap((r) => (r.open ? [r.open] : []));
@@ -618,10 +663,12 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
     };
   };
   const A = Object.fromEntries(kinds.map((k) => [k, agg(k)])) as Record<ArmName, ReturnType<typeof agg>>;
-  const S = A.S;
-  const ratio = (s: number | undefined, f: number | undefined, d = 2): string =>
-    s !== undefined && f !== undefined ? fmt(s / f, d) : '–';
-  const floorsHere = kinds.filter((k) => k !== 'S');
+  // Ratio columns: each service arm over each floor arm, and the variant over the service.
+  const pairs: Array<[ArmName, ArmName]> = [];
+  for (const x of kinds.filter((k) => kindOf(k) === 'service')) {
+    for (const f of kinds.filter((k) => kindOf(k) === 'floor')) pairs.push([x, f]);
+  }
+  if (A.V && A.S) pairs.push(['V', 'S']);
   const rows: string[][] = [];
   const add = (
     label: string,
@@ -633,7 +680,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
     rows.push([
       label,
       ...kinds.map((k) => fmt(get(A[k]), digits)),
-      ...(S ? floorsHere.map((f) => (noRatio ? '' : ratio(get(S), get(A[f])))) : []),
+      ...pairs.map(([a, b]) => (noRatio ? '' : fmt(get(A[a]) / get(A[b]), 2))),
       target,
     ]);
   };
@@ -649,7 +696,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
       (k) =>
         `${A[k].events.mode} (${expectedEvents[k]})${A[k].events.min !== A[k].events.max ? ` ${A[k].events.min}-${A[k].events.max}` : ''}`,
     ),
-    ...(S ? floorsHere.map(() => '') : []),
+    ...pairs.map(() => ''),
     'S = design',
   ]);
   add('burst POST/start p50 ms', (x) => x.burstP50, 0, '', true);
@@ -661,12 +708,15 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
   add(`backlog drain s (${BACKLOG} units)`, (x) => x.drain, 1, 'S/F0 ≤ 1.25');
   add('backlog CPU ms per unit', (x) => x.drainCpu, 0);
   lines.push('', `Mean per kind (${kinds.map((k) => `${k}: ${A[k].n} arm(s)`).join(', ')})`, '');
-  lines.push(table(['figure', ...kinds, ...(S ? floorsHere.map((f) => `S/${f}`) : []), 'target'], rows));
+  lines.push(table(['figure', ...kinds, ...pairs.map(([a, b]) => `${a}/${b}`), 'target'], rows));
   const failed = results.filter((r) => !r.checksOk);
+  for (const r of results) {
+    for (const c of r.checks.filter((x) => x.startsWith('WARN'))) lines.push(`arm ${r.position} ${r.arm}: ${c}`);
+  }
   lines.push(
     '',
     failed.length
-      ? `CHECKS FAILED in arm(s) ${failed.map((r) => `${r.position}-${r.arm}`).join(', ')}: ${failed.flatMap((r) => r.checks.filter((c) => !c.startsWith('ok'))).join('; ')}`
+      ? `CHECKS FAILED in arm(s) ${failed.map((r) => `${r.position}-${r.arm}`).join(', ')}: ${failed.flatMap((r) => r.checks.filter((c) => c.startsWith('FAIL'))).join('; ')}`
       : `checks: every unit completed once in every arm${results.some((r) => r.arm === 'S') ? '; every order completed, one order per POST, exactly 1 effect per key in every simulator ledger and a key for every order' : ''}`,
   );
   return lines.join('\n');
@@ -695,7 +745,7 @@ function csv(results: ArmResult[]): string {
   ];
   const rows = [head.join(',')];
   for (const r of results) {
-    const kind: ArmKind = r.arm === 'S' ? 'service' : 'floor';
+    const kind = kindOf(r.arm);
     for (const [phase, p] of [
       ['burst', r.burst],
       ['open', r.open],
@@ -769,7 +819,13 @@ async function main(): Promise<void> {
 
   const order: Array<{ arm: ArmName; cycle: number }> = [];
   for (let c = 1; c <= CYCLES; c++) {
-    for (const arm of [...FLOORS, 'S', 'S', ...[...FLOORS].reverse()] as ArmName[]) order.push({ arm, cycle: c });
+    const cycle = args.arms
+      ? (args.arms.split(',').map((a) => a.trim()) as ArmName[])
+      : ([...FLOORS, 'S', 'S', ...[...FLOORS].reverse()] as ArmName[]);
+    for (const arm of cycle) {
+      if (!ARM_NAMES.includes(arm)) throw new Error(`unknown arm ${arm} (${ARM_NAMES.join(', ')})`);
+      order.push({ arm, cycle: c });
+    }
   }
   const planned = args.only ? order.filter((a) => a.arm === args.only) : order;
   const arms = planned.map((a) => a.arm);
@@ -786,7 +842,18 @@ async function main(): Promise<void> {
     ...(args['worker-options'] ? { 'service worker options': args['worker-options'] } : {}),
     ...(args['floor-worker-options'] ? { 'floor worker options': args['floor-worker-options'] } : {}),
     ...(args['service-worker-entry'] ? { 'service worker entry': args['service-worker-entry'] } : {}),
-    ...(args['floor-eager'] ? { 'floor start': 'eager (starter in the worker process)' } : {}),
+    ...(planned.some((a) => a.arm === 'V')
+      ? {
+          'variant V': [
+            args['variant-label'],
+            args['variant-root'] &&
+              `service from ${args['variant-root']} (${git('-C', args['variant-root'], 'log', '-1', '--format=%h %s')})`,
+            args['variant-worker-options'] && `worker options ${args['variant-worker-options']}`,
+          ]
+            .filter(Boolean)
+            .join('; '),
+        }
+      : {}),
   };
   say(`bench → ${path.relative(process.cwd(), OUT) || OUT}; arms ${arms.join(' ')}`);
 
@@ -802,7 +869,9 @@ async function main(): Promise<void> {
   const colours: Record<ArmName, string[]> = {
     F0: ['#1f77b4', '#6baed6'],
     F5: ['#2ca02c', '#74c476'],
+    FE: ['#17becf', '#9edae5'],
     S: ['#d62728', '#fc9272'],
+    V: ['#9467bd', '#c5b0d5'],
   };
   const seen: Record<string, number> = {};
   const svg = renderPlot({
@@ -812,16 +881,14 @@ async function main(): Promise<void> {
       colour: colours[r.arm][(seen[r.arm] = (seen[r.arm] ?? -1) + 1) % 2]!,
       closeOffsets: r.burst.closeOffsets,
     })),
-    bars: (['F0', 'F5', 'S'] as ArmName[])
-      .filter((a) => results.some((r) => r.arm === a))
-      .map((a) => {
-        const rs = results.filter((r) => r.arm === a);
-        const kind: ArmKind = a === 'S' ? 'service' : 'floor';
-        const parts = (kind === 'floor' ? ['server', 'worker', 'client'] : ['server', 'worker', 'api', 'postgres']).map(
-          (p) => [p, meanFinite(rs.map((r) => perUnit(r.burst, kind)[p]!))] as [string, number],
-        );
-        return { label: a, parts };
-      }),
+    bars: ARM_NAMES.filter((a) => results.some((r) => r.arm === a)).map((a) => {
+      const rs = results.filter((r) => r.arm === a);
+      const kind = kindOf(a);
+      const parts = (kind === 'floor' ? ['server', 'worker', 'client'] : ['server', 'worker', 'api', 'postgres']).map(
+        (p) => [p, meanFinite(rs.map((r) => perUnit(r.burst, kind)[p]!))] as [string, number],
+      );
+      return { label: a, parts };
+    }),
   });
   await writeFile(path.join(OUT, 'report.txt'), `${text}\n`);
   await writeFile(path.join(OUT, 'results.csv'), csv(results));

@@ -8,7 +8,7 @@
  * Every process is a child of the bench, so its CPU time can be read from /proc.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, openSync, closeSync, readdirSync, chmodSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, existsSync, openSync, readdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -56,11 +56,11 @@ export class Proc {
     readonly name: string,
     command: string,
     args: readonly string[],
-    opts: { env: NodeJS.ProcessEnv; logFile: string; ipc?: boolean },
+    opts: { env: NodeJS.ProcessEnv; logFile: string; ipc?: boolean; cwd?: string },
   ) {
     const fd = openSync(opts.logFile, 'a');
     this.child = spawn(command, args, {
-      cwd: ROOT,
+      cwd: opts.cwd ?? ROOT,
       env: opts.env,
       stdio: opts.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
       detached: true,
@@ -120,8 +120,14 @@ async function waitForHttp(url: string, proc: Proc): Promise<void> {
   );
 }
 
-async function run(command: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): Promise<void> {
-  const p = new Proc(path.basename(args[0] ?? command), command, args, { env, logFile });
+async function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  cwd = ROOT,
+): Promise<void> {
+  const p = new Proc(path.basename(args[0] ?? command), command, args, { env, logFile, cwd });
   const exit = await p.exited;
   if (exit.code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${describeExit(exit)}); see ${logFile}`);
 }
@@ -219,8 +225,15 @@ export interface EnvOptions {
   pgUrl?: string;
   /** Extra WorkerOptions (JSON) for this arm's worker, through bench/variants/worker-options.mjs. */
   workerOptions?: string;
+  /**
+   * The checkout whose build (`dist/`), migrations and seed the service runs from (default: this one). A lever
+   * experiment points it at a worktree of a throwaway branch (with `node_modules` linked to this one's).
+   */
+  serviceRoot?: string;
   /** The service worker's entry (default dist/src/worker.js). */
   serviceWorkerEntry?: string;
+  /** Folder for CPU profiles of the worker and the API (bench/variants/profile-on-signal.mjs); none without. */
+  profileDir?: string;
   log: Log;
 }
 
@@ -240,6 +253,8 @@ export interface ArmEnv {
   worker(): Proc | undefined;
   /** Starts the worker; resolves once it is spawned (not yet polling) with its Proc. */
   startWorker(): Proc;
+  /** Starts or stops (and writes) the CPU profiles of the worker and the API (SIGWINCH), when profiling. */
+  toggleProfiles(): void;
   /** Resolves when the worker polls both its workflow and activity task queue. */
   waitForWorkerPolling(proc: Proc): Promise<void>;
   stopWorker(): Promise<void>;
@@ -277,13 +292,13 @@ export async function raiseStock(databaseUrl: string, units: number): Promise<st
  * (scripts/lib/dev-api-keys.ts, the `auth` work), keys registered in this arm's fresh database and written to
  * the arm's own keys file (the `.data/api-keys.json` format); else `.data/api-keys.json` if it exists; else none.
  */
-async function apiKeyFor(databaseUrl: string, dir: string, log: Log): Promise<string | undefined> {
+async function apiKeyFor(databaseUrl: string, dir: string, log: Log, root: string): Promise<string | undefined> {
   const fromEnv = process.env.BENCH_API_KEY?.trim();
   if (fromEnv) return fromEnv;
   type Key = { client: string; key: string; scopes: string[] };
   const pick = (keys: Key[]): string | undefined =>
     keys.find((k) => k.scopes.includes('orders:write'))?.key ?? keys.find((k) => k.scopes.includes('operator'))?.key;
-  const module = path.join(ROOT, 'scripts', 'lib', 'dev-api-keys.ts');
+  const module = path.join(root, 'scripts', 'lib', 'dev-api-keys.ts');
   if (existsSync(module)) {
     const { ensureDevApiKeys } = (await import(module)) as {
       ensureDevApiKeys(o: { databaseUrl: string; file?: string }): Promise<Key[]>;
@@ -307,6 +322,11 @@ async function apiKeyFor(databaseUrl: string, dir: string, log: Log): Promise<st
 /** Starts one arm's environment. Everything started is stopped again by `stop()` (also when starting fails). */
 export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
   const { dir, log } = opts;
+  const root = opts.serviceRoot ?? ROOT;
+  const profiler = path.join(ROOT, 'bench', 'variants', 'profile-on-signal.mjs');
+  const nodeArgs = (): string[] => (opts.profileDir ? ['--import', profiler] : []);
+  const profileEnv = (role: string): NodeJS.ProcessEnv =>
+    opts.profileDir ? { BENCH_PROFILE_DIR: opts.profileDir, BENCH_PROFILE_ROLE: role } : {};
   const logDir = path.join(dir, 'logs');
   await mkdir(logDir, { recursive: true });
   // Run as root, the embedded PostgreSQL runs as user `postgres`, which must reach its data folder.
@@ -325,7 +345,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         port: await freePort(),
         uiPort: await freePort(),
         namespace: NAMESPACE,
-        log: (line) => log(`temporal: ${line}`),
+        log: (line) => appendFileSync(path.join(logDir, 'temporal.log'), `${line}\n`),
       }))();
     const pgStarting = opts.pgUrl
       ? startExternalDatabase(opts.pgUrl, `bench_${path.basename(dir).replace(/\W/g, '_')}_${process.pid}`)
@@ -352,6 +372,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
     let apiKey: string | undefined;
     let startWorker: () => Proc;
     let apiReady: Promise<void> | undefined;
+    let apiProc: Proc | undefined;
     const taskQueue = opts.kind === 'floor' ? FLOOR_TASK_QUEUE : ORDER_TASK_QUEUE;
 
     if (opts.kind === 'floor') {
@@ -361,12 +382,13 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         TEMPORAL_NAMESPACE: NAMESPACE,
         BENCH_TASK_QUEUE: taskQueue,
         ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}),
+        ...profileEnv('worker'),
       };
       startWorker = () =>
         new Proc(
           'floor-worker',
           process.execPath,
-          ['--import', 'tsx', path.join(ROOT, 'bench', 'floor', 'worker.ts')],
+          [...nodeArgs(), '--import', 'tsx', path.join(ROOT, 'bench', 'floor', 'worker.ts')],
           { env, logFile: path.join(logDir, 'worker.log'), ipc: true },
         );
       // PostgreSQL for the raw probe (one INSERT + one start): one table.
@@ -375,22 +397,29 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       await db.query('CREATE TABLE bench_probe (id uuid PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())');
       await db.end();
     } else {
-      const missing = Object.values(SERVICE_ENTRIES).filter((f) => !existsSync(path.join(ROOT, f)));
+      const missing = Object.values(SERVICE_ENTRIES).filter((f) => !existsSync(path.join(root, f)));
       if (missing.length) throw new Error(`missing ${missing.join(', ')}: run \`npm run build\``);
       const dbEnv = { ...process.env, DATABASE_URL: database.url };
       await run(
-        path.join(ROOT, 'node_modules', '.bin', 'prisma'),
+        path.join(root, 'node_modules', '.bin', 'prisma'),
         ['migrate', 'deploy'],
         dbEnv,
         `${logDir}/migrate.log`,
+        root,
       );
-      if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
-        await run(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['prisma/seed.ts'], dbEnv, `${logDir}/seed.log`);
+      if (existsSync(path.join(root, 'prisma', 'seed.ts'))) {
+        await run(
+          path.join(root, 'node_modules', '.bin', 'tsx'),
+          ['prisma/seed.ts'],
+          dbEnv,
+          `${logDir}/seed.log`,
+          root,
+        );
       }
-      apiKey = await apiKeyFor(database.url, dir, log);
+      apiKey = await apiKeyFor(database.url, dir, log, root);
 
       // Provider simulators: every dist/simulators/<name>/main.js on <NAME>_SIMULATOR_PORT.
-      const simulatorsDir = path.join(ROOT, 'dist', 'simulators');
+      const simulatorsDir = path.join(root, 'dist', 'simulators');
       const providerEnv: NodeJS.ProcessEnv = {};
       for (const name of readdirSync(simulatorsDir).filter((n) => existsSync(path.join(simulatorsDir, n, 'main.js')))) {
         const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
@@ -398,6 +427,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         const proc = new Proc(`${name}-sim`, process.execPath, [`dist/simulators/${name}/main.js`], {
           env: { ...process.env, [`${envName}_SIMULATOR_PORT`]: String(port) },
           logFile: path.join(logDir, `${name}-sim.log`),
+          cwd: root,
         });
         stops.push(() => proc.stop());
         simulators.push({ name, url: `http://127.0.0.1:${port}`, proc });
@@ -422,25 +452,33 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
           'worker',
           process.execPath,
           [
+            ...nodeArgs(),
             ...(opts.workerOptions ? ['--import', preload] : []),
             ...(workerEntry.endsWith('.ts') ? ['--import', 'tsx'] : []),
             '--enable-source-maps',
             workerEntry,
           ],
           {
-            env: { ...serviceEnv, ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}) },
+            env: {
+              ...serviceEnv,
+              ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}),
+              ...profileEnv('worker'),
+            },
             logFile: path.join(logDir, 'worker.log'),
+            cwd: root,
           },
         );
 
       const apiPort = await freePort();
       apiUrl = `http://127.0.0.1:${apiPort}`;
-      const api = new Proc('api', process.execPath, ['--enable-source-maps', SERVICE_ENTRIES.api], {
-        env: { ...serviceEnv, PORT: String(apiPort) },
+      const api = new Proc('api', process.execPath, [...nodeArgs(), '--enable-source-maps', SERVICE_ENTRIES.api], {
+        env: { ...serviceEnv, PORT: String(apiPort), ...profileEnv('api') },
         logFile: path.join(logDir, 'api.log'),
+        cwd: root,
       });
       stops.push(() => api.stop());
       meters.push(treeMeter('api', () => api.pid));
+      apiProc = api;
       // The API waits for nothing from the worker; start it now, wait for it after the worker.
       apiReady = waitForHttp(`${apiUrl}/health`, api);
       apiReady.catch(() => undefined);
@@ -499,6 +537,10 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       simulators,
       meters,
       worker: () => currentWorker,
+      toggleProfiles: () => {
+        if (!opts.profileDir) return;
+        for (const p of [currentWorker, apiProc]) if (p?.pid !== undefined) process.kill(p.pid, 'SIGWINCH');
+      },
       startWorker: start,
       waitForWorkerPolling,
       stopWorker,
