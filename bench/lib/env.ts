@@ -447,6 +447,8 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         RATE_LIMIT_MAX: '0',
       };
       const workerEntry = opts.serviceWorkerEntry ?? SERVICE_ENTRIES.worker;
+      // The worker's Prometheus endpoint stays on (as in `npm start`), on a port of its own.
+      const workerMetricsPort = await freePort();
       startWorker = () =>
         new Proc(
           'worker',
@@ -461,6 +463,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
           {
             env: {
               ...serviceEnv,
+              WORKER_METRICS_PORT: String(workerMetricsPort),
               ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}),
               ...profileEnv('worker'),
             },
