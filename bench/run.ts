@@ -22,7 +22,7 @@
  * units.csv and plot.svg into the run folder (.data/bench/<time>/ unless --out).
  *
  * Usage: npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--warmup 20] [--burst 200]
- *   [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000] [--backlog-concurrency 16]
+ *   [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000] [--backlog-concurrency 16] [--backlog-arms F0,S]
  *   [--worker-options '<json>'] [--floor-worker-options '<json>'] [--service-worker-entry <file>]
  *   [--arms F5,S,S,F5] [--only <arm>] [--pg-url <maintenance url>] [--wait-quiet] [--no-build] [--keep]
  *   [--variant-root <checkout>] [--variant-worker-options '<json>'] [--variant-label <text>]
@@ -63,6 +63,7 @@ const { values: args } = parseArgs({
     'open-seconds': { type: 'string' },
     'open-rate': { type: 'string', default: 'auto' },
     backlog: { type: 'string' },
+    'backlog-arms': { type: 'string' },
     'backlog-concurrency': { type: 'string', default: '16' },
     'worker-options': { type: 'string' },
     'floor-worker-options': { type: 'string' },
@@ -91,6 +92,8 @@ const BURST = num(args.burst, 200, 20);
 const OPEN_SECONDS = num(args['open-seconds'], 30, 4);
 const BACKLOG = num(args.backlog, 5000, 30);
 const BACKLOG_CONCURRENCY = Number(args['backlog-concurrency']);
+/** The arms that run the backlog phase (default all). */
+const BACKLOG_ARMS = args['backlog-arms']?.split(',').map((a) => a.trim());
 const OPEN_RATE = args['open-rate'] === 'auto' ? undefined : Number(args['open-rate']);
 
 type FloorName = 'F0' | 'F5' | 'FE';
@@ -451,7 +454,7 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
 
     // 4. backlog: worker stopped while the units are sent, then started
     let backlog: ArmResult['backlog'];
-    if (BACKLOG > 0) {
+    if (BACKLOG > 0 && (!BACKLOG_ARMS || BACKLOG_ARMS.includes(arm))) {
       await env.stopWorker();
       const sendStart = Date.now();
       const ids = await pool(
@@ -838,7 +841,7 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' '),
     arms: `${arms.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
-    phases: `warm-up ${WARMUP} (discarded), burst ${BURST}, open loop ${OPEN_SECONDS} s at ${OPEN_RATE ?? '½ the service burst rate'}, backlog ${BACKLOG} (sent with ${BACKLOG_CONCURRENCY} in flight)`,
+    phases: `warm-up ${WARMUP} (discarded), burst ${BURST}, open loop ${OPEN_SECONDS} s at ${OPEN_RATE ?? '½ the service burst rate'}, backlog ${BACKLOG} (sent with ${BACKLOG_CONCURRENCY} in flight${BACKLOG_ARMS ? `; arms ${BACKLOG_ARMS.join(', ')} only` : ''})`,
     ...(args['worker-options'] ? { 'service worker options': args['worker-options'] } : {}),
     ...(args['floor-worker-options'] ? { 'floor worker options': args['floor-worker-options'] } : {}),
     ...(args['service-worker-entry'] ? { 'service worker entry': args['service-worker-entry'] } : {}),
