@@ -4,7 +4,7 @@
  * It does check correctness on the way: every order completes with exactly one email, one shipment and one
  * accounting effect in the simulators' ledgers.
  *
- * Usage: `npm run bench -- [--sequential 20] [--burst 50] [--poll-ms 20]`
+ * Usage: `npm run bench:latency -- [--sequential 20] [--burst 50] [--poll-ms 20]`
  * Env: API_URL (http://127.0.0.1:3000), API_KEY (default: the first client key of `.data/api-keys.json`, which
  * `npm start` writes; mind the per-client rate limit, RATE_LIMIT_MAX), EMAIL_PROVIDER_URL (http://127.0.0.1:4010),
  * ACCOUNTING_PROVIDER_URL (http://127.0.0.1:4020), CARRIER_PROVIDER_URL (http://127.0.0.1:4030).

@@ -47,7 +47,7 @@ import pg from 'pg';
 import { ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
 import { raiseStock, ROOT, startEnv, type ArmEnv, type ArmKind } from './lib/env.js';
 import { cpuDelta, loadAverage, sampleCpu } from './lib/proc.js';
-import { fmt, meanFinite, modeAndRange, percentile, pool } from './lib/stats.js';
+import { fmt, mean, meanFinite, modeAndRange, percentile, pool } from './lib/stats.js';
 import { renderPlot } from './lib/svg.js';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -122,12 +122,16 @@ interface Phase {
   rate: number;
   /** CPU ms per process over the phase's window. */
   cpu: Record<string, number>;
+  /** Cores busy over the window: all the processes' CPU (the bench and simulators included) ÷ its length. */
+  cores: number;
   /** Start / POST latencies, ms (open loop: from the intended send time). */
   latencies: number[];
   /** Close time of each unit, seconds since firstSend. */
   closeOffsets: number[];
   /** History events of each unit. */
   events: number[];
+  /** Workflow task schedule-to-start of a sample of units, ms: the first task of each, and the later ones. */
+  wftWait?: { first: number[]; later: number[] };
 }
 
 interface ArmResult {
@@ -336,6 +340,7 @@ async function finishPhase(
 ): Promise<Phase> {
   await waitClosed(env, sender.workflowType, expectedClosed, Math.max(300_000, ids.length * 2_000));
   const cpu = cpuDelta(cpuBefore, await sampleCpu(env.meters));
+  const cores = Object.values(cpu).reduce((a, b) => a + b, 0) / (Date.now() - firstSend);
   // Visibility lags the close a little: read until every unit of the phase is listed.
   let closed = new Map<string, Closed>();
   for (let i = 0; i < 40; i++) {
@@ -355,10 +360,43 @@ async function finishPhase(
     lastClose,
     rate: ids.length / ((lastClose - firstSend) / 1000),
     cpu,
+    cores,
     latencies,
     closeOffsets: mine.map((c) => (c!.closeTime - firstSend) / 1000),
     events: mine.map((c) => c!.historyLength),
   };
+}
+
+/**
+ * Schedule-to-start of the workflow tasks of up to `sample` units (their histories, read after the CPU window):
+ * how long a new workflow's first task waits for a worker, against the later tasks of running workflows.
+ */
+async function workflowTaskWaits(
+  env: ArmEnv,
+  ids: string[],
+  sample = 40,
+): Promise<{ first: number[]; later: number[] }> {
+  const WFT_SCHEDULED = 5;
+  const WFT_STARTED = 6;
+  const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+    t ? Number(String(t.seconds ?? 0)) * 1000 + (t.nanos ?? 0) / 1e6 : NaN;
+  const first: number[] = [];
+  const later: number[] = [];
+  const step = Math.max(1, Math.floor(ids.length / sample));
+  const picked = ids.filter((_, i) => i % step === 0).slice(0, sample);
+  await pool(
+    picked.map((id) => async () => {
+      const history = await env.client.workflow.getHandle(id).fetchHistory();
+      let scheduled = NaN;
+      let n = 0;
+      for (const e of history.events ?? []) {
+        if (e.eventType === WFT_SCHEDULED) scheduled = ms(e.eventTime);
+        else if (e.eventType === WFT_STARTED) (n++ === 0 ? first : later).push(ms(e.eventTime) - scheduled);
+      }
+    }),
+    8,
+  );
+  return { first, later };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -409,10 +447,12 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
     total += b.ids.length;
     const burst = await finishPhase(env, s, b.ids, firstSend, before, total, b.latencies);
     env.toggleProfiles();
+    burst.wftWait = await workflowTaskWaits(env, b.ids);
     if (arm === 'S') serviceRate = burst.rate;
     say(
       `  burst: ${BURST} units, ${fmt(burst.rate, 2)}/s, CPU ${fmt(unitCost(kind, burst.cpu) / BURST, 0)} ms/unit, ` +
-        `send p50 ${fmt(percentile(b.latencies, 50), 0)} ms`,
+        `send p50 ${fmt(percentile(b.latencies, 50), 0)} ms, workflow task wait: first ` +
+        `${fmt(mean(burst.wftWait.first), 0)} ms, later ${fmt(mean(burst.wftWait.later), 0)} ms (mean)`,
     );
 
     // 3. open loop at half the service's max rate
@@ -605,6 +645,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
         'client',
         'sims',
         'events',
+        'cores busy',
         'send p50/p99 ms',
         'open loop R/s: p50/p99 ms',
         'backlog drain s (/s)',
@@ -624,6 +665,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
           fmt(pu.client, 1),
           fmt(pu.sims, 1),
           ev.min === ev.max ? String(ev.mode) : `${ev.mode} (${ev.min}-${ev.max})`,
+          fmt(r.burst.cores, 2),
           `${fmt(percentile(r.burst.latencies, 50), 0)}/${fmt(percentile(r.burst.latencies, 99), 0)}`,
           r.open
             ? `${fmt(r.open.targetRate, 2)}: ${fmt(percentile(r.open.latencies, 50), 1)}/${fmt(percentile(r.open.latencies, 99), 1)}`
@@ -654,6 +696,9 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
       postgres: m('postgres'),
       client: m('client'),
       events: modeAndRange(rs.flatMap((r) => r.burst.events)),
+      cores: meanFinite(rs.map((r) => r.burst.cores)),
+      wftFirst: meanFinite(rs.map((r) => mean(r.burst.wftWait?.first ?? []))),
+      wftLater: meanFinite(rs.map((r) => mean(r.burst.wftWait?.later ?? []))),
       burstP50: meanFinite(rs.map((r) => percentile(r.burst.latencies, 50))),
       burstP99: meanFinite(rs.map((r) => percentile(r.burst.latencies, 99))),
       openRate: meanFinite(opens.map((o) => o.targetRate)),
@@ -702,6 +747,9 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
     ...pairs.map(() => ''),
     'S = design',
   ]);
+  add(`burst: cores busy (all processes, of ${os.cpus().length})`, (x) => x.cores, 2, '', true);
+  add('burst: first workflow task wait ms (mean)', (x) => x.wftFirst, 0, '', true);
+  add('burst: later workflow task wait ms (mean)', (x) => x.wftLater, 0, '', true);
   add('burst POST/start p50 ms', (x) => x.burstP50, 0, '', true);
   add('burst POST/start p99 ms', (x) => x.burstP99, 0, '', true);
   add('open loop rate /s', (x) => x.openRate, 2, '½ S max', true);
@@ -742,6 +790,9 @@ function csv(results: ArmResult[]): string {
     'latency_p99_ms',
     'latency_max_ms',
     'target_rate_per_s',
+    'cores_busy',
+    'wft_wait_first_ms',
+    'wft_wait_later_ms',
     'load_before',
     'load_after',
     'checks_ok',
@@ -775,6 +826,9 @@ function csv(results: ArmResult[]): string {
           c(percentile(lat, 99)),
           c(percentile(lat, 100)),
           phase === 'open' ? r.open!.targetRate.toFixed(3) : '',
+          c(p.cores),
+          c(mean(p.wftWait?.first ?? [])),
+          c(mean(p.wftWait?.later ?? [])),
           r.load.before.toFixed(2),
           r.load.after.toFixed(2),
           r.checksOk,
