@@ -22,15 +22,14 @@
  * from the existing dist/ without `npm run build`).
  * Exit code 0 when the 4 orders completed and the over-stock order failed; 1 otherwise.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeExit, hasExited, repoRoot, stopChildProcess, waitForExit } from './lib/temporal-cli.js';
+import { execa } from 'execa';
 import { apiKeyFor } from './lib/api-keys-file.js';
-import { errorMessage } from './lib/env.js';
+import { errorMessage, repoRoot } from './lib/env.js';
+import { Child, describeExit } from './lib/processes.js';
 import { OrderProgress } from './lib/progress.js';
 
 const ROOT = repoRoot();
@@ -139,15 +138,13 @@ function describeProblem(json: unknown): string {
 // Starting the stack when nothing answers
 
 interface StartedStack {
-  child: ChildProcess;
+  child: Child;
   stop(): Promise<void>;
 }
 
 async function runNpmBuild(): Promise<void> {
   console.log('Building (npm run build)…');
-  const child = spawn('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  const exit = await waitForExit(child);
-  if (exit.code !== 0) throw new Error(`npm run build failed (${describeExit(exit)})`);
+  await execa('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
 }
 
 /**
@@ -164,31 +161,23 @@ async function startStack(): Promise<StartedStack> {
 
   const logFile = path.join(ROOT, '.data', 'logs', 'demo-stack.log');
   await mkdir(path.dirname(logFile), { recursive: true });
-  const log = createWriteStream(logFile, { flags: 'w' });
+  await writeFile(logFile, '');
   console.log(
     `Nothing answers at ${API_URL}/health: starting the stack (log: ${path.relative(process.cwd(), logFile)})…`,
   );
   const started = Date.now();
-  const child = spawn(process.execPath, [...process.execArgv, path.join(ROOT, 'scripts', 'stack.ts')], {
+  const child = new Child('stack', process.execPath, [...process.execArgv, path.join(ROOT, 'scripts', 'stack.ts')], {
     cwd: ROOT,
     env: { ...process.env, PORT: api.port || '80', STACK_EXIT_AFTER_READY: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: process.platform !== 'win32',
+    logFile,
+    // The stack stops its own children (up to 10 s each): give it time before SIGKILL.
+    stopTimeoutMs: 90_000,
   });
-  child.stdout?.pipe(log, { end: false });
-  child.stderr?.pipe(log, { end: false });
-  const safetyNet = (): void => {
-    if (!hasExited(child)) child.kill('SIGTERM');
-  };
-  process.once('exit', safetyNet);
   const stack: StartedStack = {
     child,
     stop: async () => {
       console.log('Stopping the stack started for the demo…');
-      // The stack stops its own children (up to 10 s each): give it time before SIGKILL.
-      await stopChildProcess(child, { timeoutMs: 90_000 });
-      process.off('exit', safetyNet);
-      log.end();
+      await child.stop();
     },
   };
 
@@ -197,8 +186,8 @@ async function startStack(): Promise<StartedStack> {
     return text.split('\n').slice(-40).join('\n');
   };
   while (!(await isHealthy(`${API_URL}/health`))) {
-    if (hasExited(child)) {
-      const exit = await waitForExit(child);
+    if (!child.running) {
+      const exit = await child.exited;
       throw new Error(
         `the stack exited (${describeExit(exit)}) before the API was healthy. Last log lines:\n${await tail()}`,
       );

@@ -28,23 +28,23 @@
  * postgresql://postgres@127.0.0.1:5432/postgres: a maintenance database on the PostgreSQL server where the run's
  * own database `scale_out_<time>` is created (and dropped at the end unless --keep).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, existsSync, readdirSync, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
+import { execa } from 'execa';
+import getPort from 'get-port';
 import pg from 'pg';
 import { ORDER_TASK_QUEUE, ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
 import { ApiKeyStore } from '../src/auth/api-key.store.js';
 import { Scope } from '../src/auth/scopes.js';
 import { createPrismaClient } from '../src/prisma/prisma.js';
-import { errorMessage } from './lib/env.js';
+import { errorMessage, repoRoot } from './lib/env.js';
+import { Child, describeExit, pollUntil, waitForHttp } from './lib/processes.js';
 import { ensureNamespace } from './lib/temporal-cluster.js';
-import { describeExit, hasExited, pipeLines, repoRoot, stopChildProcess, waitForExit } from './lib/temporal-cli.js';
 
 const ROOT = repoRoot();
 const { values: args } = parseArgs({
@@ -83,9 +83,9 @@ const say = (line: string): void => {
 // ---------------------------------------------------------------------------------------------------------
 // Processes
 
-/** A `node dist/...` child with its output in `.data/logs/scale-out/<name>.log`. */
+/** A `node dist/...` child with its output in `.data/logs/scale-out/<name>.log` (and its lines kept). */
 class Proc {
-  readonly child: ChildProcess;
+  readonly child: Child;
   readonly lines: string[] = [];
   private readonly log: WriteStream;
 
@@ -95,19 +95,18 @@ class Proc {
     env: NodeJS.ProcessEnv,
   ) {
     this.log = createWriteStream(path.join(LOG_DIR, `${name}.log`));
-    this.child = spawn(process.execPath, ['--enable-source-maps', entry], {
+    this.child = new Child(name, process.execPath, ['--enable-source-maps', entry], {
       cwd: ROOT,
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: process.platform !== 'win32',
-    });
-    pipeLines(this.child, (line) => {
-      this.lines.push(line);
-      this.log.write(`${line}\n`);
+      stopTimeoutMs: 25_000,
+      onLine: (line) => {
+        this.lines.push(line);
+        this.log.write(`${line}\n`);
+      },
     });
     running.add(this);
     allProcs.push(this);
-    void waitForExit(this.child).then(() => running.delete(this));
+    void this.child.exited.then(() => running.delete(this));
   }
 
   /** JSON log lines (pino) whose `msg` matches. */
@@ -134,61 +133,12 @@ const running = new Set<Proc>();
 const allProcs: Proc[] = [];
 
 async function stopAll(): Promise<void> {
-  await Promise.all([...running].map((p) => stopChildProcess(p.child, { timeoutMs: 25_000 })));
+  await Promise.all([...running].map((p) => p.child.stop()));
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
+/** Runs a one-shot command; its output is in the error when it fails. */
 async function runToCompletion(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const child = spawn(command, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: string[] = [];
-  pipeLines(child, (line) => lines.push(line));
-  const exit = await waitForExit(child);
-  if (exit.code !== 0)
-    throw new Error(`${command} ${argv.join(' ')} failed (${describeExit(exit)}):\n${lines.join('\n')}`);
-}
-
-async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined>,
-  proc?: Proc,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = '';
-  for (;;) {
-    if (proc && hasExited(proc.child)) throw new Error(`${proc.name} exited before ${what}:\n${proc.tail()}`);
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = errorMessage(error);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} ${lastError}`);
-    await sleep(250);
-  }
-}
-
-async function waitForHealth(url: string, proc: Proc): Promise<void> {
-  await waitFor(
-    `${url} to answer 2xx`,
-    60_000,
-    async () => {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      await res.body?.cancel();
-      return res.ok ? true : undefined;
-    },
-    proc,
-  );
+  await execa(command, argv, { cwd: ROOT, env, stdin: 'ignore', all: true });
 }
 
 /** Waits until a poller whose identity names the worker's pid polls the workflow and the activity queue. */
@@ -198,10 +148,9 @@ async function waitForPoller(
   taskQueue: string,
   worker: Proc,
 ): Promise<void> {
-  const pid = `${worker.child.pid}@`;
-  await waitFor(
+  const pid = `${worker.child.subprocess.pid}@`;
+  await pollUntil(
     `${worker.name} to poll ${taskQueue}`,
-    120_000,
     async () => {
       for (const taskQueueType of [1, 2] as const) {
         const res = await connection.workflowService.describeTaskQueue({
@@ -209,11 +158,11 @@ async function waitForPoller(
           taskQueue: { name: taskQueue, kind: 1 },
           taskQueueType,
         });
-        if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return undefined;
+        if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return false;
       }
       return true;
     },
-    worker,
+    { timeoutMs: 120_000, child: worker.child },
   );
 }
 
@@ -350,7 +299,7 @@ async function main(): Promise<Row[]> {
     const simulators: Array<{ name: string; url: string; proc: Proc }> = [];
     const providerEnv: NodeJS.ProcessEnv = {};
     for (const name of simulatorNames) {
-      const port = await freePort();
+      const port = await getPort();
       const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
       const proc = new Proc(`${name}-sim`, `dist/simulators/${name}/main.js`, {
         [`${envName}_SIMULATOR_PORT`]: String(port),
@@ -359,7 +308,7 @@ async function main(): Promise<Row[]> {
       simulators.push({ name, url, proc });
       providerEnv[`${envName}_PROVIDER_URL`] = url;
     }
-    await Promise.all(simulators.map((s) => waitForHealth(`${s.url}/_sim/health`, s.proc)));
+    await Promise.all(simulators.map((s) => waitForHttp(`${s.url}/_sim/health`, { child: s.proc.child })));
     say(`simulators: ${simulators.map((s) => `${s.name} ${s.url}`).join(', ')}`);
 
     const serviceEnv: NodeJS.ProcessEnv = {
@@ -374,7 +323,7 @@ async function main(): Promise<Row[]> {
     };
     // Each worker serves its own Prometheus endpoint: on one host they need distinct ports.
     const startWorker = async (name: string) =>
-      new Proc(name, 'dist/src/worker.js', { ...serviceEnv, WORKER_METRICS_PORT: String(await freePort()) });
+      new Proc(name, 'dist/src/worker.js', { ...serviceEnv, WORKER_METRICS_PORT: String(await getPort()) });
     const workers = [await startWorker('worker-1'), await startWorker('worker-2')];
     await Promise.all(workers.map((w) => waitForPoller(connection, namespace, taskQueue, w)));
     const registeredBy = workers.filter((w) => w.logged(/registered search attributes/).length > 0).map((w) => w.name);
@@ -384,7 +333,7 @@ async function main(): Promise<Row[]> {
     row('workers polling one task queue', 2);
     row('search attributes registered by', registeredBy.join(', ') || '(already registered)');
 
-    const apiPorts = [await freePort(), await freePort()];
+    const apiPorts = [await getPort(), await getPort()];
     const apis = apiPorts.map(
       (port, i) =>
         new Proc(`api-${i + 1}`, 'dist/src/main.js', {
@@ -394,7 +343,7 @@ async function main(): Promise<Row[]> {
         }),
     );
     const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
-    await Promise.all(apis.map((api, i) => waitForHealth(`${apiUrls[i]}/health`, api)));
+    await Promise.all(apis.map((api, i) => waitForHttp(`${apiUrls[i]}/health`, { child: api.child })));
     say(`2 APIs with reconcilers: ${apiUrls.join(', ')}`);
     row('API processes (reconciler every 1 s)', 2);
 
@@ -429,23 +378,22 @@ async function main(): Promise<Row[]> {
     // dispatchers claim the shared start intents; the reconcilers are the safety net).
     const orphanIds: string[] = [];
     if (ORPHANS > 0) {
-      const downPort = await freePort();
-      const deadTemporal = `127.0.0.1:${await freePort()}`;
+      const downPort = await getPort();
+      const deadTemporal = `127.0.0.1:${await getPort()}`;
       const down = new Proc('api-temporal-down', 'dist/src/main.js', {
         ...serviceEnv,
         PORT: String(downPort),
         TEMPORAL_ADDRESS: deadTemporal,
         RECONCILE_INTERVAL_MS: '0',
       });
-      await waitFor(
+      await pollUntil(
         'the Temporal-down API to listen',
-        60_000,
         async () => {
           const res = await fetch(`http://127.0.0.1:${downPort}/orders`, { headers: auth }).catch(() => undefined);
           await res?.body?.cancel();
-          return res?.ok ? true : undefined;
+          return res?.ok;
         },
-        down,
+        { timeoutMs: 60_000, child: down.child },
       );
       // One POST every 500 ms, each waiting out the API's 5 s start timeout in parallel: their createdAt spread
       // over several reconciler passes of both APIs.
@@ -461,7 +409,7 @@ async function main(): Promise<Row[]> {
         record(r);
         if (r.id) orphanIds.push(r.id);
       }
-      await stopChildProcess(down.child, { timeoutMs: 10_000 });
+      await down.child.stop();
       say(`${ORPHANS} orders accepted with Temporal unreachable (no workflow yet)`);
     }
 
@@ -489,8 +437,8 @@ async function main(): Promise<Row[]> {
     const results = await pool(tasks, CONCURRENCY, async (done) => {
       if (!killedAt && done >= tasks.length / 3) {
         killedAt = Date.now();
-        workers[0]!.child.kill('SIGKILL');
-        say(`SIGKILL worker-1 (pid ${workers[0]!.child.pid}) after ${done}/${tasks.length} POSTs`);
+        workers[0]!.child.subprocess.kill('SIGKILL');
+        say(`SIGKILL worker-1 (pid ${workers[0]!.child.subprocess.pid}) after ${done}/${tasks.length} POSTs`);
       }
       if (killedAt && !restarted && done >= (2 * tasks.length) / 3) {
         restarted = true;
@@ -537,9 +485,9 @@ async function main(): Promise<Row[]> {
     for (const r of drainResults) record(r);
     await sleep(1500);
     const sigtermAt = Date.now();
-    workers[1]!.child.kill('SIGTERM');
+    workers[1]!.child.subprocess.kill('SIGTERM');
     const drainExit = await Promise.race([
-      waitForExit(workers[1]!.child),
+      workers[1]!.child.exited,
       sleep(SHUTDOWN_GRACE_MS + 30_000).then(() => undefined),
     ]);
     const drainMs = Date.now() - sigtermAt;
@@ -553,21 +501,23 @@ async function main(): Promise<Row[]> {
       `${drainExit ? describeExit(drainExit) : 'no exit'} in ${(drainMs / 1000).toFixed(1)} s`,
       drainOk,
     );
-    if (drainExit === undefined) workers[1]!.child.kill('SIGKILL');
+    if (drainExit === undefined) workers[1]!.child.killGroup();
 
     // Every order terminal
     const ids = [...orderIds];
     const statuses = new Map<string, string>();
-    await waitFor(`all ${ids.length} orders to finish`, 300_000, async () => {
-      const pending = ids.filter((id) => !['completed', 'failed'].includes(statuses.get(id) ?? ''));
-      await pool(
-        pending.map((id, i) => async () => statuses.set(id, await orderStatus(apiUrls[i % 2]!, id))),
-        10,
-      );
-      const left = ids.filter((id) => !['completed', 'failed'].includes(statuses.get(id) ?? ''));
-      if (left.length) await sleep(750);
-      return left.length === 0 ? true : undefined;
-    });
+    await pollUntil(
+      `all ${ids.length} orders to finish`,
+      async () => {
+        const pending = ids.filter((id) => !['completed', 'failed'].includes(statuses.get(id) ?? ''));
+        await pool(
+          pending.map((id, i) => async () => statuses.set(id, await orderStatus(apiUrls[i % 2]!, id))),
+          10,
+        );
+        return ids.every((id) => ['completed', 'failed'].includes(statuses.get(id) ?? ''));
+      },
+      { timeoutMs: 300_000, intervalMs: 1000 },
+    );
     const completedAll = (Date.now() - burstStart) / 1000;
     const completed = ids.filter((id) => statuses.get(id) === 'completed').length;
     const keysTotal = ORPHANS + ORDERS + DRAIN_ORDERS;
@@ -585,11 +535,15 @@ async function main(): Promise<Row[]> {
     const count = async (query: string): Promise<number> =>
       Number((await connection.workflowService.countWorkflowExecutions({ namespace, query })).count ?? 0);
     const typeQuery = `WorkflowType = "${ORDER_WORKFLOW_TYPE}"`;
-    const [runs, completedRuns] = await waitFor('visibility to list every run as Completed', 60_000, async () => {
-      const all = await count(typeQuery);
-      const done = await count(`${typeQuery} AND ExecutionStatus = "Completed"`);
-      return done === ids.length && all === ids.length ? [all, done] : undefined;
-    }).catch(async () => [await count(typeQuery), await count(`${typeQuery} AND ExecutionStatus = "Completed"`)]);
+    const [runs, completedRuns] = await pollUntil(
+      'visibility to list every run as Completed',
+      async () => {
+        const all = await count(typeQuery);
+        const done = await count(`${typeQuery} AND ExecutionStatus = "Completed"`);
+        return done === ids.length && all === ids.length ? [all, done] : undefined;
+      },
+      { timeoutMs: 60_000 },
+    ).catch(async () => [await count(typeQuery), await count(`${typeQuery} AND ExecutionStatus = "Completed"`)]);
     row('workflow runs / Completed', `${runs} / ${completedRuns}`, runs === ids.length && completedRuns === ids.length);
 
     // Orphans: every one was started by the other APIs (dispatcher or reconciler: the attribution is informational,

@@ -21,66 +21,39 @@
  * and exits 1 with that process's last log lines. `STACK_EXIT_AFTER_READY=1` stops cleanly right after the
  * banner (CI smoke test).
  *
- * Children run in their own process groups, so a terminal Ctrl-C reaches only this supervisor, which then
- * stops them in order (the API before the worker, the worker before Temporal and PostgreSQL). The embedded
- * PostgreSQL runs under a small supervisor process of its own (this file, with `STACK_ROLE=embedded-postgres`)
- * for the same reason: `embedded-postgres` spawns `postgres` in the caller's process group.
+ * Children run in their own process groups (scripts/lib/processes.ts, on execa), so a terminal Ctrl-C reaches only
+ * this supervisor, which then stops them in order (the API before the worker, the worker before Temporal and
+ * PostgreSQL); a second Ctrl-C kills every group at once. Readiness: the HTTP health endpoints through wait-on, the
+ * worker's pollers and Temporal's frontend over gRPC.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
 import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
-import {
-  describeExit,
-  ensureTemporalCli,
-  hasExited,
-  isPortOpen,
-  pipeLines,
-  repoRoot,
-  startDevServer,
-  stopChildProcess,
-  waitForExit,
-  waitForFrontend,
-  type ExitInfo,
-} from './lib/temporal-cli.js';
+import { ensureTemporalCli, startDevServer, waitForFrontend } from './lib/temporal-cli.js';
 import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
-import { errorMessage, portFromEnv } from './lib/env.js';
+import { errorMessage, portFromEnv, repoRoot } from './lib/env.js';
 import { clusterDatabasesFromEnv, ensureClusterBinaries, startTemporalCluster } from './lib/temporal-cluster.js';
 import { createLogLineFormatter } from './lib/log-lines.js';
-import {
-  initdb,
-  PreconditionError,
-  postgresRunAs,
-  reachableBinDir,
-  reachableDataDir,
-  startServer,
-  stopServer,
-} from './lib/embedded-pg.js';
+import { startEmbeddedPostgres } from './lib/embedded-pg.js';
+import { Child, describeExit, pollUntil, portsInUse, waitForHttp, type ExitInfo } from './lib/processes.js';
 
 const ROOT = repoRoot();
-const THIS_FILE = fileURLToPath(import.meta.url);
 
-/** Environment variable that turns this file into the embedded-PostgreSQL supervisor. */
-const ROLE_ENV = 'STACK_ROLE';
 /** Signals within this many ms of the first are relays of the same Ctrl-C (npm and tsx forward it). */
 const SIGNAL_RELAY_WINDOW_MS = 2_000;
-const EMBEDDED_PG_ROLE = 'embedded-postgres';
 /** Credentials of the embedded cluster (local development only; it listens on 127.0.0.1). */
 const EMBEDDED_PG_USER = 'postgres';
 const EMBEDDED_PG_PASSWORD = 'postgres';
 const DATABASE_NAME = 'order_fulfilment';
 
 /** Timeouts, ms. */
-const STOP_TIMEOUT_MS = 10_000;
 const HTTP_READY_TIMEOUT_MS = 60_000;
 const WORKER_READY_TIMEOUT_MS = 120_000;
-const POSTGRES_READY_TIMEOUT_MS = 60_000;
 const TAIL_LINES = 40;
 
 // ---------------------------------------------------------------------------------------------------------
@@ -124,18 +97,21 @@ const warn = (line: string): void => printLine('stack', paint('33', `warning: ${
 // Supervision: everything started is a Resource, stopped in reverse order by shutdown().
 
 interface Resource {
-  name: string;
+  name: ProcessName;
   stop(): Promise<void>;
+  /** SIGKILL at once (the second Ctrl-C). */
+  kill?(): void;
 }
 
-/** Thrown by waits when the stack is shutting down; not an error to report. */
+/** Thrown when asked to start something while the stack is shutting down; not an error to report. */
 class ShutdownInProgress extends Error {}
 
 const resources: Resource[] = [];
+/** The resource shutdown() is stopping right now (no longer in `resources`). */
+let stopping: Resource | undefined;
 let shutdownPromise: Promise<never> | undefined;
 let shuttingDown = false;
 
-/** Adds a started resource; if the stack is already shutting down, it is stopped by that shutdown. */
 function register(resource: Resource): void {
   resources.push(resource);
 }
@@ -145,17 +121,46 @@ function unregister(resource: Resource): void {
   if (i >= 0) resources.splice(i, 1);
 }
 
+/**
+ * The start order of the README (PostgreSQL, migrations, Temporal, simulators, seed, worker, API): shutdown() stops
+ * the later ones first whatever the moment each became ready (PostgreSQL and Temporal start side by side, and the
+ * cluster's Temporal keeps its state in that PostgreSQL).
+ */
+const START_ORDER: readonly ProcessName[] = [
+  'postgres',
+  'migrate',
+  'temporal',
+  'email-sim',
+  'accounting-sim',
+  'carrier-sim',
+  'seed',
+  'worker',
+  'api',
+];
+
+/** Removes and returns the resource to stop next: the latest in START_ORDER, the last registered among equals. */
+function nextToStop(): Resource | undefined {
+  let pick = -1;
+  const rank = (r: Resource): number => START_ORDER.indexOf(r.name);
+  resources.forEach((r, i) => {
+    if (pick < 0 || rank(r) >= rank(resources[pick]!)) pick = i;
+  });
+  return pick < 0 ? undefined : resources.splice(pick, 1)[0];
+}
+
 /** Stops every resource in reverse start order, then exits with `code`. Idempotent. */
 function shutdown(code: number): Promise<never> {
   shuttingDown = true;
   shutdownPromise ??= (async () => {
-    for (let r = resources.pop(); r !== undefined; r = resources.pop()) {
+    for (let r = nextToStop(); r !== undefined; r = nextToStop()) {
       say(`stopping ${r.name}…`);
+      stopping = r;
       try {
         await r.stop();
       } catch (error) {
         warn(`stopping ${r.name} failed: ${errorMessage(error)}`);
       }
+      stopping = undefined;
     }
     say(code === 0 ? 'stopped cleanly' : `stopped (exit code ${code})`);
     process.exit(code);
@@ -167,80 +172,76 @@ function checkNotShuttingDown(): void {
   if (shuttingDown) throw new ShutdownInProgress('shutting down');
 }
 
-/** A long-running or one-shot child process with prefixed output and a tail of its last lines. */
-class ManagedProcess implements Resource {
-  readonly child: ChildProcess;
-  readonly exited: Promise<ExitInfo>;
-  readonly startedAt = Date.now();
-  private readonly tail: string[] = [];
-  private expectedExit = false;
-
-  constructor(
-    readonly name: ProcessName,
-    command: string,
-    args: readonly string[],
-    opts: {
-      env: NodeJS.ProcessEnv;
-      oneShot?: boolean;
-      ipc?: boolean;
-      /** Called instead of stopping the stack when the process exits unexpectedly (e.g. to restart it). */
-      onUnexpectedExit?: (exit: ExitInfo) => void;
-    },
-  ) {
-    this.expectedExit = opts.oneShot === true;
-    this.child = spawn(command, args, {
-      cwd: ROOT,
-      env: opts.env,
-      stdio: opts.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
-      detached: process.platform !== 'win32',
-    });
-    pipeLines(this.child, (line, stream) => {
-      this.tail.push(line);
-      if (this.tail.length > TAIL_LINES) this.tail.shift();
+/** A child's output as prefixed lines (JSON logs made readable), and its last lines for an error report. */
+function prefixedOutput(name: ProcessName): {
+  onLine: (line: string, stream: 'stdout' | 'stderr') => void;
+  lastLines: () => string;
+} {
+  const tail: string[] = [];
+  return {
+    onLine: (line, stream) => {
+      tail.push(line);
+      if (tail.length > TAIL_LINES) tail.shift();
       printLine(name, formatLogLine(line), stream);
-    });
-    this.child.on('error', (error) => {
-      this.tail.push(`spawn error: ${error.message}`);
-    });
-    // Safety net: if this supervisor exits without stopping us (a crash), do not leave orphans behind.
-    const safetyNet = (): void => {
-      if (!hasExited(this.child)) this.child.kill('SIGTERM');
-    };
-    process.once('exit', safetyNet);
-    this.exited = waitForExit(this.child).then((exit) => {
-      process.off('exit', safetyNet);
-      if (!this.expectedExit && !shuttingDown && opts.onUnexpectedExit) {
-        unregister(this);
-        opts.onUnexpectedExit(exit);
-      } else if (!this.expectedExit && !shuttingDown) {
-        process.stderr.write(
-          `\n${paint('31', `✖ ${name} exited unexpectedly (${describeExit(exit)}). Its last log lines:`)}\n` +
-            `${this.lastLines()}\n\n`,
-        );
-        void shutdown(1);
-      }
-      return exit;
-    });
-    register(this);
-  }
-
-  /** The last lines it printed, indented. */
-  lastLines(): string {
-    return this.tail.length ? this.tail.map((l) => `    ${l}`).join('\n') : '    (no output)';
-  }
-
-  /** SIGTERM, wait, SIGKILL after 10 s (20 s for PostgreSQL's supervisor). */
-  async stop(): Promise<void> {
-    this.expectedExit = true;
-    const exit = await stopChildProcess(this.child, {
-      timeoutMs: this.name === 'postgres' ? 2 * STOP_TIMEOUT_MS : STOP_TIMEOUT_MS,
-    });
-    if (exit.forced) warn(`${this.name} did not stop within the timeout and was killed`);
-  }
+    },
+    lastLines: () => (tail.length ? tail.map((l) => `    ${l}`).join('\n') : '    (no output)'),
+  };
 }
 
 /**
- * Runs a one-shot command (migrations, seed) to completion with prefixed output.
+ * Registers a started child: stopped in reverse order (its stop signal, SIGKILL after its timeout), killed by a
+ * second Ctrl-C. When it exits and nobody stopped it, `onUnexpectedExit` runs (e.g. to restart it); without one,
+ * the stack stops with exit code 1 and the child's last log lines.
+ */
+function supervise(
+  name: ProcessName,
+  child: Child,
+  lastLines: () => string,
+  onUnexpectedExit?: (exit: ExitInfo) => void,
+): Resource {
+  let expected = false;
+  const resource: Resource = {
+    name,
+    stop: async () => {
+      expected = true;
+      const exit = await child.stop();
+      if (exit.forced) warn(`${name} did not stop within the timeout and was killed`);
+    },
+    kill: () => child.killGroup(),
+  };
+  register(resource);
+  void child.exited.then((exit) => {
+    if (expected || shuttingDown) return;
+    if (onUnexpectedExit) {
+      unregister(resource);
+      onUnexpectedExit(exit);
+      return;
+    }
+    process.stderr.write(
+      `\n${paint('31', `✖ ${name} exited unexpectedly (${describeExit(exit)}). Its last log lines:`)}\n${lastLines()}\n\n`,
+    );
+    void shutdown(1);
+  });
+  return resource;
+}
+
+/** Starts `command` with prefixed output under supervision ({@link supervise}). */
+function startSupervised(
+  name: ProcessName,
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  onUnexpectedExit?: (exit: ExitInfo) => void,
+): Child {
+  checkNotShuttingDown();
+  const output = prefixedOutput(name);
+  const child = new Child(name, command, args, { cwd: ROOT, env, onLine: output.onLine });
+  supervise(name, child, output.lastLines, onUnexpectedExit);
+  return child;
+}
+
+/**
+ * Runs a one-shot command (migrations, seed) to completion with prefixed output; a Ctrl-C meanwhile stops it.
  * @throws Error when it exits non-zero (its output was already printed).
  */
 async function runToCompletion(
@@ -251,52 +252,14 @@ async function runToCompletion(
 ): Promise<void> {
   checkNotShuttingDown();
   say(`running ${[command, ...args].join(' ')}`);
-  const proc = new ManagedProcess(name, command, args, { env, oneShot: true });
-  const exit = await proc.exited;
-  unregister(proc);
+  const output = prefixedOutput(name);
+  const child = new Child(name, command, args, { cwd: ROOT, env, onLine: output.onLine });
+  const resource: Resource = { name, stop: async () => void (await child.stop()), kill: () => child.killGroup() };
+  register(resource);
+  const exit = await child.exited;
+  unregister(resource);
   checkNotShuttingDown();
   if (exit.code !== 0) throw new Error(`${name} failed (${describeExit(exit)}); see its output above`);
-}
-
-/**
- * Polls `probe` every 250 ms until it returns true.
- * @throws ShutdownInProgress when the stack stops meanwhile; Error when `proc` exits first or after `timeoutMs`.
- */
-async function waitUntil(
-  what: string,
-  probe: () => Promise<boolean>,
-  opts: { timeoutMs: number; proc?: ManagedProcess },
-): Promise<void> {
-  const deadline = Date.now() + opts.timeoutMs;
-  let lastError = '';
-  for (;;) {
-    checkNotShuttingDown();
-    if (opts.proc !== undefined && hasExited(opts.proc.child)) {
-      throw new Error(`${opts.proc.name} exited before ${what}`);
-    }
-    try {
-      if (await probe()) return;
-    } catch (error) {
-      lastError = errorMessage(error);
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${what}${lastError ? `: ${lastError}` : ''}`);
-    }
-    await sleep(250);
-  }
-}
-
-/** Waits for `GET url` to answer 2xx. */
-async function waitForHttp(url: string, proc: ManagedProcess): Promise<void> {
-  await waitUntil(
-    `${url} to answer 2xx`,
-    async () => {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      await res.body?.cancel();
-      return res.ok;
-    },
-    { timeoutMs: HTTP_READY_TIMEOUT_MS, proc },
-  );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -392,90 +355,31 @@ async function pendingMigrations(databaseUrl: string): Promise<string[]> {
 }
 
 /**
- * Starts the embedded PostgreSQL supervisor (this file in the `embedded-postgres` role) and waits for it.
+ * Starts the embedded PostgreSQL (scripts/lib/embedded-pg.ts: as root, its binaries and data where the `postgres`
+ * OS user can reach them) under supervision.
  * @returns the DATABASE_URL of database `order_fulfilment` on it (created if missing).
  */
-async function startEmbeddedPostgres(port: number): Promise<string> {
+async function startPostgres(port: number): Promise<string> {
   const dataDir = path.join(ROOT, '.data', 'postgres');
   await mkdir(path.dirname(dataDir), { recursive: true });
   say(
     `starting embedded PostgreSQL (${path.relative(ROOT, dataDir)} unless its OS user cannot reach it, port ${port})`,
   );
-  const proc = new ManagedProcess('postgres', process.execPath, [...process.execArgv, THIS_FILE], {
-    env: { ...process.env, [ROLE_ENV]: EMBEDDED_PG_ROLE, STACK_PG_DIR: dataDir, STACK_PG_PORT: String(port) },
-    ipc: true,
+  const output = prefixedOutput('postgres');
+  await startEmbeddedPostgres({
+    dataDir,
+    checkout: ROOT,
+    port,
+    user: EMBEDDED_PG_USER,
+    password: EMBEDDED_PG_PASSWORD,
+    log: (line) => printLine('postgres', line),
+    output: { onLine: output.onLine },
+    onSpawn: (child) => supervise('postgres', child, output.lastLines),
   });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`embedded PostgreSQL not ready within ${POSTGRES_READY_TIMEOUT_MS} ms`)),
-      POSTGRES_READY_TIMEOUT_MS,
-    );
-    proc.child.on('message', (message: unknown) => {
-      const m = message as { type?: string; message?: string } | null;
-      if (m?.type === 'ready') {
-        clearTimeout(timer);
-        resolve();
-      } else if (m?.type === 'precondition') {
-        clearTimeout(timer);
-        reject(new Error(`embedded PostgreSQL: ${m.message}`));
-      }
-    });
-    void proc.exited.then((exit) => {
-      clearTimeout(timer);
-      reject(new Error(`embedded PostgreSQL exited with ${describeExit(exit)} while starting`));
-    });
-  });
+  checkNotShuttingDown();
   const url = `postgresql://${EMBEDDED_PG_USER}:${EMBEDDED_PG_PASSWORD}@127.0.0.1:${port}/${DATABASE_NAME}`;
   await ensureDatabase(url);
   return url;
-}
-
-/**
- * The `STACK_ROLE=embedded-postgres` process: initialises `STACK_PG_DIR` (or, when PostgreSQL's OS user cannot reach
- * it, a folder under /var/tmp: scripts/lib/embedded-pg.ts) when it holds no cluster yet, starts
- * PostgreSQL on `STACK_PG_PORT`, sends `{ type: 'ready' }` over IPC, and on SIGTERM/SIGINT or when the parent
- * goes away stops PostgreSQL (fast shutdown) and exits 0. Exits 1 if PostgreSQL dies on its own.
- */
-async function runEmbeddedPostgresRole(): Promise<void> {
-  const preferredDir = process.env.STACK_PG_DIR;
-  const port = Number(process.env.STACK_PG_PORT);
-  if (!preferredDir || !Number.isInteger(port)) throw new Error('STACK_PG_DIR and STACK_PG_PORT are required');
-
-  // The binaries of `embedded-postgres`, run directly (scripts/lib/embedded-pg.ts): as root, PostgreSQL runs as
-  // the `postgres` OS user, and the binaries and the data folder move where that user can reach them.
-  const log = (line: string): void => console.log(line);
-  const runAs = postgresRunAs();
-  const binDir = await reachableBinDir(runAs, log);
-  const dataDir = await reachableDataDir(runAs, preferredDir, ROOT);
-  const opts = { binDir, dataDir, port, user: EMBEDDED_PG_USER, password: EMBEDDED_PG_PASSWORD, runAs, log };
-  if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    console.log(`reusing the cluster in ${dataDir}`);
-  } else {
-    console.log(`initialising a new cluster in ${dataDir}`);
-    await initdb(opts);
-  }
-  const server = await startServer(opts);
-
-  let stopping = false;
-  const stop = (): void => {
-    if (stopping) return;
-    stopping = true;
-    stopServer(server).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        console.error(`stopping PostgreSQL failed: ${errorMessage(error)}`);
-        process.exit(1);
-      },
-    );
-  };
-  server.once('exit', (code, signal) => {
-    if (stopping) return;
-    console.error(`postgres exited unexpectedly (${describeExit({ code, signal })})`);
-    process.exit(1);
-  });
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, stop);
-  process.on('disconnect', stop);
-  process.send?.({ type: 'ready' });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -489,7 +393,7 @@ async function waitForWorkerPollers(opts: {
   address: string;
   namespace: string;
   taskQueue: string;
-  proc: ManagedProcess;
+  worker: Child;
 }): Promise<void> {
   // The same TLS/API-key options as the API and the worker (TEMPORAL_TLS*, TEMPORAL_API_KEY) for a configured cluster.
   const connection = await Connection.connect({
@@ -497,8 +401,8 @@ async function waitForWorkerPollers(opts: {
     connectTimeout: 5000,
   });
   try {
-    const since = opts.proc.startedAt - 2000; // tolerate clock rounding between the server and this process
-    await waitUntil(
+    const since = opts.worker.startedAt - 2000; // tolerate clock rounding between the server and this process
+    await pollUntil(
       `the worker to poll task queue ${opts.taskQueue}`,
       async () => {
         // TaskQueueType: 1 = workflow, 2 = activity. TaskQueueKind: 1 = normal.
@@ -519,7 +423,7 @@ async function waitForWorkerPollers(opts: {
         }
         return true;
       },
-      { timeoutMs: WORKER_READY_TIMEOUT_MS, proc: opts.proc },
+      { timeoutMs: WORKER_READY_TIMEOUT_MS, child: opts.worker },
     );
   } finally {
     await connection.close().catch(() => undefined);
@@ -563,8 +467,8 @@ async function main(): Promise<void> {
       ['the Temporal UI (TEMPORAL_UI_PORT)', temporalUiPort],
     );
   }
-  const busy: string[] = [];
-  for (const [what, port] of ports) if (await isPortOpen(port)) busy.push(`  127.0.0.1:${port} (${what})`);
+  const inUse = new Set(await portsInUse(ports.map(([, port]) => port)));
+  const busy = ports.filter(([, port]) => inUse.has(port)).map(([what, port]) => `  127.0.0.1:${port} (${what})`);
   if (busy.length > 0) {
     throw new Error(
       `these ports are already in use (another stack running? stop it or choose other ports):\n${busy.join('\n')}`,
@@ -574,7 +478,7 @@ async function main(): Promise<void> {
   // 1+2. PostgreSQL, migrations and seed, while 3. Temporal starts: the two do not depend on each other (except
   // that the cluster profile keeps Temporal's own databases on the same PostgreSQL).
   const postgres = (async (): Promise<string> => {
-    if (!externalDatabaseUrl) return startEmbeddedPostgres(embeddedPgPort);
+    if (!externalDatabaseUrl) return startPostgres(embeddedPgPort);
     say(`using DATABASE_URL ${redactUrl(externalDatabaseUrl)}`);
     await ensureDatabase(externalDatabaseUrl);
     return externalDatabaseUrl;
@@ -624,7 +528,14 @@ async function main(): Promise<void> {
         namespace,
         log,
       });
-      register({ name: 'temporal', stop: () => cluster.stop() });
+      register({
+        name: 'temporal',
+        stop: () => cluster.stop(),
+        kill: () => {
+          cluster.ui.killGroup();
+          cluster.server.killGroup();
+        },
+      });
       void cluster.exited.then(({ which, exit }) => {
         if (shuttingDown) return;
         process.stderr.write(
@@ -649,9 +560,9 @@ async function main(): Promise<void> {
       namespace,
       log: (line) => printLine('temporal', line),
     });
-    register({ name: 'temporal', stop: () => server.stop() });
-    if (server.process !== undefined) {
-      void waitForExit(server.process).then((exit) => {
+    register({ name: 'temporal', stop: () => server.stop(), kill: () => server.child?.killGroup() });
+    if (server.child !== undefined) {
+      void server.child.exited.then((exit) => {
         if (shuttingDown) return;
         process.stderr.write(
           `\n${paint('31', `✖ the Temporal dev server exited unexpectedly (${describeExit(exit)})`)}\n`,
@@ -681,22 +592,25 @@ async function main(): Promise<void> {
     ...(useColour && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
   };
   let childEnv = baseEnv;
-  const node = (name: keyof typeof ENTRY_POINTS, onUnexpectedExit?: (exit: ExitInfo) => void): ManagedProcess => {
+  const node = (name: keyof typeof ENTRY_POINTS, onUnexpectedExit?: (exit: ExitInfo) => void): Child => {
     checkNotShuttingDown();
     say(`starting ${name} (node ${ENTRY_POINTS[name]})`);
-    return new ManagedProcess(name, process.execPath, ['--enable-source-maps', ENTRY_POINTS[name]], {
-      env: childEnv,
+    return startSupervised(
+      name,
+      process.execPath,
+      ['--enable-source-maps', ENTRY_POINTS[name]],
+      childEnv,
       onUnexpectedExit,
-    });
+    );
   };
   const startSimulators = async (): Promise<void> => {
     const emailSim = node('email-sim');
     const accountingSim = node('accounting-sim');
     const carrierSim = node('carrier-sim');
     await Promise.all([
-      waitForHttp(`${emailUrl}/_sim/health`, emailSim),
-      waitForHttp(`${accountingUrl}/_sim/health`, accountingSim),
-      waitForHttp(`${carrierUrl}/_sim/health`, carrierSim),
+      waitForHttp(`${emailUrl}/_sim/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: emailSim }),
+      waitForHttp(`${accountingUrl}/_sim/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: accountingSim }),
+      waitForHttp(`${carrierUrl}/_sim/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: carrierSim }),
     ]);
   };
 
@@ -720,7 +634,7 @@ async function main(): Promise<void> {
   // activity attempts through their heartbeats and retries them on the new worker. More than 5 deaths within a
   // minute stop the stack (a worker that cannot start).
   const workerDeaths: number[] = [];
-  const startWorker = (): ManagedProcess =>
+  const startWorker = (): Child =>
     node('worker', (exit) => {
       const now = Date.now();
       workerDeaths.push(now);
@@ -732,19 +646,24 @@ async function main(): Promise<void> {
       }
       warn(`the worker exited unexpectedly (${describeExit(exit)}); restarting it in 1 s`);
       setTimeout(() => {
-        if (!shuttingDown) startWorker();
+        if (shuttingDown) return;
+        try {
+          startWorker();
+        } catch (error) {
+          if (!(error instanceof ShutdownInProgress)) throw error;
+        }
       }, 1_000).unref();
     });
 
   const worker = startWorker();
   await Promise.all([
     seed(databaseUrl),
-    waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, proc: worker }).then(() =>
+    waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, worker }).then(() =>
       say(`worker is polling task queue ${taskQueue}`),
     ),
   ]);
   const api = node('api');
-  await waitForHttp(`${apiUrl}/health`, api);
+  await waitForHttp(`${apiUrl}/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: api });
   checkNotShuttingDown();
 
   const bold = (s: string): string => paint('1', s);
@@ -775,49 +694,30 @@ async function main(): Promise<void> {
 // ---------------------------------------------------------------------------------------------------------
 // Entry
 
-if (process.env[ROLE_ENV] === EMBEDDED_PG_ROLE) {
-  runEmbeddedPostgresRole().catch((error: unknown) => {
-    console.error(errorMessage(error));
-    // A precondition this stack cannot fix: the supervisor reports it as the one line naming the fix.
-    if (error instanceof PreconditionError && process.send) {
-      process.send({ type: 'precondition', message: error.message }, () => process.exit(1));
-    } else {
-      process.exit(1);
-    }
-  });
-} else {
-  let firstSignalAt = 0;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    const now = Date.now();
-    if (firstSignalAt === 0) {
-      firstSignalAt = now;
-      say(`${signal} received: stopping the stack (press Ctrl-C again to kill everything now)`);
-      void shutdown(0);
-      return;
-    }
-    // A launcher (npm, tsx) relays the terminal's Ctrl-C a moment after the terminal delivered it to the
-    // whole process group: that is the same Ctrl-C, not a second one.
-    if (now - firstSignalAt < SIGNAL_RELAY_WINDOW_MS) return;
-    warn('second signal: killing every process now');
-    for (const r of resources) {
-      if (!(r instanceof ManagedProcess) || hasExited(r.child) || r.child.pid === undefined) continue;
-      // Each child leads its own process group (detached): kill the group, so grandchildren such as the
-      // postgres server under its supervisor go too.
-      try {
-        process.kill(-r.child.pid, 'SIGKILL');
-      } catch {
-        r.child.kill('SIGKILL');
-      }
-    }
-    process.exit(130);
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onSignal);
+let firstSignalAt = 0;
+const onSignal = (signal: NodeJS.Signals): void => {
+  const now = Date.now();
+  if (firstSignalAt === 0) {
+    firstSignalAt = now;
+    say(`${signal} received: stopping the stack (press Ctrl-C again to kill everything now)`);
+    void shutdown(0);
+    return;
+  }
+  // A launcher (npm, tsx) relays the terminal's Ctrl-C a moment after the terminal delivered it to the
+  // whole process group: that is the same Ctrl-C, not a second one.
+  if (now - firstSignalAt < SIGNAL_RELAY_WINDOW_MS) return;
+  warn('second signal: killing every process now');
+  // Each child leads its own process group: SIGKILL to the group takes its own children too.
+  for (const r of [...resources, ...(stopping ? [stopping] : [])]) r.kill?.();
+  process.exit(130);
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+process.on('SIGHUP', onSignal);
 
-  main().catch((error: unknown) => {
-    if (error instanceof ShutdownInProgress) return;
-    process.stderr.write(`\n${paint('31', `✖ ${errorMessage(error)}`)}\n\n`);
-    void shutdown(1);
-  });
-}
+main().catch((error: unknown) => {
+  // Waits fail when their process is stopped by a shutdown already under way: not news.
+  if (error instanceof ShutdownInProgress || shuttingDown) return;
+  process.stderr.write(`\n${paint('31', `✖ ${errorMessage(error)}`)}\n\n`);
+  void shutdown(1);
+});

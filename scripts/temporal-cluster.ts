@@ -15,7 +15,8 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { portFromEnv } from './lib/env.js';
+import { portFromEnv, repoRoot } from './lib/env.js';
+import { describeExit } from './lib/processes.js';
 import {
   clusterDatabasesFromEnv,
   describeDatabase,
@@ -23,7 +24,6 @@ import {
   ensureClusterBinaries,
   startTemporalCluster,
 } from './lib/temporal-cluster.js';
-import { describeExit, repoRoot } from './lib/temporal-cli.js';
 
 const USAGE = `Usage: tsx scripts/temporal-cluster.ts [--ensure] [--fresh]
 

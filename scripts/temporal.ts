@@ -12,8 +12,9 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureTemporalCli, repoRoot, startDevServer, waitForExit, describeExit } from './lib/temporal-cli.js';
-import { portFromEnv } from './lib/env.js';
+import { ensureTemporalCli, startDevServer } from './lib/temporal-cli.js';
+import { portFromEnv, repoRoot } from './lib/env.js';
+import { describeExit } from './lib/processes.js';
 
 const USAGE = `Usage: tsx scripts/temporal.ts [--ensure]
 
@@ -83,8 +84,8 @@ async function main(): Promise<number> {
     process.on('SIGINT', shutdown);
     process.on('SIGTERM', shutdown);
     process.on('SIGHUP', shutdown);
-    if (server.process !== undefined) {
-      void waitForExit(server.process).then((exit) => {
+    if (server.child !== undefined) {
+      void server.child.exited.then((exit) => {
         if (stopping) return;
         stopping = true;
         log(`The Temporal dev server exited unexpectedly (${describeExit(exit)}).`);

@@ -7,24 +7,17 @@
  *   worker, the API), each on a free port with its output in a log file.
  * Every process is a child of the bench, so its CPU time can be read from /proc.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chmodSync, closeSync, existsSync, openSync, readdirSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, readdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
+import { execa } from 'execa';
+import getPort from 'get-port';
 import pg from 'pg';
-import {
-  describeExit,
-  ensureTemporalCli,
-  hasExited,
-  repoRoot,
-  startDevServer,
-  stopChildProcess,
-  waitForExit,
-  type DevServer,
-} from '../../scripts/lib/temporal-cli.js';
+import { startEmbeddedPostgres as startPostgresServer } from '../../scripts/lib/embedded-pg.js';
+import { repoRoot } from '../../scripts/lib/env.js';
+import { Child, pollUntil, waitForHttp, type ExitInfo } from '../../scripts/lib/processes.js';
+import { ensureTemporalCli, startDevServer, type DevServer } from '../../scripts/lib/temporal-cli.js';
 import { ORDER_TASK_QUEUE } from '../../workflows/order-fulfilment.contract.js';
 import { pidsCpuMs, selfMeter, treeMeter, type CpuMeter } from './proc.js';
 
@@ -34,23 +27,11 @@ const NAMESPACE = 'default';
 
 export type Log = (line: string) => void;
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** A child process whose stdout and stderr go straight to a log file (the bench never reads them). */
 export class Proc {
-  readonly child: ChildProcess;
   readonly spawnedAt = Date.now();
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly exited: Promise<ExitInfo>;
+  private readonly process: Child;
 
   constructor(
     readonly name: string,
@@ -58,68 +39,31 @@ export class Proc {
     args: readonly string[],
     opts: { env: NodeJS.ProcessEnv; logFile: string; ipc?: boolean; cwd?: string },
   ) {
-    const fd = openSync(opts.logFile, 'a');
-    this.child = spawn(command, args, {
-      cwd: opts.cwd ?? ROOT,
-      env: opts.env,
-      stdio: opts.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
-      detached: true,
-    });
-    closeSync(fd);
-    this.exited = waitForExit(this.child);
-    const safetyNet = (): void => {
-      if (!hasExited(this.child)) this.child.kill('SIGKILL');
-    };
-    process.once('exit', safetyNet);
-    void this.exited.then(() => process.off('exit', safetyNet));
+    this.process = new Child(name, command, args, { ...opts, cwd: opts.cwd ?? ROOT, stopTimeoutMs: 25_000 });
+    this.exited = this.process.exited;
+  }
+
+  /** The subprocess (a ChildProcess: IPC `send` and `on('message')`). */
+  get child(): Child['subprocess'] {
+    return this.process.subprocess;
   }
 
   get pid(): number | undefined {
-    return hasExited(this.child) ? undefined : this.child.pid;
+    return this.process.pid;
   }
 
-  async stop(timeoutMs = 25_000): Promise<void> {
-    const exit = await stopChildProcess(this.child, { timeoutMs });
-    if (exit.forced) throw new Error(`${this.name} did not stop within ${timeoutMs} ms and was killed`);
+  /** What readiness waits watch (they fail as soon as it exits). */
+  get watched(): Child {
+    return this.process;
   }
-}
 
-async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => Promise<T | undefined>,
-  proc?: Proc,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    if (proc && hasExited(proc.child)) {
-      throw new Error(`${proc.name} exited (${describeExit(await proc.exited)}) before ${what}; see its log`);
-    }
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} ${last}`);
-    await sleep(200);
+  async stop(): Promise<void> {
+    const exit = await this.process.stop();
+    if (exit.forced) throw new Error(`${this.name} did not stop within 25 s and was killed`);
   }
 }
 
-async function waitForHttp(url: string, proc: Proc): Promise<void> {
-  await waitFor(
-    `${url}`,
-    60_000,
-    async () => {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      await res.body?.cancel();
-      return res.ok ? true : undefined;
-    },
-    proc,
-  );
-}
-
+/** Runs a one-shot command with its output in `logFile`. */
 async function run(
   command: string,
   args: string[],
@@ -127,9 +71,15 @@ async function run(
   logFile: string,
   cwd = ROOT,
 ): Promise<void> {
-  const p = new Proc(path.basename(args[0] ?? command), command, args, { env, logFile, cwd });
-  const exit = await p.exited;
-  if (exit.code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${describeExit(exit)}); see ${logFile}`);
+  await execa(command, args, {
+    env,
+    cwd,
+    stdin: 'ignore',
+    stdout: { file: logFile, append: true },
+    stderr: { file: logFile, append: true },
+  }).catch((error: { shortMessage?: string }) => {
+    throw new Error(`${error.shortMessage ?? String(error)}; see ${logFile}`);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -142,39 +92,32 @@ export interface Postgres {
 }
 
 /**
- * An embedded PostgreSQL in `dir` (initialised there), run by scripts/stack.ts in its `embedded-postgres` role
- * exactly as `npm start` runs it; database `order_fulfilment` created. CPU: the postmaster's whole tree.
+ * An embedded PostgreSQL in `dir` (initialised there), started exactly as `npm start` starts it
+ * (scripts/lib/embedded-pg.ts); database `order_fulfilment` created. CPU: the postmaster's whole tree.
  */
 async function startEmbeddedPostgres(dir: string, logDir: string): Promise<Postgres> {
-  const port = await freePort();
-  const proc = new Proc('postgres', process.execPath, [...process.execArgv, path.join(ROOT, 'scripts', 'stack.ts')], {
-    env: { ...process.env, STACK_ROLE: 'embedded-postgres', STACK_PG_DIR: dir, STACK_PG_PORT: String(port) },
-    logFile: path.join(logDir, 'postgres.log'),
-    ipc: true,
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('embedded PostgreSQL not ready within 60 s')), 60_000);
-    proc.child.on('message', (m: { type?: string } | null) => {
-      if (m?.type === 'ready') {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void proc.exited.then((exit) => {
-      clearTimeout(timer);
-      reject(new Error(`embedded PostgreSQL exited (${describeExit(exit)}); see ${logDir}/postgres.log`));
-    });
+  const port = await getPort();
+  const logFile = path.join(logDir, 'postgres.log');
+  const server = await startPostgresServer({
+    dataDir: dir,
+    checkout: dir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    log: (line) => appendFileSync(logFile, `${line}\n`),
+    output: { logFile },
+    readyTimeoutMs: 60_000,
   });
   const base = `postgresql://postgres:postgres@127.0.0.1:${port}`;
   const admin = new pg.Client({ connectionString: `${base}/postgres` });
   await admin.connect();
   await admin.query('CREATE DATABASE order_fulfilment');
   await admin.end();
-  // The supervisor (node) idles; postgres and its backends are its children.
+  // postgres and its backends are the postmaster's children.
   return {
     url: `${base}/order_fulfilment`,
-    meter: treeMeter('postgres', () => proc.pid),
-    stop: () => proc.stop(30_000),
+    meter: treeMeter('postgres', () => server.pid),
+    stop: async () => void (await server.stop()),
   };
 }
 
@@ -342,8 +285,8 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       startDevServer({
         cliPath,
         dbFilename: path.join(dir, 'temporal', 'dev.db'),
-        port: await freePort(),
-        uiPort: await freePort(),
+        port: await getPort(),
+        uiPort: await getPort(),
         namespace: NAMESPACE,
         log: (line) => appendFileSync(path.join(logDir, 'temporal.log'), `${line}\n`),
       }))();
@@ -362,7 +305,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
     const client = new Client({ connection, namespace: NAMESPACE });
 
     const meters: CpuMeter[] = [
-      treeMeter('server', () => server.process?.pid),
+      treeMeter('server', () => server.child?.pid),
       treeMeter('worker', () => currentWorker?.pid),
     ];
     let currentWorker: Proc | undefined;
@@ -423,7 +366,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       const providerEnv: NodeJS.ProcessEnv = {};
       for (const name of readdirSync(simulatorsDir).filter((n) => existsSync(path.join(simulatorsDir, n, 'main.js')))) {
         const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
-        const port = await freePort();
+        const port = await getPort();
         const proc = new Proc(`${name}-sim`, process.execPath, [`dist/simulators/${name}/main.js`], {
           env: { ...process.env, [`${envName}_SIMULATOR_PORT`]: String(port) },
           logFile: path.join(logDir, `${name}-sim.log`),
@@ -433,7 +376,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         simulators.push({ name, url: `http://127.0.0.1:${port}`, proc });
         providerEnv[`${envName}_PROVIDER_URL`] = `http://127.0.0.1:${port}`;
       }
-      await Promise.all(simulators.map((s) => waitForHttp(`${s.url}/_sim/health`, s.proc)));
+      await Promise.all(simulators.map((s) => waitForHttp(`${s.url}/_sim/health`, { child: s.proc.watched })));
 
       const serviceEnv: NodeJS.ProcessEnv = {
         ...process.env,
@@ -448,7 +391,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       };
       const workerEntry = opts.serviceWorkerEntry ?? SERVICE_ENTRIES.worker;
       // The worker's Prometheus endpoint stays on (as in `npm start`), on a port of its own.
-      const workerMetricsPort = await freePort();
+      const workerMetricsPort = await getPort();
       startWorker = () =>
         new Proc(
           'worker',
@@ -472,7 +415,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
           },
         );
 
-      const apiPort = await freePort();
+      const apiPort = await getPort();
       apiUrl = `http://127.0.0.1:${apiPort}`;
       const api = new Proc('api', process.execPath, [...nodeArgs(), '--enable-source-maps', SERVICE_ENTRIES.api], {
         env: { ...serviceEnv, PORT: String(apiPort), ...profileEnv('api') },
@@ -483,7 +426,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       meters.push(treeMeter('api', () => api.pid));
       apiProc = api;
       // The API waits for nothing from the worker; start it now, wait for it after the worker.
-      apiReady = waitForHttp(`${apiUrl}/health`, api);
+      apiReady = waitForHttp(`${apiUrl}/health`, { child: api.watched });
       apiReady.catch(() => undefined);
     }
     meters.push(database.meter, selfMeter('client'));
@@ -496,9 +439,8 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
 
     const waitForWorkerPolling = async (proc: Proc): Promise<void> => {
       const pid = `${proc.child.pid}@`;
-      await waitFor(
+      await pollUntil(
         `${proc.name} to poll ${taskQueue}`,
-        120_000,
         async () => {
           for (const taskQueueType of [1, 2] as const) {
             const res = await connection.workflowService.describeTaskQueue({
@@ -506,11 +448,11 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
               taskQueue: { name: taskQueue, kind: 1 },
               taskQueueType,
             });
-            if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return undefined;
+            if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return false;
           }
           return true;
         },
-        proc,
+        { timeoutMs: 120_000, child: proc.watched },
       );
     };
     const stopWorker = async (): Promise<void> => {

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { repoRoot } from './temporal-cli.js';
+import { repoRoot } from './env.js';
 
 /** One entry of the file. */
 export interface DevApiKey {

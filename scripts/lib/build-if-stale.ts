@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { repoRoot } from './temporal-cli.js';
+import { repoRoot } from './env.js';
 
 const ROOT = repoRoot();
 const STAMP = path.join(ROOT, 'dist', '.build-stamp');

@@ -27,7 +27,7 @@ import { METRICS, type MetricDefinition } from '../../src/metrics/metric-definit
 import { ORDER_LIMITS } from '../../src/orders/create-order.dto.js';
 import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
 import { CANCEL_LIMITS } from '../../src/orders/order-actions.dto.js';
-import { repoRoot } from './temporal-cli.js';
+import { repoRoot } from './env.js';
 
 /** Names of the generated README sections. */
 export const GENERATED_SECTIONS = ['retry-profiles', 'limits', 'metrics'] as const;

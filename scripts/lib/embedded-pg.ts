@@ -6,14 +6,20 @@
  * copied once to a world-reachable cache (`<os.tmpdir() or /var/tmp>/order-fulfilment-pg-<version>`, root-owned,
  * 0755) and the data folder moves to `/var/tmp/order-fulfilment-pg-data/<hash of the checkout's path>`, owned by
  * `postgres`, mode 0700.
+ *
+ * {@link startEmbeddedPostgres} puts it together for `npm start` and the bench: the server is a {@link Child} in
+ * its own process group (a terminal Ctrl-C reaches only the supervisor), stopped with SIGINT (fast shutdown).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, chown, cp, lstat, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
+import pg from 'pg';
+import { Child, pollUntil, type ChildOptions, type LogFn } from './processes.js';
 
 /** The uid/gid the server runs as: `{}` (this process's own) unless we are root. */
 export interface RunAs {
@@ -143,14 +149,6 @@ function bestLocale(): string {
   return ['en_US.UTF-8', 'C.UTF-8', 'en_US.utf8'].find((l) => all.has(l)) ?? 'C';
 }
 
-function pipe(child: ChildProcess, onLine: (line: string) => void): void {
-  for (const stream of [child.stdout, child.stderr]) {
-    stream?.on('data', (chunk: Buffer) => {
-      for (const line of chunk.toString('utf8').split(/\r?\n/)) if (line.trim()) onLine(line);
-    });
-  }
-}
-
 export interface ServerOptions {
   binDir: string;
   dataDir: string;
@@ -171,7 +169,7 @@ export async function initdb(opts: ServerOptions): Promise<void> {
   await writeFile(pwfile, `${opts.password}\n`, { mode: 0o600 });
   try {
     if (opts.runAs.uid !== undefined) await chown(pwfile, opts.runAs.uid, opts.runAs.gid ?? opts.runAs.uid);
-    const child = spawn(
+    const result = await execa(
       path.join(opts.binDir, 'initdb'),
       [
         `--pgdata=${opts.dataDir}`,
@@ -180,45 +178,80 @@ export async function initdb(opts: ServerOptions): Promise<void> {
         `--pwfile=${pwfile}`,
         `--lc-messages=${locale}`,
       ],
-      { ...opts.runAs, env: { ...process.env, LC_MESSAGES: locale }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { ...opts.runAs, env: { LC_MESSAGES: locale }, stdin: 'ignore', all: true, lines: true, reject: false },
     );
-    pipe(child, opts.log);
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', resolve);
-    });
-    if (code !== 0) throw new Error(`initdb failed (exit code ${code}); see its output above`);
+    for (const line of result.all) if (line.trim()) opts.log(line);
+    if (result.failed) throw new Error(`initdb failed (${result.shortMessage}); see its output above`);
   } finally {
     await rm(pwfile, { force: true });
   }
 }
 
-/** Starts `postgres` and resolves once it accepts connections. */
-export async function startServer(opts: ServerOptions): Promise<ChildProcess> {
-  const locale = bestLocale();
-  const child = spawn(path.join(opts.binDir, 'postgres'), ['-D', opts.dataDir, '-p', String(opts.port)], {
-    ...opts.runAs,
-    env: { ...process.env, LC_MESSAGES: locale },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    pipe(child, (line) => {
-      opts.log(line);
-      if (line.includes('database system is ready to accept connections')) resolve();
-    });
-    child.once('error', reject);
-    child.once('close', (code, signal) =>
-      reject(new Error(`postgres exited during start-up (${signal ?? `exit code ${code}`}); see its log above`)),
-    );
-  });
-  return child;
+/** Options of {@link startEmbeddedPostgres}. */
+export interface EmbeddedPostgresOptions {
+  /** The data folder, unless PostgreSQL's OS user cannot reach it ({@link reachableDataDir}). */
+  dataDir: string;
+  /** The checkout, whose path keys the data folder under /var/tmp when `dataDir` is out of reach. */
+  checkout: string;
+  port: number;
+  /** Superuser and password of a new cluster. */
+  user: string;
+  password: string;
+  /** Progress lines (copying the binaries, initdb's output, reusing a cluster). */
+  log: LogFn;
+  /** Where the server's own output goes: `onLine` or `logFile` (see {@link ChildOptions}). */
+  output: Pick<ChildOptions, 'onLine' | 'logFile'>;
+  /** How long to wait until it accepts connections, ms. Default 60 000. */
+  readyTimeoutMs?: number;
+  /** Called with the server process as soon as it is spawned (e.g. to supervise it while it starts). */
+  onSpawn?: (child: Child) => void;
 }
 
-/** Fast shutdown (SIGINT), resolved when it exited. */
-export async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGINT');
+/**
+ * Initialises the data folder when it holds no cluster yet, starts `postgres -D <dir> -p <port>` (as the
+ * `postgres` OS user when we are root) and resolves once it accepts a connection of `user`.
+ * @returns the server process; `stop()` is a fast shutdown (SIGINT, SIGKILL after 20 s).
+ * @throws PreconditionError for a setup this cannot fix (one line naming the fix); Error when the server exits
+ *   or is not ready in time (it is stopped first).
+ */
+export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<Child> {
+  const runAs = postgresRunAs();
+  const binDir = await reachableBinDir(runAs, opts.log);
+  const dataDir = await reachableDataDir(runAs, opts.dataDir, opts.checkout);
+  const server: ServerOptions = { ...opts, binDir, dataDir, runAs };
+  if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    opts.log(`reusing the cluster in ${dataDir}`);
+  } else {
+    opts.log(`initialising a new cluster in ${dataDir}`);
+    await initdb(server);
+  }
+  const child = new Child('postgres', path.join(binDir, 'postgres'), ['-D', dataDir, '-p', String(opts.port)], {
+    ...runAs,
+    ...opts.output,
+    env: { ...process.env, LC_MESSAGES: bestLocale() },
+    stopSignal: 'SIGINT',
+    stopTimeoutMs: 20_000,
   });
+  opts.onSpawn?.(child);
+  const url = `postgresql://${encodeURIComponent(opts.user)}:${encodeURIComponent(opts.password)}@127.0.0.1:${opts.port}/postgres`;
+  try {
+    // Ready means a login works: the port opens before start-up finishes ("the database system is starting up").
+    await pollUntil(
+      `PostgreSQL on port ${opts.port} to accept connections`,
+      async () => {
+        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+        try {
+          await client.connect();
+          return true;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      { timeoutMs: opts.readyTimeoutMs ?? 60_000, child },
+    );
+  } catch (error) {
+    await child.stop();
+    throw error;
+  }
+  return child;
 }

@@ -7,23 +7,14 @@
  *    callers build once).
  * No download of release archives: only Go's own module proxy, which this project's machines can reach.
  */
-import { execFile, spawn } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
-import { access, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
-import {
-  describeExit,
-  findOnPath,
-  pipeLines,
-  repoRoot,
-  waitForExit,
-  type ExitInfo,
-  type LogFn,
-} from './temporal-cli.js';
+import { execa } from 'execa';
+import lockfile from 'proper-lockfile';
+import { repoRoot } from './env.js';
+import type { LogFn } from './processes.js';
 
-const execFileAsync = promisify(execFile);
 const EXE_SUFFIX = process.platform === 'win32' ? '.exe' : '';
 
 /** One Go program: where it lives and how to build it. */
@@ -56,7 +47,8 @@ export function goToolPath(spec: GoToolSpec): string {
   return path.join(goToolDir(spec), `${spec.binary}${EXE_SUFFIX}`);
 }
 
-async function isExecutableFile(file: string): Promise<boolean> {
+/** Whether `file` is a regular file this process may execute. */
+export async function isExecutableFile(file: string): Promise<boolean> {
   try {
     const info = await stat(file);
     if (!info.isFile()) return false;
@@ -68,14 +60,25 @@ async function isExecutableFile(file: string): Promise<boolean> {
 }
 
 /**
+ * Finds an executable named `name` on `PATH`, like `which`.
+ * @returns its absolute path, or undefined when none is found.
+ */
+export async function findOnPath(name: string): Promise<string | undefined> {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, `${name}${EXE_SUFFIX}`);
+    if (await isExecutableFile(candidate)) return path.resolve(candidate);
+  }
+  return undefined;
+}
+
+/**
  * Runs `<binary> --version` (or `spec.versionArgs`; 15 s timeout).
  * @returns its first output line (stdout, else stderr), or undefined when the binary does not run.
  */
 export async function goToolVersion(spec: GoToolSpec, file: string): Promise<string | undefined> {
   try {
-    const { stdout, stderr } = await execFileAsync(file, [...(spec.versionArgs ?? ['--version'])], {
-      timeout: 15_000,
-    });
+    const { stdout, stderr } = await execa(file, [...(spec.versionArgs ?? ['--version'])], { timeout: 15_000 });
     return (stdout.trim() || stderr.trim()).split('\n')[0];
   } catch {
     return undefined;
@@ -130,27 +133,34 @@ async function buildGoTool(go: string, spec: GoToolSpec, log: LogFn): Promise<st
   log(`Building ${spec.label} ${spec.version} with Go into ${path.relative(process.cwd(), dir) || dir}:`);
   log(`  GOBIN=${dir} go ${args.join(' ')}`);
   const started = Date.now();
-  const child = spawn(go, args, { cwd: dir, env: { ...process.env, GOBIN: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail: string[] = [];
-  pipeLines(child, (line) => {
-    tail.push(line);
+  // Each output line (a generator transform of execa): to the log, and the last 30 kept for the error.
+  // eslint-disable-next-line require-yield -- an execa transform that consumes each line and passes none on
+  const onLine = function* (line: unknown): Generator<never> {
+    tail.push(String(line));
     if (tail.length > 30) tail.shift();
-    log(`  ${line}`);
-  });
+    log(`  ${String(line)}`);
+  };
   const heartbeat = setInterval(
     () => log(`  … still building ${spec.label} (${Math.round((Date.now() - started) / 1000)} s)`),
     15_000,
   );
-  let exit: ExitInfo;
   try {
-    exit = await waitForExit(child);
+    await execa(go, args, {
+      cwd: dir,
+      env: { GOBIN: dir },
+      stdin: 'ignore',
+      buffer: false,
+      stdout: onLine,
+      stderr: onLine,
+    });
+  } catch (error) {
+    const { shortMessage } = error as { shortMessage?: string };
+    throw new Error(
+      `Building ${spec.label} failed (${shortMessage ?? String(error)}). Last output:\n${tail.join('\n')}`,
+    );
   } finally {
     clearInterval(heartbeat);
-  }
-  if (exit.code !== 0) {
-    throw new Error(
-      `Building ${spec.label} failed (go install exited with ${describeExit(exit)}). Last output:\n${tail.join('\n')}`,
-    );
   }
   const built = goToolPath(spec);
   const version = await goToolVersion(spec, built);
@@ -167,57 +177,43 @@ async function buildGoTool(go: string, spec: GoToolSpec, log: LogFn): Promise<st
 export async function goModuleDir(module: string, version: string): Promise<string> {
   const go = await findOnPath('go');
   if (go === undefined) throw new Error(`Go is needed to read ${module}@v${version} from the module cache`);
-  const { stdout } = await execFileAsync(go, ['mod', 'download', '-json', `${module}@v${version}`], {
+  const { stdout } = await execa(go, ['mod', 'download', '-json', `${module}@v${version}`], {
     cwd: repoRoot(),
     timeout: 300_000,
-    maxBuffer: 4 * 1024 * 1024,
+    reject: false,
   });
-  const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
+  const info = JSON.parse(String(stdout) || '{}') as { Dir?: string; Error?: string };
   if (!info.Dir) throw new Error(`go mod download ${module}@v${version}: ${info.Error ?? 'no Dir in its output'}`);
   return info.Dir;
 }
 
 /**
- * Runs `fn` while holding the lock folder `lock` (it holds the owner's pid); a lock whose owner is gone is taken
- * over. Waits at most 30 minutes (a cold Temporal Server build takes ~10 on 2 cores).
+ * Runs `fn` while holding the lock `lock` (proper-lockfile: a folder whose mtime the holder refreshes, so the lock
+ * of a process that died goes stale within 30 s and is taken over). Waits at most 30 minutes (a cold Temporal
+ * Server build takes ~10 on 2 cores).
  */
 async function withLock<T>(lock: string, label: string, log: LogFn, fn: () => Promise<T>): Promise<T> {
-  const ownerFile = path.join(lock, 'pid');
   await mkdir(path.dirname(lock), { recursive: true });
-  const deadline = Date.now() + 30 * 60_000;
-  let announced = false;
-  for (;;) {
-    try {
-      await mkdir(lock);
-      await writeFile(ownerFile, String(process.pid));
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const owner = Number(await readFile(ownerFile, 'utf8').catch(() => ''));
-    if (Number.isInteger(owner) && owner > 0 && !isProcessAlive(owner)) {
-      await rm(lock, { recursive: true, force: true });
-      continue;
-    }
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${lock} (remove it if no build is running)`);
-    if (!announced) {
-      log(`Another process${owner ? ` (pid ${owner})` : ''} is building ${label}; waiting for it…`);
-      announced = true;
-    }
-    await sleep(1000);
+  const options = {
+    realpath: false,
+    lockfilePath: lock,
+    stale: 30_000,
+    onCompromised: (error: Error) => log(`warning: the build lock ${lock} was compromised: ${error.message}`),
+  };
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(lock, { ...options, retries: 0 });
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ELOCKED') throw error;
+    log(`Another process is building ${label}; waiting for it…`);
+    release = await lockfile.lock(lock, {
+      ...options,
+      retries: { retries: 30 * 60, factor: 1, minTimeout: 1000, maxTimeout: 1000 },
+    });
   }
   try {
     return await fn();
   } finally {
-    await rm(lock, { recursive: true, force: true });
-  }
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    await release();
   }
 }

@@ -9,25 +9,20 @@
  * 5. otherwise nothing: the Temporal SDK downloads a CLI itself (needs internet).
  *
  * Also: {@link startDevServer} runs `temporal server start-dev` with this project's search attributes and
- * waits until its frontend answers; {@link stopChildProcess} is the SIGTERM-then-SIGKILL helper the stack
- * scripts share.
+ * waits until its frontend answers (`npm start`, `npm run temporal`, the bench; tests use
+ * `TestWorkflowEnvironment.createLocal` with {@link temporalServerExecutable}). Process handling is in
+ * ./processes.ts.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { constants as fsConstants, existsSync } from 'node:fs';
-import { access, mkdir, stat } from 'node:fs/promises';
-import net from 'node:net';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
+import { execa } from 'execa';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
-import { ensureGoTool, type GoToolSpec } from './go-tools.js';
-
-const execFileAsync = promisify(execFile);
+import { repoRoot } from './env.js';
+import { ensureGoTool, findOnPath, isExecutableFile, type GoToolSpec } from './go-tools.js';
+import { Child, portsInUse, pollUntil, type LogFn } from './processes.js';
 
 /** The CLI version this project pins: the newest that builds from the Go module proxy (later ones need a module the proxy does not serve). */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
@@ -38,27 +33,9 @@ const CLI_VERSION_LDFLAG = `-X github.com/temporalio/cli/temporalcli.Version=${T
 
 const EXE_SUFFIX = process.platform === 'win32' ? '.exe' : '';
 
-/** A line logger; every helper here defaults to writing to stderr. */
-export type LogFn = (line: string) => void;
-
 const logToStderr: LogFn = (line) => {
   process.stderr.write(`${line}\n`);
 };
-
-/**
- * The repository root: the nearest folder above this file that holds a `package.json`. Works both from
- * `scripts/lib/` (tsx) and from `dist/scripts/lib/` (compiled).
- * @throws Error when no `package.json` is found up to the file-system root.
- */
-export function repoRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(path.join(dir, 'package.json'))) return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`No package.json above ${fileURLToPath(import.meta.url)}`);
-    dir = parent;
-  }
-}
 
 /** Folder the project builds the CLI into: `<repo>/.tools/temporal-<version>` (gitignored). */
 export function localCliDir(): string {
@@ -70,30 +47,6 @@ export function localCliPath(): string {
   return path.join(localCliDir(), `temporal${EXE_SUFFIX}`);
 }
 
-async function isExecutableFile(file: string): Promise<boolean> {
-  try {
-    const info = await stat(file);
-    if (!info.isFile()) return false;
-    await access(file, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Finds an executable named `name` on `PATH`, like `which`.
- * @returns its absolute path, or undefined when none is found.
- */
-export async function findOnPath(name: string): Promise<string | undefined> {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, `${name}${EXE_SUFFIX}`);
-    if (await isExecutableFile(candidate)) return path.resolve(candidate);
-  }
-  return undefined;
-}
-
 /**
  * Runs `<cliPath> --version` (15 s timeout).
  * @returns its first output line, e.g. `temporal version 1.5.1 (Server 1.29.1, UI 2.42.1)`, or undefined when
@@ -101,7 +54,7 @@ export async function findOnPath(name: string): Promise<string | undefined> {
  */
 export async function temporalCliVersion(cliPath: string): Promise<string | undefined> {
   try {
-    const { stdout } = await execFileAsync(cliPath, ['--version'], { timeout: 15_000 });
+    const { stdout } = await execa(cliPath, ['--version'], { timeout: 15_000 });
     return stdout.trim().split('\n')[0];
   } catch {
     return undefined;
@@ -187,93 +140,6 @@ export async function temporalServerExecutable(
   return cliPath === undefined ? { type: 'cached-download' } : { type: 'existing-path', path: cliPath };
 }
 
-/** How a child process ended. */
-export interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-/** `code 1` or `signal SIGKILL`. */
-export function describeExit(exit: ExitInfo): string {
-  return exit.signal !== null ? `signal ${exit.signal}` : `code ${String(exit.code)}`;
-}
-
-/** Whether the process has already exited. */
-export function hasExited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-/**
- * Resolves when `child` exits (immediately if it already has). Never rejects; a spawn error (e.g. ENOENT)
- * resolves as `{ code: -1, signal: null }`.
- */
-export async function waitForExit(child: ChildProcess): Promise<ExitInfo> {
-  if (hasExited(child)) return { code: child.exitCode, signal: child.signalCode };
-  return new Promise<ExitInfo>((resolve) => {
-    const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
-      child.off('error', onError);
-      resolve({ code, signal });
-    };
-    const onError = (): void => {
-      if (child.pid === undefined) {
-        child.off('exit', onExit);
-        resolve({ code: -1, signal: null });
-      }
-    };
-    child.once('exit', onExit);
-    child.on('error', onError);
-  });
-}
-
-/**
- * Stops a child process: sends `signal` (default SIGTERM), waits up to `timeoutMs` (default 10 000 ms) for it
- * to exit, then sends SIGKILL and waits for the exit. Resolves at once if it already exited. Never rejects.
- * @returns how it ended; `forced` is true when this call had to send SIGKILL.
- */
-export async function stopChildProcess(
-  child: ChildProcess,
-  opts: { signal?: NodeJS.Signals; timeoutMs?: number } = {},
-): Promise<ExitInfo & { forced: boolean }> {
-  if (hasExited(child) || child.pid === undefined) return { ...(await waitForExit(child)), forced: false };
-  const exited = waitForExit(child);
-  child.kill(opts.signal ?? 'SIGTERM');
-  const timeout = new AbortController();
-  const timer = sleep(opts.timeoutMs ?? 10_000, 'timeout' as const, { signal: timeout.signal }).catch(
-    () => 'cancelled' as const,
-  );
-  const first = await Promise.race([exited, timer]);
-  timeout.abort();
-  if (first !== 'timeout' && first !== 'cancelled') return { ...first, forced: false };
-  child.kill('SIGKILL');
-  return { ...(await exited), forced: true };
-}
-
-/** Calls `onLine` for each line the child writes to stdout or stderr (both must be pipes). */
-export function pipeLines(child: ChildProcess, onLine: (line: string, stream: 'stdout' | 'stderr') => void): void {
-  for (const stream of ['stdout', 'stderr'] as const) {
-    const readable = child[stream];
-    if (readable === null) continue;
-    createInterface({ input: readable, crlfDelay: Infinity }).on('line', (line) => onLine(line, stream));
-  }
-}
-
-/**
- * Whether something accepts TCP connections on `host:port` (timeout `timeoutMs`, default 500 ms).
- * Never rejects.
- */
-export async function isPortOpen(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const socket = net.connect({ port, host });
-    const done = (open: boolean): void => {
-      socket.destroy();
-      resolve(open);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
 /** CLI spelling (`--search-attribute Name=Keyword`) of the SDK's search attribute types. */
 const CLI_SEARCH_ATTRIBUTE_TYPES: Record<SearchAttributeType, string> = {
   TEXT: 'Text',
@@ -325,7 +191,7 @@ export interface DevServer {
   /** Web UI, e.g. `http://127.0.0.1:8233` (the value of TEMPORAL_UI_URL). */
   uiUrl: string;
   /** The `temporal server start-dev` process; undefined when the SDK runs a downloaded server. */
-  process: ChildProcess | undefined;
+  child: Child | undefined;
   /** Stops the server: SIGTERM, wait, SIGKILL after 10 s. Idempotent; never rejects. */
   stop(): Promise<void>;
 }
@@ -352,16 +218,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const address = `${probeHost}:${port}`;
   const uiUrl = `http://${probeHost}:${uiPort}`;
 
-  for (const [what, p] of [
-    ['gRPC', port],
-    ['UI', uiPort],
-  ] as const) {
-    if (await isPortOpen(p, probeHost)) {
-      throw new Error(
-        `Cannot start the Temporal dev server: ${what} port ${probeHost}:${p} is already in use ` +
-          '(another dev server? stop it, choose other ports, or set TEMPORAL_ADDRESS to use it).',
-      );
-    }
+  const busy = await portsInUse([port, uiPort], probeHost);
+  if (busy.length > 0) {
+    throw new Error(
+      `Cannot start the Temporal dev server: ${busy.map((p) => `${probeHost}:${p}`).join(', ')} already in use ` +
+        '(another dev server? stop it, choose other ports, or set TEMPORAL_ADDRESS to use it).',
+    );
   }
   await mkdir(path.dirname(path.resolve(opts.dbFilename)), { recursive: true });
 
@@ -386,32 +248,19 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     '--log-level',
     'warn',
   ];
-  const child = spawn(opts.cliPath, args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: process.platform !== 'win32',
-  });
   const tail: string[] = [];
   let stopRequested = false;
-  pipeLines(child, (line) => {
-    tail.push(line);
-    if (tail.length > 40) tail.shift();
-    // While stopping, the server's internal workers log connection errors to themselves: not news.
-    if (!stopRequested) log(line);
+  const child = new Child('temporal', opts.cliPath, args, {
+    onLine: (line) => {
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+      // While stopping, the server's internal workers log connection errors to themselves: not news.
+      if (!stopRequested) log(line);
+    },
   });
-  const safetyNet = (): void => {
-    if (!hasExited(child)) child.kill('SIGTERM');
-  };
-  process.once('exit', safetyNet);
-  const exited = waitForExit(child).then((exit) => {
-    process.off('exit', safetyNet);
-    return exit;
-  });
-
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
+  const stop = async (): Promise<void> => {
     stopRequested = true;
-    stopping ??= stopChildProcess(child, { timeoutMs: 10_000 }).then(() => undefined);
-    return stopping;
+    await child.stop();
   };
 
   try {
@@ -420,14 +269,13 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       namespace,
       searchAttributes: searchAttributes.map((sa) => sa.name),
       timeoutMs: opts.readyTimeoutMs ?? 60_000,
-      exited,
-      describeFailure: () => tail.join('\n'),
+      child,
     });
   } catch (error) {
     await stop();
-    throw error;
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${tail.join('\n')}`.trimEnd());
   }
-  return { address, uiUrl, process: child, stop };
+  return { address, uiUrl, child, stop };
 }
 
 async function startSdkDevServer(
@@ -454,7 +302,7 @@ async function startSdkDevServer(
   return {
     address: o.address,
     uiUrl: o.uiUrl,
-    process: undefined,
+    child: undefined,
     stop: () => {
       stopping ??= env
         .teardown()
@@ -467,52 +315,35 @@ async function startSdkDevServer(
 /**
  * Waits until the Temporal frontend at `address` accepts a gRPC connection, knows `namespace` and lists every
  * name in `searchAttributes` (retrying every 250 ms with a 1 s connect timeout).
- * @throws Error when `exited` resolves first (the server died) or after `timeoutMs`.
+ * @throws Error when `child` (the server) exits first, or after `timeoutMs`.
  */
 export async function waitForFrontend(opts: {
   address: string;
   namespace?: string;
   searchAttributes?: readonly string[];
   timeoutMs: number;
-  exited?: Promise<ExitInfo>;
-  describeFailure?: () => string;
+  child?: Child;
 }): Promise<void> {
   const namespace = opts.namespace ?? 'default';
-  const deadline = Date.now() + opts.timeoutMs;
-  let exit: ExitInfo | undefined;
-  void opts.exited?.then((e) => {
-    exit = e;
-  });
-  let lastError = 'no attempt yet';
-  for (;;) {
-    if (exit !== undefined) {
-      const details = opts.describeFailure?.() ?? '';
-      throw new Error(
-        `The Temporal dev server exited with ${describeExit(exit)} before it was ready.${details ? `\n${details}` : ''}`,
-      );
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`Temporal at ${opts.address} was not ready within ${opts.timeoutMs} ms: ${lastError}`);
-    }
-    let connection: Connection | undefined;
-    try {
-      connection = await Connection.connect({ address: opts.address, connectTimeout: 1000 });
-      const conn = connection;
-      await conn.withDeadline(Date.now() + 2000, async () => {
-        await conn.workflowService.describeNamespace({ namespace });
-        if (opts.searchAttributes?.length) {
-          const listed = await conn.operatorService.listSearchAttributes({ namespace });
-          const known = new Set(Object.keys(listed.customAttributes ?? {}));
-          const missing = opts.searchAttributes.filter((name) => !known.has(name));
-          if (missing.length > 0) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
-        }
-      });
-      return;
-    } catch (error) {
-      lastError = error instanceof Error ? error.message : String(error);
-    } finally {
-      await connection?.close().catch(() => undefined);
-    }
-    await sleep(250);
-  }
+  await pollUntil(
+    `Temporal at ${opts.address} to serve namespace ${namespace}`,
+    async () => {
+      const connection = await Connection.connect({ address: opts.address, connectTimeout: 1000 });
+      try {
+        await connection.withDeadline(Date.now() + 2000, async () => {
+          await connection.workflowService.describeNamespace({ namespace });
+          if (opts.searchAttributes?.length) {
+            const listed = await connection.operatorService.listSearchAttributes({ namespace });
+            const known = new Set(Object.keys(listed.customAttributes ?? {}));
+            const missing = opts.searchAttributes.filter((name) => !known.has(name));
+            if (missing.length > 0) throw new Error(`search attributes not registered yet: ${missing.join(', ')}`);
+          }
+        });
+        return true;
+      } finally {
+        await connection.close().catch(() => undefined);
+      }
+    },
+    { timeoutMs: opts.timeoutMs, child: opts.child },
+  );
 }

@@ -15,32 +15,22 @@
  * the dynamic config is scripts/temporal-cluster/dynamicconfig.yaml. The docker-compose `cluster` profile sets
  * the same variables, so both run the same configuration. Generated files go to `<dataDir>` (under `.data/`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
+import { execa } from 'execa';
 import pg from 'pg';
 import {
   ensureSearchAttributes,
   projectSearchAttributes,
   type SearchAttributeDefinition,
 } from '../../src/worker/order-worker.js';
-import { errorMessage } from './env.js';
+import { errorMessage, repoRoot } from './env.js';
 import { ensureGoTool, goModuleDir, type GoToolSpec } from './go-tools.js';
-import {
-  describeExit,
-  hasExited,
-  isPortOpen,
-  pipeLines,
-  repoRoot,
-  stopChildProcess,
-  waitForExit,
-  type ExitInfo,
-  type LogFn,
-} from './temporal-cli.js';
+import { Child, describeExit, pollUntil, portsInUse, waitForHttp, type ExitInfo, type LogFn } from './processes.js';
 
 /** Temporal Server version of the cluster profile: the one the pinned CLI (1.5.1) embeds. */
 export const TEMPORAL_SERVER_VERSION = '1.29.1';
@@ -219,17 +209,17 @@ export async function setupTemporalSchema(opts: {
   for (const step of steps) {
     const args = [...common, ...step];
     // The password goes through the environment (SQL_PASSWORD), not the command line.
-    const child = spawn(opts.sqlTool, args, {
-      env: { ...process.env, SQL_PASSWORD: opts.db.password },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const result = await execa(opts.sqlTool, args, {
+      env: { SQL_PASSWORD: opts.db.password },
+      stdin: 'ignore',
+      all: true,
+      lines: true,
+      reject: false,
     });
-    const lines: string[] = [];
-    pipeLines(child, (line) => lines.push(line));
-    const exit = await waitForExit(child);
-    if (exit.code !== 0) {
+    if (result.failed) {
       throw new Error(
-        `Temporal schema step \`sql ${step.join(' ')}\` on ${describeDatabase(opts.db)} failed (${describeExit(exit)}):\n` +
-          lines.slice(-20).join('\n'),
+        `Temporal schema step \`sql ${step.join(' ')}\` on ${describeDatabase(opts.db)} failed ` +
+          `(${describeExit({ code: result.exitCode, signal: result.signal })}):\n${result.all.slice(-20).join('\n')}`,
       );
     }
   }
@@ -312,8 +302,8 @@ export interface TemporalCluster {
   visibilityStore: string;
   /** The server version the frontend reports, e.g. `1.29.1`. */
   serverVersion: string;
-  server: ChildProcess;
-  ui: ChildProcess;
+  server: Child;
+  ui: Child;
   /** Resolves when either process exits (with which one), so a supervisor can react. */
   exited: Promise<{ which: 'server' | 'ui'; exit: ExitInfo }>;
   /** Stops the UI, then the server (SIGTERM, SIGKILL after 20 s). Idempotent; never rejects. */
@@ -342,10 +332,9 @@ export async function startTemporalCluster(opts: TemporalClusterOptions): Promis
   const uiUrl = `http://127.0.0.1:${uiPort}`;
   const ports = clusterPorts(port);
 
-  const busy: string[] = [];
-  for (const [name, p] of [...Object.entries(ports), ['TEMPORAL_UI_PORT', uiPort] as const]) {
-    if (await isPortOpen(p)) busy.push(`127.0.0.1:${p} (${name})`);
-  }
+  const named = [...Object.entries(ports), ['TEMPORAL_UI_PORT', uiPort] as const];
+  const inUse = new Set(await portsInUse(named.map(([, p]) => p)));
+  const busy = named.filter(([, p]) => inUse.has(p)).map(([name, p]) => `127.0.0.1:${p} (${name})`);
   if (busy.length > 0) {
     throw new Error(
       `Cannot start the Temporal cluster, ports in use: ${busy.join(', ')} (another Temporal server? choose ` +
@@ -387,19 +376,20 @@ export async function startTemporalCluster(opts: TemporalClusterOptions): Promis
     ['--root', opts.dataDir, '--config', 'config', '--env', 'docker', '--allow-no-auth', 'start'],
     serverEnv,
     log,
+    20_000,
   );
   let ui: ReturnType<typeof spawnLogged> | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      if (ui) await ui.stop(10_000);
-      await server.stop(20_000);
+      if (ui) await ui.stop();
+      await server.stop();
     })();
     return stopping;
   };
 
   try {
-    const connection = await waitForConnection(address, timeoutMs, server);
+    const connection = await waitForConnection(address, timeoutMs, server.child);
     let info: { persistenceStore: string; visibilityStore: string; serverVersion: string };
     try {
       const cluster = await connection.workflowService.getClusterInfo({});
@@ -443,86 +433,81 @@ export async function startTemporalCluster(opts: TemporalClusterOptions): Promis
       ['--root', uiDir, '--config', 'config', '--env', 'development', 'start'],
       { PATH: process.env.PATH, HOME: process.env.HOME },
       log,
+      10_000,
     );
-    await waitForHttpOk(`${uiUrl}/api/v1/namespaces/${encodeURIComponent(namespace)}`, timeoutMs, ui.child);
+    await waitForHttp(`${uiUrl}/api/v1/namespaces/${encodeURIComponent(namespace)}`, {
+      timeoutMs,
+      child: ui.child,
+    });
 
     const uiChild = ui.child;
     const exited = Promise.race([
-      waitForExit(server.child).then((exit) => ({ which: 'server' as const, exit })),
-      waitForExit(uiChild).then((exit) => ({ which: 'ui' as const, exit })),
+      server.child.exited.then((exit) => ({ which: 'server' as const, exit })),
+      uiChild.exited.then((exit) => ({ which: 'ui' as const, exit })),
     ]);
     return { address, uiUrl, ...info, server: server.child, ui: uiChild, exited, stop };
   } catch (error) {
     await stop();
-    const tail = [server, ui]
-      .filter((p) => p !== undefined)
-      .filter((p) => hasExited(p.child))
-      .map(
-        (p) =>
-          `\n${p.label} exited (${describeExit({ code: p.child.exitCode, signal: p.child.signalCode })}):\n${p.tail.join('\n')}`,
+    const tail = (
+      await Promise.all(
+        [server, ui]
+          .filter((p) => p !== undefined)
+          .filter((p) => p.exitedEarly)
+          .map(async (p) => `\n${p.label} exited (${describeExit(await p.child.exited)}):\n${p.tail.join('\n')}`),
       )
-      .join('');
+    ).join('');
     throw new Error(`${errorMessage(error)}${tail}`);
   }
 }
 
-/** A child in its own process group with its output sent to `log` and its last 40 lines kept. */
-function spawnLogged(command: string, args: string[], env: NodeJS.ProcessEnv, log: LogFn) {
-  const child = spawn(command, args, {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: process.platform !== 'win32',
-  });
+/** A child (own process group) with its output sent to `log` and its last 40 lines kept. */
+function spawnLogged(command: string, args: string[], env: NodeJS.ProcessEnv, log: LogFn, stopTimeoutMs: number) {
   const label = path.basename(path.dirname(command)) + '/' + path.basename(command);
   const tail: string[] = [];
   let quiet = false;
-  pipeLines(child, (line) => {
-    tail.push(line);
-    if (tail.length > 40) tail.shift();
-    // While stopping, the server logs its own services losing each other: not news.
-    if (!quiet) log(line);
+  const child = new Child(label, command, args, {
+    env,
+    stopTimeoutMs,
+    onLine: (line) => {
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+      // While stopping, the server logs its own services losing each other: not news.
+      if (!quiet) log(line);
+    },
   });
-  const safetyNet = (): void => {
-    if (!hasExited(child)) child.kill('SIGTERM');
-  };
-  process.once('exit', safetyNet);
-  void waitForExit(child).then(() => process.off('exit', safetyNet));
   return {
     child,
     label,
     tail,
-    async stop(timeoutMs: number): Promise<void> {
+    /** Whether it exited before anybody stopped it. */
+    get exitedEarly(): boolean {
+      return !quiet && !child.running;
+    },
+    /** SIGTERM, SIGKILL after its stop timeout. */
+    async stop(): Promise<void> {
       quiet = true;
-      const exit = await stopChildProcess(child, { timeoutMs });
-      if (exit.forced) log(`${label} did not stop within ${timeoutMs} ms and was killed`);
+      const exit = await child.stop();
+      if (exit.forced) log(`${label} did not stop within ${stopTimeoutMs} ms and was killed`);
     },
   };
 }
 
-/** Connects to the frontend, retrying until `getSystemInfo` answers; fails early if `server` exits. */
-async function waitForConnection(
-  address: string,
-  timeoutMs: number,
-  server: { child: ChildProcess },
-): Promise<Connection> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = '';
-  for (;;) {
-    if (hasExited(server.child)) throw new Error('the Temporal Server exited while starting');
-    let connection: Connection | undefined;
-    try {
-      connection = await Connection.connect({ address, connectTimeout: 1000 });
-      const conn = connection;
-      await conn.withDeadline(Date.now() + 2000, () => conn.workflowService.getSystemInfo({}));
-      return conn;
-    } catch (error) {
-      lastError = errorMessage(error);
-      await connection?.close().catch(() => undefined);
-    }
-    if (Date.now() > deadline)
-      throw new Error(`the Temporal frontend at ${address} did not answer within ${timeoutMs} ms: ${lastError}`);
-    await sleep(250);
-  }
+/** Connects to the frontend, retrying until `getSystemInfo` answers; fails early if the server exits. */
+async function waitForConnection(address: string, timeoutMs: number, server: Child): Promise<Connection> {
+  return pollUntil(
+    `the Temporal frontend at ${address} to answer`,
+    async () => {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.withDeadline(Date.now() + 2000, () => connection.workflowService.getSystemInfo({}));
+        return connection;
+      } catch (error) {
+        await connection.close().catch(() => undefined);
+        throw error;
+      }
+    },
+    { timeoutMs, child: server },
+  );
 }
 
 /** gRPC status codes used here. */
@@ -565,24 +550,5 @@ export async function ensureNamespace(
       if (Date.now() > deadline) throw new Error(`namespace ${namespace} was not served within ${timeoutMs} ms`);
     }
     await sleep(500);
-  }
-}
-
-/** Polls `GET url` until 2xx; fails early if `child` exits. */
-async function waitForHttpOk(url: string, timeoutMs: number, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = '';
-  for (;;) {
-    if (hasExited(child)) throw new Error(`the Temporal UI server exited while starting`);
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      await res.body?.cancel();
-      if (res.ok) return;
-      lastError = `HTTP ${res.status}`;
-    } catch (error) {
-      lastError = errorMessage(error);
-    }
-    if (Date.now() > deadline) throw new Error(`${url} did not answer 2xx within ${timeoutMs} ms: ${lastError}`);
-    await sleep(250);
   }
 }
