@@ -6,13 +6,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import getPort from 'get-port';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
 import { customerSearchId } from '../../src/temporal/customer-id.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
 import { PROBLEM_JSON, testKeys } from '../helpers/api-app.js';
-import { freePort } from '../helpers/ports.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
 
 const WORKER_ENTRY = fileURLToPath(new URL('../../src/worker.ts', import.meta.url));
@@ -67,7 +67,7 @@ function sample(all: Map<string, number>, name: string, labels: Record<string, s
 
 beforeAll(async () => {
   stack = await startTestStack({ worker: false });
-  const port = await freePort();
+  const port = await getPort();
   workerMetricsUrl = `http://127.0.0.1:${port}/metrics`;
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const [key, value] of Object.entries(stack.config)) if (value !== undefined) env[key] = String(value);

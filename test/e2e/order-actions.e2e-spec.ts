@@ -9,18 +9,11 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import getPort from 'get-port';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId, type OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import {
-  api,
-  ApiSuite,
-  testKeys,
-  freePort,
-  PROBLEM_JSON,
-  startApiApp,
-  waitForWorkflowStart,
-} from '../helpers/api-app.js';
+import { api, ApiSuite, testKeys, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const suite = new ApiSuite(`order-actions-e2e-${randomUUID()}`);
@@ -151,7 +144,7 @@ describe('POST /orders/:id/cancel, answered without the workflow', () => {
 
   it('answers 503 problem+json with Retry-After when Temporal is unreachable', async () => {
     const id = await placeOrder();
-    const down = await startApiApp(suite.config({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}` }));
+    const down = await startApiApp(suite.config({ TEMPORAL_ADDRESS: `127.0.0.1:${await getPort()}` }));
     suite.extraApps.push(down);
     const res = await api(down).post(`/orders/${id}/cancel`).send({ reason: 'x' });
     expect(res.status).toBe(503);

@@ -7,18 +7,11 @@ import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import getPort from 'get-port';
 import type { AppConfig } from '../../src/config/config.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { ORDER_WORKFLOW_TYPE, orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
-import {
-  api,
-  ApiSuite,
-  testKeys,
-  freePort,
-  PROBLEM_JSON,
-  startApiApp,
-  waitForWorkflowStart,
-} from '../helpers/api-app.js';
+import { api, ApiSuite, testKeys, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -33,7 +26,7 @@ const extraApps = suite.extraApps;
 const suiteConfig = (overrides: Record<string, string> = {}): AppConfig => suite.config(overrides);
 const startApp = startApiApp;
 
-const unusedPort = freePort;
+const unusedPort = (): Promise<number> => getPort();
 
 const workflowsOnQueue = () => suite.workflowsOnQueue();
 

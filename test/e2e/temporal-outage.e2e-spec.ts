@@ -13,9 +13,11 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Client, Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import getPort from 'get-port';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findTemporalCli, startDevServer, type DevServer } from '../../scripts/lib/temporal-cli.js';
-import { apiTestConfig, freePort, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
+import { temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
+import { apiTestConfig, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
 import { api, bearer, testKeys } from '../helpers/api-keys.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
@@ -24,14 +26,22 @@ const ORDERS_WHILE_DOWN = 40;
 const taskQueue = `outage-${randomUUID()}`;
 let db: TestDatabase;
 let dir: string;
-let server: DevServer | undefined;
-let ports: { port: number; uiPort: number };
+let server: { address: string; stop(): Promise<void> } | undefined;
+let port: number;
 const apps: NestExpressApplication[] = [];
 const urls: string[] = [];
 
-async function startServer(): Promise<DevServer> {
-  const cliPath = process.env.TEMPORAL_CLI_PATH ?? (await findTemporalCli());
-  return startDevServer({ cliPath, dbFilename: path.join(dir, 'temporal.db'), ...ports, log: () => {} });
+/** The suite's own dev server (the SDK's createLocal on the project's CLI), on a fixed port and database file. */
+async function startServer(): Promise<{ address: string; stop(): Promise<void> }> {
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: await temporalServerExecutable({ build: false }),
+      dbFilename: path.join(dir, 'temporal.db'),
+      port,
+      extraArgs: ['--log-level', 'error'],
+    },
+  });
+  return { address: env.address, stop: () => env.teardown() };
 }
 
 /** Percentile (nearest rank) of `values`, ms. */
@@ -47,7 +57,7 @@ const order = (i: number) => ({
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'outage-'));
-  ports = { port: await freePort(), uiPort: await freePort() };
+  port = await getPort();
   server = await startServer();
   db = await createTestDatabase();
   await db.prisma.product.create({

