@@ -1,11 +1,99 @@
-// ESLint flat config: typescript-eslint recommended rules, Prettier for formatting, and the import
-// boundaries of shared/DESIGN.md enforced as rules rather than left to review.
+// ESLint flat config: typescript-eslint with type information (promises, type imports), import cycles, Prettier
+// for formatting, and the boundaries between the top-level folders (shared/DESIGN.md) enforced as rules rather
+// than left to review.
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+import { readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
+
+// ---------------------------------------------------------------------------------------------------------
+// Boundaries: what each top-level folder may import from the others (its own folder and npm packages always).
+// Anything not listed is an error (import-x/no-restricted-paths zones, generated below). Finer rules (type-only
+// imports, single files) follow in the per-folder blocks further down.
+/** @type {Record<string, { may: string[], why: string }>} */
+const BOUNDARIES = {
+  // Deterministic sandbox code: the activities' types (checked below: `import type` only), nothing else.
+  workflows: { may: ['activities'], why: 'Workflows run in the sandbox: only their own files and activity types.' },
+  // Activities are plain functions over ports: the workflow contract (error types, inputs) and the generated
+  // Prisma types their database port names (type-only, below). Never the app that wires them.
+  activities: {
+    may: ['workflows', 'prisma'],
+    why: 'Activities depend on their ports and the workflow contract, never on the app (src/).',
+  },
+  // The app is the composition root: it implements the activity ports, starts workflows by their contract and
+  // uses the generated Prisma client.
+  src: {
+    may: ['activities', 'workflows', 'prisma'],
+    why: 'The product never imports tooling, tests, benchmarks or the provider simulators.',
+  },
+  // The seed uses the app's Prisma client factory (src/prisma, below) and nothing else of the app.
+  prisma: { may: ['src'], why: 'The seed needs only the Prisma client factory of src/prisma.' },
+  // Simulators stand in for other companies' services: only the pure Idempotency-Key protocol (below).
+  simulators: {
+    may: ['src'],
+    why: 'Simulators are other companies: they share only src/idempotency/idempotency-protocol.ts.',
+  },
+  // Tooling runs the product (keys, search attributes, the workflow contract), but never depends on tests or
+  // benchmarks, and starts the simulators as processes rather than importing them.
+  scripts: {
+    may: ['src', 'workflows', 'activities', 'prisma'],
+    why: 'Scripts run the product; they never import tests, benchmarks or simulators.',
+  },
+  // The benchmark measures the product with the stack's own tooling; tests are not its business.
+  bench: {
+    may: ['src', 'workflows', 'activities', 'prisma', 'scripts'],
+    why: 'The benchmark may use the product and the scripts, not the tests or the simulators.',
+  },
+  // Tests may reach everything they test, the tooling included; nothing depends on tests, and tests do not
+  // depend on the optional benchmark.
+  test: {
+    may: ['src', 'workflows', 'activities', 'prisma', 'simulators', 'scripts'],
+    why: 'Tests may import anything but the benchmark.',
+  },
+};
+// Every top-level folder gets a row: a new one fails the lint until its boundaries are written down.
+const UNCHECKED = new Set(['node_modules', 'dist', 'coverage', 'artifacts']);
+for (const entry of readdirSync(import.meta.dirname, { withFileTypes: true })) {
+  if (entry.isDirectory() && !entry.name.startsWith('.') && !UNCHECKED.has(entry.name) && !BOUNDARIES[entry.name]) {
+    throw new Error(
+      `eslint.config.js: no boundary rule for the top-level folder ${entry.name}/ (add it to BOUNDARIES)`,
+    );
+  }
+}
+const FOLDERS = Object.keys(BOUNDARIES);
+const boundaryZones = [
+  ...Object.entries(BOUNDARIES).map(([folder, { may, why }]) => ({
+    target: `./${folder}`,
+    from: FOLDERS.filter((f) => f !== folder && !may.includes(f)).map((f) => `./${f}`),
+    message: why,
+  })),
+  // Finer: the one file of src/ simulators may use, and the one folder of src/ the seed may use.
+  {
+    target: './simulators',
+    from: './src',
+    except: ['./idempotency/idempotency-protocol.ts'],
+    message: BOUNDARIES.simulators.why,
+  },
+  { target: './prisma', from: './src', except: ['./prisma'], message: BOUNDARIES.prisma.why },
+  // Of prisma/, code imports only the generated client; the seed runs as a script (`tsx prisma/seed.ts`).
+  {
+    target: FOLDERS.filter((f) => f !== 'prisma').map((f) => `./${f}`),
+    from: './prisma',
+    except: ['./generated'],
+    message: 'Import the generated Prisma client (prisma/generated) only; run the seed as a script.',
+  },
+  // The root config files (vitest, prisma, eslint) configure tools; they import no project code.
+  {
+    target: './*.{ts,js}',
+    from: FOLDERS.map((f) => `./${f}`),
+    message: 'Root config files import no project code.',
+  },
+];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'prisma/generated/', '.tools/', '.data/', 'coverage/'] },
@@ -13,15 +101,46 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   prettier,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', URL: 'readonly' },
+      // Type information for the rules below, from the nearest tsconfig (tsconfig.json covers every .ts file).
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { 'import-x': importX },
+    settings: {
+      // import-x reads TypeScript modules with the TypeScript parser (so `import type` is known) and resolves
+      // `./x.js` to `./x.ts` as tsc does.
+      ...importX.flatConfigs.typescript.settings,
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })],
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      // A promise nobody awaits loses its rejection (an unhandled rejection kills the process) and its ordering;
+      // mark deliberate fire-and-forget with `void`.
+      '@typescript-eslint/no-floating-promises': 'error',
+      // A promise where a boolean or a void callback is expected (if (promise), emitter.on('x', async ...)) is
+      // always truthy or has its rejection dropped.
+      '@typescript-eslint/no-misused-promises': 'error',
+      // Type-only imports say so: they vanish from the output, so a type never drags a module (or a cycle) in.
+      '@typescript-eslint/consistent-type-imports': [
+        'error',
+        { prefer: 'type-imports', fixStyle: 'inline-type-imports' },
+      ],
+      // Cycles make module initialisation order-dependent (undefined at import time) and blur the layers.
+      // Type-only imports are erased and do not count.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { zones: boundaryZones }],
     },
   },
   {
+    // Plain JavaScript (the web page's module, the bench's preloads, this file) is not in a tsconfig.
+    files: ['**/*.{js,mjs,cjs}'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
     // Workflows run in Temporal's deterministic sandbox: only the workflow SDK, its common types, their
-    // own sandbox-safe files, and `import type` from activities.
-    files: ['workflows/**/*.ts'],
+    // own sandbox-safe files, and `import type` from activities. The bench's floor workflows too.
+    files: ['workflows/**/*.ts', 'bench/floor/workflows.ts', 'test/**/*.workflow.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
@@ -30,11 +149,7 @@ export default tseslint.config(
           patterns: [
             { group: ['@nestjs/*', '@prisma/*', 'prisma', 'pg', 'express'], message: 'Not sandbox-safe.' },
             {
-              group: ['../src/*', '../src/**', '../prisma/**', '../simulators/**'],
-              message: 'Workflows may not import app code.',
-            },
-            {
-              group: ['../activities/*', '../activities/**'],
+              regex: '(^|/)activities/',
               allowTypeImports: true,
               message: 'Use `import type` from activities.',
             },
@@ -48,7 +163,7 @@ export default tseslint.config(
     },
   },
   {
-    // Activities depend on their ports, never on Nest or the app.
+    // Activities depend on their ports, never on Nest or metrics; the Prisma client only as a type (the port).
     files: ['activities/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
@@ -61,7 +176,11 @@ export default tseslint.config(
               message:
                 'Activities never import metrics code; the worker observes them (src/worker/worker-observability.ts).',
             },
-            { group: ['../src/*', '../src/**'], message: 'Activities depend on ports, not on app code.' },
+            {
+              regex: '(^|/)prisma/',
+              allowTypeImports: true,
+              message: 'Activities use the Prisma client through their port: `import type` only.',
+            },
           ],
         },
       ],
@@ -85,24 +204,6 @@ export default tseslint.config(
     },
   },
   {
-    // Simulators stand in for other companies' services: they share only the pure Idempotency-Key protocol
-    // with the app (src/idempotency/idempotency-protocol.ts), nothing else from src/.
-    files: ['simulators/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '(^|/)src/(?!idempotency/idempotency-protocol\\.js$)',
-              message: 'Simulators may import only src/idempotency/idempotency-protocol.js from the app.',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
     // The app may use the workflow contract, never a workflow implementation as a value.
     files: ['src/**/*.ts'],
     rules: {
@@ -111,7 +212,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/workflows/*.workflow.js', '**/workflows/index.js'],
+              group: ['**/workflows/*.workflow.js', '**/workflows/**/*.workflow.js', '**/workflows/index.js'],
               allowTypeImports: true,
               message: 'Import workflows/order-fulfilment.contract.js; start workflows by type name.',
             },

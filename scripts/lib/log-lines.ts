@@ -4,6 +4,7 @@
  * remaining fields, e.g. `orderId`, `activityType`, `attempt`); `LOG_FORMAT=json` keeps the raw JSON lines. Lines
  * that are not JSON (simulators, PostgreSQL, Temporal) pass through unchanged.
  */
+import type { prettyFactory as PrettyFactory } from 'pino-pretty';
 
 /** Formats one line of a child's output. */
 export type LogLineFormatter = (line: string) => string;
@@ -15,7 +16,7 @@ export type LogLineFormatter = (line: string) => string;
  */
 export async function createLogLineFormatter(options: { raw: boolean; colour: boolean }): Promise<LogLineFormatter> {
   if (options.raw) return (line) => line;
-  let prettyFactory: typeof import('pino-pretty').prettyFactory;
+  let prettyFactory: typeof PrettyFactory;
   try {
     ({ prettyFactory } = await import('pino-pretty'));
   } catch {

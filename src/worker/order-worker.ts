@@ -8,7 +8,7 @@ import type { SearchAttributeType } from '@temporalio/common';
 // @temporalio/proto is CommonJS whose exports Node's ESM loader cannot name statically: `import { temporal }`
 // and `(await import(...)).temporal` are undefined under ESM. Its default export is the protobuf root.
 import protoPkg from '@temporalio/proto';
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
 import { activityObservability } from './worker-observability.js';
 
