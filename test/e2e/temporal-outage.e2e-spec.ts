@@ -20,7 +20,7 @@ import { temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
 import { apiTestConfig, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
 import { api, bearer, testKeys } from '../helpers/api-keys.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
-import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
+import { orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
 
 const ORDERS_WHILE_DOWN = 40;
 const taskQueue = `outage-${randomUUID()}`;
@@ -38,6 +38,7 @@ async function startServer(): Promise<{ address: string; stop(): Promise<void> }
       executable: await temporalServerExecutable({ build: false }),
       dbFilename: path.join(dir, 'temporal.db'),
       port,
+      searchAttributes: Object.values(SEARCH_ATTRIBUTES),
       extraArgs: ['--log-level', 'error'],
     },
   });
