@@ -133,8 +133,12 @@ describe('observability', () => {
   });
 
   it("serves the worker's metrics beside the Temporal SDK's", async () => {
-    const text = await (await fetch(workerMetricsUrl)).text();
-    const worker = samples(text);
+    // The order reads `completed` once its last activity wrote it; the workflow completes a workflow task later,
+    // and the SDK's counter follows: wait for it rather than race it (it lost under a loaded full run).
+    const worker = await until('the worker to count the completed workflow', async () => {
+      const scraped = samples(await (await fetch(workerMetricsUrl)).text());
+      return sample(scraped, 'temporal_workflow_completed') !== undefined ? scraped : undefined;
+    });
     const duration = `${METRICS.activityDuration.name}_count`;
     expect(sample(worker, duration, { activity: 'reserveInventory', outcome: 'success' })).toBeGreaterThanOrEqual(1);
     expect(sample(worker, duration, { activity: 'sendOrderConfirmation', outcome: 'success' })).toBe(1);
