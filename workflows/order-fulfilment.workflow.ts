@@ -18,7 +18,8 @@
  *   first step refuses it with `OrderClosedError`.
  *
  * Versioning: executions started before this shape have no `lifecycle-v2` patch marker and run the frozen
- * first version (legacy/order-fulfilment-v1.workflow.ts). See README, "Workflow versioning".
+ * first version (legacy/order-fulfilment-v1.workflow.ts); those without the `sparse-status-attribute` marker upsert
+ * the `OrderStatus` search attribute at every status. See README, "Workflow versioning".
  * Workflow id: `order-<orderId>` (orderWorkflowId). See https://docs.temporal.io/workflows
  */
 import {
@@ -34,6 +35,7 @@ import {
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { HaltOrderResult, OrderActivities } from '../activities/index.js';
 import { attentionWrite, compensation, databaseStep, providerCall } from './activity-options.js';
@@ -56,6 +58,14 @@ import {
 
 /** Patch id of the lifecycle change (cancel Update, halt fence, shipping, attention after the pivot). */
 export const LIFECYCLE_V2_PATCH = 'lifecycle-v2';
+
+/**
+ * Patch id of the sparse `OrderStatus` search attribute (issue 9, fewer visibility writes): the attribute is
+ * upserted only where a visibility query needs it — `attention_required`, the final status, and the first status
+ * after an operator's retry — instead of at every step; `OrderId` only when the starter did not set it.
+ * Executions recorded before it (no marker) keep upserting at every step.
+ */
+export const SPARSE_STATUS_ATTRIBUTE_PATCH = 'sparse-status-attribute';
 
 const db = proxyActivities<OrderActivities>(databaseStep);
 const provider = proxyActivities<OrderActivities>(providerCall);
@@ -130,6 +140,10 @@ class OrderLifecycle {
   /** Parent of the pre-pivot scopes: shields them from the root scope's cancellation. */
   private readonly shield = new CancellationScope({ cancellable: false });
   private invoiceNumber: string | null = null;
+  /** Upsert `OrderStatus` at every status (runs recorded before the sparse-status-attribute patch). */
+  private everyStatusVisible = true;
+  /** The `OrderStatus` search attribute's value as this run last set it (the starter sets `received`). */
+  private visibleStatus: OrderStatusValue = OrderStatus.Received;
   private messageId: string | null = null;
 
   constructor(private readonly orderId: string) {
@@ -148,10 +162,19 @@ class OrderLifecycle {
 
   async run(): Promise<OrderFulfilmentResult> {
     this.registerHandlers();
-    upsertSearchAttributes([
-      { key: SEARCH_ATTRIBUTES.OrderId, value: this.orderId },
-      { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
-    ]);
+    this.everyStatusVisible = !patched(SPARSE_STATUS_ATTRIBUTE_PATCH);
+    if (this.everyStatusVisible) {
+      upsertSearchAttributes([
+        { key: SEARCH_ATTRIBUTES.OrderId, value: this.orderId },
+        { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
+      ]);
+    } else if (workflowInfo().typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId) === undefined) {
+      // Started without the starter's attributes (e.g. by hand from the CLI): still findable by OrderId.
+      upsertSearchAttributes([
+        { key: SEARCH_ATTRIBUTES.OrderId, value: this.orderId },
+        { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
+      ]);
+    }
     // A workflow cancel request (Temporal UI/CLI) is handled like the cancelOrder Update: the pre-pivot scopes
     // hang off a non-cancellable shield, so it reaches them only through onWorkflowCancel.
     CancellationScope.current().cancelRequested.catch(() => this.onWorkflowCancel());
@@ -257,8 +280,21 @@ class OrderLifecycle {
     );
   }
 
+  /**
+   * Records the order's status in the workflow state (the `orderStatus` query) and, where a visibility query
+   * needs it, in the `OrderStatus` search attribute: `attention_required`, a final status, and the status that
+   * replaces `attention_required` after a retry (see {@link SPARSE_STATUS_ATTRIBUTE_PATCH}).
+   */
   private setStatus(status: OrderStatusValue): void {
     this.state.status = status;
+    if (!this.everyStatusVisible) {
+      const needed =
+        status === OrderStatus.AttentionRequired ||
+        isTerminalStatus(status) ||
+        this.visibleStatus === OrderStatus.AttentionRequired;
+      if (!needed || this.visibleStatus === status) return;
+    }
+    this.visibleStatus = status;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.OrderStatus, value: status }]);
   }
 

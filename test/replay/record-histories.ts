@@ -1,9 +1,11 @@
 /**
  * Records the event histories that test/replay/replay.spec.ts replays: one per path through the current
- * workflow version (`lifecycle-v2`), run on a local dev server with scripted activities. Files are named
- * `order-fulfilment-v2-<scenario>.json`. The `order-fulfilment-<scenario>.json` files without `v2` were recorded
- * from the first version (before the `lifecycle-v2` patch) and can no longer be recorded: keep them, they prove
- * that executions started on the first version still replay.
+ * workflow version (`lifecycle-v2` with `sparse-status-attribute`), run on a local dev server with scripted
+ * activities, started with the search attributes the API's starter sets. Files are named
+ * `order-fulfilment-v3-<scenario>.json`. Older files can no longer be recorded: keep them, they prove that
+ * executions started on earlier code still replay — `order-fulfilment-<scenario>.json` from the first version
+ * (before `lifecycle-v2`), `order-fulfilment-v2-<scenario>.json` from `lifecycle-v2` before
+ * `sparse-status-attribute` (an `OrderStatus` upsert at every status).
  *
  * Re-record only on purpose, when a change is meant to be incompatible AND no execution of the old shape can
  * still be running; otherwise keep the old histories, add new ones, and guard the change with `patched()`.
@@ -255,6 +257,11 @@ try {
         taskQueue,
         workflowId: orderWorkflowId(s.orderId),
         args: [{ orderId: s.orderId }],
+        // As the API's starter (src/temporal/order-workflow-starter.service.ts) starts an order.
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },
+          { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
+        ],
       });
       await s.drive?.(handle);
       await handle.result().catch(() => undefined);
@@ -270,7 +277,7 @@ try {
         'json',
       ]);
       const history = JSON.parse(stdout) as { events: unknown[] };
-      const file = fileURLToPath(new URL(`./histories/order-fulfilment-v2-${s.name}.json`, import.meta.url));
+      const file = fileURLToPath(new URL(`./histories/order-fulfilment-v3-${s.name}.json`, import.meta.url));
       await writeFile(file, JSON.stringify(history, null, 2) + '\n');
       console.log(`recorded ${file} (${history.events.length} events)`);
     }

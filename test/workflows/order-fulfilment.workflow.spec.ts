@@ -191,6 +191,15 @@ function start(orderId: string): Promise<WorkflowHandle> {
   });
 }
 
+/** The values of the `OrderStatus` upserts in a workflow's history, in order. */
+async function statusUpserts(handle: WorkflowHandle): Promise<string[]> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    const payload = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.OrderStatus;
+    return payload?.data ? [JSON.parse(Buffer.from(payload.data).toString('utf8')) as string] : [];
+  });
+}
+
 /** Reads until `accept` holds (every 25 ms, at most 10 s) and returns the last value read. */
 async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean): Promise<T> {
   let value = await read();
@@ -537,6 +546,59 @@ describe('orderFulfilment workflow', () => {
       failureReason: 'UnauthorizedError: 401 from accounting',
     });
     expectOneStory(order, 'completed');
+  });
+
+  it('upserts OrderStatus only where a visibility query needs it: attention_required, after it, the end', async () => {
+    const g = gate();
+    let attempts = 0;
+    const { orderId, order } = newOrder({
+      shipOrder: async (o, a) => {
+        attempts++;
+        if (attempts === 1) throw ApplicationFailure.nonRetryable('carrier 422', ErrorType.ProviderRejected);
+        g.enter();
+        await g.wait;
+        return defaults.shipOrder!(o, a);
+      },
+    });
+    // Started as the API's starter starts an order: OrderId and OrderStatus `received` at start.
+    const handle = await client.workflow.start(ORDER_WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: orderWorkflowId(orderId),
+      args: [{ orderId }],
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
+        { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
+      ],
+    });
+    const visible = async () => (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus);
+    expect(await eventually(visible, (s) => s === 'attention_required')).toBe('attention_required');
+    await handle.executeUpdate(retryStepUpdate, { args: [{ step: 'shipOrder' }] });
+    await g.entered;
+    // The retried step runs: the attribute still says what the last query-relevant status was.
+    expect(await visible()).toBe('attention_required');
+    g.open();
+    await handle.result();
+    expect(await visible()).toBe('completed');
+    expect(await statusUpserts(handle)).toEqual(['attention_required', 'shipped', 'completed']);
+    expectOneStory(order, 'completed');
+  });
+
+  it('upserts OrderStatus once on the happy path when the starter set the attributes', async () => {
+    const { orderId } = newOrder();
+    const handle = await client.workflow.start(ORDER_WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: orderWorkflowId(orderId),
+      args: [{ orderId }],
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
+        { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
+      ],
+    });
+    await handle.result();
+    expect(await statusUpserts(handle)).toEqual(['completed']);
+    const description = await handle.describe();
+    expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId)).toBe(orderId);
+    expect(description.historyLength).toBe(40);
   });
 
   it('refuses a retry when nothing waits, or when another step waits', async () => {
