@@ -41,10 +41,14 @@ export function addProblemDetailsComponent(document: OpenAPIObject): OpenAPIObje
 /**
  * Responses every operation can give whatever its controller declares, added to each operation of the document
  * that does not list them: 400 for an operation with parameters or a body (validation, malformed JSON, a
- * malformed header), 413 and 415 for an operation with a body (the body parser's limit, the JSON media type).
+ * malformed header), 413 and 415 for an operation with a body (the body parser's limit, the JSON media type), and
+ * 503 for every operation (the database cannot be reached right now; `Retry-After` says when to repeat).
  * Without them a schema-driven client (or fuzzer) meets statuses the document never promised.
  */
 export const GLOBAL_PROBLEM_RESPONSES = {
+  always: {
+    503: 'A dependency (the database) is unavailable right now: nothing changed; repeat after `Retry-After` seconds',
+  },
   withInput: { 400: 'Invalid request: a parameter, header or the body failed validation, or the body is not JSON' },
   withBody: {
     413: 'The body is larger than the JSON body limit',
@@ -61,6 +65,7 @@ export function addGlobalProblemResponses(document: OpenAPIObject): OpenAPIObjec
       const hasBody = operation.requestBody !== undefined;
       const hasInput = hasBody || (operation.parameters?.length ?? 0) > 0 || (item.parameters?.length ?? 0) > 0;
       const add = {
+        ...GLOBAL_PROBLEM_RESPONSES.always,
         ...(hasInput ? GLOBAL_PROBLEM_RESPONSES.withInput : {}),
         ...(hasBody ? GLOBAL_PROBLEM_RESPONSES.withBody : {}),
       };

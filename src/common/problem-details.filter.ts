@@ -7,6 +7,9 @@
  *   (RFC 9110 §15.5.6), or for `OPTIONS` 204 with `Allow` (RFC 9110 §9.3.7); see {@link allowedMethods}.
  * - Any other Nest `HttpException` (unknown route 404, 405, 413, ...): `about:blank` with the reason phrase
  *   as `title` and the exception message as `detail`.
+ * - An error saying PostgreSQL cannot be reached now ({@link isDatabaseUnavailable}: down, restarting, refusing
+ *   connections): 503 `service-unavailable` with `Retry-After` ({@link DATABASE_RETRY_AFTER_SECONDS} s), so clients
+ *   repeat the request (with the same `Idempotency-Key`) instead of treating it as a bug.
  * - Anything else: 500 `internal-error` with a generic detail; the error itself goes to the log only.
  */
 import {
@@ -19,6 +22,7 @@ import {
 } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 import { allowedMethods } from './allowed-methods.js';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './database-errors.js';
 import { defaultTitle, PROBLEM_JSON, type ProblemDetails, ProblemException, ProblemType } from './problem-details.js';
 
 interface RequestLike {
@@ -63,11 +67,16 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       const message = `${request.method ?? ''} ${problem.instance} failed with ${problem.status}: ${
         exception instanceof Error ? exception.message : String(exception)
       }`;
-      // A ProblemException is an expected, described failure (e.g. 503 from /health); anything else is a bug.
+      // A ProblemException is an expected, described failure (e.g. 503 from /health), and so is a database outage;
+      // anything else is a bug.
       if (exception instanceof ProblemException) this.logger.warn({ instance: problem.instance }, message);
+      else if (isDatabaseUnavailable(exception)) this.logger.warn({ instance: problem.instance }, message);
       else this.logger.error({ err: exception, instance: problem.instance }, message);
     }
     if (httpAdapter.isHeadersSent(response)) return;
+    if (problem.status === 503 && isDatabaseUnavailable(exception)) {
+      httpAdapter.setHeader(response, 'Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
+    }
     httpAdapter.setHeader(response, 'Content-Type', `${PROBLEM_JSON}; charset=utf-8`);
     httpAdapter.reply(response, problem, problem.status);
   }
@@ -107,6 +116,14 @@ export function toProblem(exception: unknown): ProblemDetails {
       title: defaultTitle(status),
       status,
       detail: httpExceptionDetail(exception),
+    };
+  }
+  if (isDatabaseUnavailable(exception)) {
+    return {
+      type: ProblemType.ServiceUnavailable,
+      title: 'Service unavailable',
+      status: 503,
+      detail: `The database is unavailable right now; nothing was changed by this request. Try again in ${DATABASE_RETRY_AFTER_SECONDS} s (with the same Idempotency-Key).`,
     };
   }
   return {

@@ -1,0 +1,49 @@
+/**
+ * Recognises "the database cannot be reached right now" among the errors Prisma (client engine with
+ * `@prisma/adapter-pg`) and `pg` throw, so the API answers 503 with `Retry-After` instead of 500 while PostgreSQL is
+ * down or restarting. Shapes recognised (observed on Prisma 6.19 with adapter-pg 7.10):
+ * - `PrismaClientKnownRequestError` with code `P1001` (can't reach the server), `P1002` (timed out), `P1017` (the
+ *   server closed the connection) or `P2024` (timed out waiting for a pool connection);
+ * - any error whose `meta.driverAdapterError.cause.kind` is `DatabaseNotReachable`, `ConnectionClosed`,
+ *   `SocketTimeout`, `TooManyConnections` or `TlsConnectionError`, or `postgres` with one of the SQLSTATEs below;
+ * - a `pg` or socket error with `code` `ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EHOSTUNREACH`, `ENOTFOUND`, or a
+ *   SQLSTATE of class 08 (connection exception), `57P01`/`57P02`/`57P03` (shutdown, crash, cannot connect now) or
+ *   `53300` (too many connections) — https://www.postgresql.org/docs/current/errcodes-appendix.html
+ * Causes (`cause`) are followed, at most 5 deep.
+ */
+const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1017', 'P2024']);
+const ADAPTER_KINDS = new Set([
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+  'TlsConnectionError',
+]);
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/** Seconds a client should wait before repeating a request that met an unreachable database. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+function isUnavailableSqlState(code: unknown): boolean {
+  return typeof code === 'string' && (SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code));
+}
+
+/** True when `err` (or one of its causes) says PostgreSQL cannot be reached or refuses connections for now. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const e = current as {
+      code?: unknown;
+      meta?: { driverAdapterError?: { cause?: { kind?: unknown; originalCode?: unknown } } };
+      cause?: unknown;
+    };
+    if (typeof e.code === 'string' && (PRISMA_CODES.has(e.code) || SOCKET_CODES.has(e.code))) return true;
+    if (isUnavailableSqlState(e.code)) return true;
+    const adapter = e.meta?.driverAdapterError?.cause;
+    if (typeof adapter?.kind === 'string' && ADAPTER_KINDS.has(adapter.kind)) return true;
+    if (adapter?.kind === 'postgres' && isUnavailableSqlState(adapter.originalCode)) return true;
+    current = e.cause;
+  }
+  return false;
+}

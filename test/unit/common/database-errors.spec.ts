@@ -1,0 +1,51 @@
+/**
+ * isDatabaseUnavailable on the errors Prisma (client engine, adapter-pg) and pg really throw: a closed port and a
+ * server that answers are produced here, not described.
+ */
+import getPort from 'get-port';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isDatabaseUnavailable } from '../../../src/common/database-errors.js';
+import { createPrismaClient } from '../../../src/prisma/prisma.js';
+
+const closed = async () => {
+  const port = await getPort();
+  return `postgresql://postgres@127.0.0.1:${port}/nothing`;
+};
+const clients: Array<{ $disconnect(): Promise<void> }> = [];
+afterAll(async () => {
+  for (const c of clients) await c.$disconnect().catch(() => undefined);
+});
+
+async function caught(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    () => expect.unreachable('the call should have failed'),
+    (err: unknown) => err,
+  );
+}
+
+describe('isDatabaseUnavailable', () => {
+  it('is true for Prisma model queries and raw queries against a closed port', async () => {
+    const prisma = createPrismaClient(await closed(), 1);
+    clients.push(prisma);
+    expect(isDatabaseUnavailable(await caught(prisma.order.findFirst()))).toBe(true);
+    expect(isDatabaseUnavailable(await caught(prisma.$queryRaw`SELECT 1`))).toBe(true);
+    expect(isDatabaseUnavailable(await caught(prisma.$transaction(async (tx) => tx.order.count())))).toBe(true);
+  });
+
+  it('is true for pg against a closed port', async () => {
+    const refused = new pg.Client({ connectionString: await closed() });
+    expect(isDatabaseUnavailable(await caught(refused.connect()))).toBe(true);
+  });
+
+  it('is false for errors of the request or the schema, and follows causes', () => {
+    expect(isDatabaseUnavailable(Object.assign(new Error('unique'), { code: 'P2002' }))).toBe(false);
+    expect(isDatabaseUnavailable(new TypeError('x is undefined'))).toBe(false);
+    expect(isDatabaseUnavailable(null)).toBe(false);
+    const sqlstate = (code: string) => Object.assign(new Error(code), { code });
+    expect(isDatabaseUnavailable(sqlstate('42P01'))).toBe(false); // undefined_table
+    expect(isDatabaseUnavailable(sqlstate('57P01'))).toBe(true); // admin_shutdown
+    expect(isDatabaseUnavailable(sqlstate('08006'))).toBe(true); // connection_failure
+    expect(isDatabaseUnavailable(new Error('wrapped', { cause: sqlstate('57P03') }))).toBe(true);
+  });
+});
