@@ -285,7 +285,14 @@ describe('sendOrderConfirmation', () => {
       run('sendOrderConfirmation', { orderId }, info(orderId, 1, '5')),
       run('sendOrderConfirmation', { orderId }, info(orderId, 1, '5')),
     ]);
-    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    // The loser finds the claim in progress (retryable), or already sent when the winner finished first (then it
+    // returns the winner's message without sending).
+    const sentNow = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(sentNow.filter((r) => r.sentNow)).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === 'rejected') expect((r.reason as ApplicationFailure).type).toBe(ErrorType.ClaimInProgress);
+    }
+    expect(new Set(sentNow.map((r) => r.messageId)).size).toBe(1);
     expect(email.calls).toHaveLength(1);
     const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } });
     expect([claim.status, claim.attempts]).toEqual(['sent', 2]);
