@@ -104,13 +104,13 @@ export class OrdersService {
    * @param options.clientId the client placing the order; it owns the order.
    * @param options.inTransaction runs first inside the order's transaction (e.g. the idempotency claim);
    *   its writes commit or roll back with the order, and its error aborts the order and propagates.
-   * @returns the stored order (`workflowStartedAt` is usually still null: the start follows the answer).
+   * @returns the stored order as committed (`workflowStartedAt` null: the start follows the answer).
    * @throws ProblemException 400 `unknown-sku` (with `skus` and `errors`), `currency-mismatch`, or
    *   `total-too-large`; nothing is stored then.
    */
   async create(request: CreateOrderRequest, options: CreateOrderOptions): Promise<OrderView> {
     const id = randomUUID();
-    await this.prisma.$transaction(async (tx) => {
+    const created = await this.prisma.$transaction(async (tx) => {
       await options.inTransaction?.(tx, id);
       const products = await tx.product.findMany({
         where: { sku: { in: request.lines.map((l) => l.sku) } },
@@ -167,7 +167,10 @@ export class OrdersService {
         });
       }
 
-      await tx.order.create({
+      // Returned with its lines, as GET shows it (a new order has no invoice and no accounting sync yet): no
+      // re-read after the commit.
+      return tx.order.create({
+        include: { lines: orderInclude.lines },
         data: {
           id,
           customerEmail: request.customer.email,
@@ -185,7 +188,7 @@ export class OrdersService {
     });
 
     this.dispatcher.notify();
-    return this.get(id, ALL_ORDERS);
+    return this.toView({ ...created, invoice: null, accountingSync: null });
   }
 
   /**
