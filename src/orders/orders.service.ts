@@ -110,12 +110,14 @@ export class OrdersService {
    */
   async create(request: CreateOrderRequest, options: CreateOrderOptions): Promise<OrderView> {
     const id = randomUUID();
+    // Read before the transaction (under READ COMMITTED it would see the same committed prices inside it), so the
+    // transaction holds its connection for its writes only.
+    const products = await this.prisma.product.findMany({
+      where: { sku: { in: request.lines.map((l) => l.sku) } },
+      select: { sku: true, priceMinor: true, currency: true },
+    });
     const created = await this.prisma.$transaction(async (tx) => {
       await options.inTransaction?.(tx, id);
-      const products = await tx.product.findMany({
-        where: { sku: { in: request.lines.map((l) => l.sku) } },
-        select: { sku: true, priceMinor: true, currency: true },
-      });
       const bySku = new Map(products.map((p) => [p.sku, p]));
 
       const unknown = request.lines.flatMap((line, index) => (bySku.has(line.sku) ? [] : [{ index, sku: line.sku }]));
