@@ -171,11 +171,12 @@ export function cancellationRequested(): boolean {
  * Runs `fn` while heartbeating every `intervalMs` ms, so a worker that dies mid-call is noticed within the
  * heartbeat timeout of the activity's retry profile, and a cancel request reaches the activity. The call
  * itself is never aborted: a provider call cut short would leave its outcome unknown.
+ * The first heartbeat comes after `intervalMs`, not at once: the server's heartbeat timeout runs from the
+ * activity's start, so a call that ends sooner needs none (and costs no heartbeat request to Temporal).
  * See https://docs.temporal.io/encyclopedia/detecting-activity-failures#activity-heartbeat
  */
 export async function withHeartbeats<T>(fn: () => Promise<T>, intervalMs = 1000): Promise<T> {
   const ctx = Context.current();
-  ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), intervalMs);
   try {
     return await fn();
