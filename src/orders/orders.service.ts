@@ -169,28 +169,52 @@ export class OrdersService {
         });
       }
 
-      // Returned with its lines, as GET shows it (a new order has no invoice and no accounting sync yet): no
-      // re-read after the commit.
-      return tx.order.create({
-        include: { lines: orderInclude.lines },
-        data: {
-          id,
-          customerEmail: request.customer.email,
-          customerName: request.customer.name ?? null,
-          status: OrderStatus.Received,
-          statusStep: 0,
-          currency: currencies[0]!,
-          totalMinor,
-          clientId: options.clientId,
-          workflowId: orderWorkflowId(id),
-          lines: { create: lines },
-          startIntent: { create: { workflowId: orderWorkflowId(id) } },
-        },
-      });
+      // The order, its lines and its start intent in one statement. Timestamps from this process's clock, as
+      // Prisma's `@default(now())` and `@updatedAt` set them.
+      const now = new Date();
+      const workflowId = orderWorkflowId(id);
+      const order: OrderRow = {
+        id,
+        customerEmail: request.customer.email,
+        customerName: request.customer.name ?? null,
+        status: OrderStatus.Received,
+        statusStep: 0,
+        failureReason: null,
+        haltedAt: null,
+        haltReason: null,
+        currency: currencies[0]!,
+        totalMinor,
+        clientId: options.clientId,
+        workflowId,
+        workflowStartedAt: null,
+        completedAt: null,
+        createdAt: now,
+        updatedAt: now,
+        lines: lines.map((l) => ({ ...l, orderId: id })),
+        invoice: null,
+        accountingSync: null,
+      };
+      await tx.$executeRaw`
+        WITH placed AS (
+          INSERT INTO orders (id, customer_email, customer_name, status, status_step, currency, total_minor, client_id,
+                              workflow_id, created_at, updated_at)
+          VALUES (${id}::uuid, ${order.customerEmail}, ${order.customerName}, ${order.status}, ${order.statusStep},
+                  ${order.currency}, ${totalMinor}, ${order.clientId}, ${workflowId}, ${now}, ${now})
+          RETURNING id),
+        placed_lines AS (
+          INSERT INTO order_lines (id, order_id, line_no, sku, quantity, unit_price_minor)
+          SELECT l.id, placed.id, l.line_no, l.sku, l.quantity, l.unit_price_minor
+          FROM placed, unnest(${lines.map((l) => l.id)}::uuid[], ${lines.map((l) => l.lineNo)}::int[],
+                              ${lines.map((l) => l.sku)}::text[], ${lines.map((l) => l.quantity)}::int[],
+                              ${lines.map((l) => l.unitPriceMinor)}::int[])
+                 AS l(id, line_no, sku, quantity, unit_price_minor))
+        INSERT INTO workflow_start_intents (order_id, workflow_id, attempts, available_at, created_at)
+        SELECT placed.id, ${workflowId}, 0, ${now}, ${now} FROM placed`;
+      return order;
     });
 
     this.dispatcher.notify();
-    return this.toView({ ...created, invoice: null, accountingSync: null });
+    return this.toView(created);
   }
 
   /**
