@@ -178,8 +178,12 @@ describe('createInvoice', () => {
     const { next } = await tdb.prisma.invoiceCounter.findUniqueOrThrow({ where: { series: 'INV' } });
     try {
       await tdb.prisma.invoiceCounter.update({ where: { series: 'INV' }, data: { next: 999_999 } });
-      const a = await run('createInvoice', { orderId: await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]) });
-      const b = await run('createInvoice', { orderId: await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]) });
+      const a = await run('createInvoice', {
+        orderId: await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]),
+      });
+      const b = await run('createInvoice', {
+        orderId: await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]),
+      });
       expect([a.invoiceNumber, b.invoiceNumber]).toEqual([
         formatInvoiceNumber('INV', 999_999),
         formatInvoiceNumber('INV', 1_000_000),
@@ -476,7 +480,11 @@ describe('the order tombstone: forward steps never act after a halt or on a fina
     expect(claims.map((c) => [c.key.split(':')[0], c.status])).toEqual([['order-confirmation', 'cancelled']]);
     expect(await tdb.prisma.inventoryMovement.count({ where: { orderId } })).toBe(0);
     const after = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
-    expect([after.status, after.statusStep, after.updatedAt]).toEqual([before.status, before.statusStep, before.updatedAt]);
+    expect([after.status, after.statusStep, after.updatedAt]).toEqual([
+      before.status,
+      before.statusStep,
+      before.updatedAt,
+    ]);
   });
 
   it('forward steps write their own status, with the database clock', async () => {
