@@ -5,7 +5,7 @@
  */
 import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound, rethrowProviderError } from './failures.js';
-import { halted, withHeartbeats, writeOrderStatus } from './order-guards.js';
+import { halted, orderStatusUpdate, withHeartbeats, writeOrderStatus } from './order-guards.js';
 import type { AccountingInvoice, AccountingProvider, Db } from './ports.js';
 
 /** Input of syncInvoiceToAccounting. */
@@ -30,6 +30,19 @@ export function accountingInvoiceKey(orderId: string): string {
   return `accounting-invoice:${orderId}`;
 }
 
+/** The order as the sync reads it: one statement (lines in line order, the invoice, an earlier sync if any). */
+interface AccountingOrderRow {
+  customer_email: string;
+  invoice_number: string | null;
+  invoice_status: string | null;
+  invoice_currency: string | null;
+  invoice_total_minor: number | null;
+  issued_at: Date | null;
+  synced_external_id: string | null;
+  synced_accounting_id: string | null;
+  lines: Array<{ sku: string; quantity: number; unitPriceMinor: number }> | null;
+}
+
 /** Builds the accounting activity over the database and accounting ports. */
 export function createAccountingActivities(db: Db, accounting: AccountingProvider) {
   return {
@@ -43,29 +56,36 @@ export function createAccountingActivities(db: Db, accounting: AccountingProvide
     async syncInvoiceToAccounting(input: SyncInvoiceToAccountingInput): Promise<SyncInvoiceToAccountingResult> {
       const { orderId } = input;
       const key = accountingInvoiceKey(orderId);
-      const order = await db.order.findUnique({
-        where: { id: orderId },
-        include: { lines: { orderBy: { lineNo: 'asc' } }, invoice: true, accountingSync: true },
-      });
+      const [order] = await db.$queryRaw<AccountingOrderRow[]>`
+        SELECT o.customer_email, i.number AS invoice_number, i.status AS invoice_status,
+               i.currency AS invoice_currency, i.total_minor AS invoice_total_minor, i.issued_at,
+               a.external_id AS synced_external_id, a.accounting_id AS synced_accounting_id,
+               (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,
+                                                  'unitPriceMinor', l.unit_price_minor) ORDER BY l.line_no)
+                FROM order_lines l WHERE l.order_id = o.id) AS lines
+        FROM orders o
+        LEFT JOIN invoices i ON i.order_id = o.id
+        LEFT JOIN accounting_syncs a ON a.order_id = o.id
+        WHERE o.id = ${orderId}::uuid`;
       if (!order) throw notFound('order', orderId);
-      if (!order.invoice) throw notFound('invoice of order', orderId);
-      const externalId = order.invoice.number;
-      if (order.invoice.status === 'void')
+      if (order.invoice_number === null) throw notFound('invoice of order', orderId);
+      const externalId = order.invoice_number;
+      if (order.invoice_status === 'void')
         throw halted(orderId, 'syncInvoiceToAccounting', `invoice ${externalId} is void`);
       const rank = statusRank(OrderStatus.Completed);
-      if (order.accountingSync?.externalId === externalId) {
+      if (order.synced_external_id === externalId && order.synced_accounting_id !== null) {
         await writeOrderStatus(db, orderId, OrderStatus.Completed, rank);
-        return { accountingId: order.accountingSync.accountingId, externalId, idempotencyKey: key, syncedNow: false };
+        return { accountingId: order.synced_accounting_id, externalId, idempotencyKey: key, syncedNow: false };
       }
       // Built only from stored, immutable fields: every attempt sends the identical body for the key.
       const invoice: AccountingInvoice = {
         externalId,
         orderId,
-        customerEmail: order.customerEmail,
-        currency: order.invoice.currency,
-        totalMinor: order.invoice.totalMinor,
-        issuedAt: order.invoice.issuedAt.toISOString(),
-        lines: order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity, unitPriceMinor: l.unitPriceMinor })),
+        customerEmail: order.customer_email,
+        currency: order.invoice_currency!,
+        totalMinor: order.invoice_total_minor!,
+        issuedAt: order.issued_at!.toISOString(),
+        lines: order.lines ?? [],
       };
       let accountingId: string;
       try {
@@ -73,14 +93,14 @@ export function createAccountingActivities(db: Db, accounting: AccountingProvide
       } catch (err) {
         rethrowProviderError(err, 'accounting system');
       }
-      await db.$transaction(async (tx) => {
-        await tx.$executeRaw`
+      // The sync record and the status in one statement: they commit together.
+      await db.$executeRaw`
+        WITH synced AS (
           INSERT INTO accounting_syncs (order_id, external_id, accounting_id, synced_at)
           VALUES (${orderId}::uuid, ${externalId}, ${accountingId}, now())
           ON CONFLICT (order_id) DO UPDATE
-            SET external_id = EXCLUDED.external_id, accounting_id = EXCLUDED.accounting_id, synced_at = now()`;
-        await writeOrderStatus(tx, orderId, OrderStatus.Completed, rank);
-      });
+            SET external_id = EXCLUDED.external_id, accounting_id = EXCLUDED.accounting_id, synced_at = now())
+        ${orderStatusUpdate(orderId, OrderStatus.Completed, rank)}`;
       return { accountingId, externalId, idempotencyKey: key, syncedNow: true };
     },
   };

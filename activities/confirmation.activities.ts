@@ -15,12 +15,14 @@ import {
   lockOrder,
   lockOrderForForwardStep,
   markHalted,
+  orderStatusUpdate,
   withHeartbeats,
   writeOrderStatus,
 } from './order-guards.js';
 import type { ActivitySettings, Db, EmailMessage, EmailProvider } from './ports.js';
 import { ProviderError } from './provider-error.js';
 import {
+  claimNewSideEffectOfOpenOrder,
   claimSideEffect,
   completeSideEffect,
   markSideEffectNotPerformed,
@@ -71,6 +73,16 @@ export interface HaltOrderInput {
 export type HaltOrderResult =
   { outcome: 'halted' } | { outcome: 'sent'; messageId: string } | { outcome: 'unknown'; claimOwner: string };
 
+/** The order as the confirmation reads it: one statement (lines in line order, with the products' names). */
+interface ConfirmationOrderRow {
+  customer_email: string;
+  customer_name: string | null;
+  currency: string;
+  total_minor: number;
+  invoice_number: string | null;
+  lines: Array<{ sku: string; quantity: number; unitPriceMinor: number; name: string }> | null;
+}
+
 /** Builds the confirmation activities over the database and email ports. */
 export function createConfirmationActivities(db: Db, email: EmailProvider, settings: ActivitySettings) {
   return {
@@ -91,22 +103,29 @@ export function createConfirmationActivities(db: Db, email: EmailProvider, setti
     async sendOrderConfirmation(input: SendOrderConfirmationInput): Promise<SendOrderConfirmationResult> {
       const { orderId } = input;
       const key = orderConfirmationKey(orderId);
-      const order = await db.order.findUnique({
-        where: { id: orderId },
-        include: { lines: { orderBy: { lineNo: 'asc' }, include: { product: true } }, invoice: true },
-      });
+      const [order] = await db.$queryRaw<ConfirmationOrderRow[]>`
+        SELECT o.customer_email, o.customer_name, o.currency, o.total_minor, i.number AS invoice_number,
+               (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,
+                                                  'unitPriceMinor', l.unit_price_minor, 'name', p.name)
+                                ORDER BY l.line_no)
+                FROM order_lines l JOIN products p ON p.sku = l.sku WHERE l.order_id = o.id) AS lines
+        FROM orders o LEFT JOIN invoices i ON i.order_id = o.id
+        WHERE o.id = ${orderId}::uuid`;
       if (!order) throw notFound('order', orderId);
-      if (!order.invoice) throw notFound('invoice of order', orderId);
+      if (order.invoice_number === null) throw notFound('invoice of order', orderId);
+      const invoiceNumber = order.invoice_number;
       if (cancellationRequested()) throw new CancelledFailure('cancelled before the confirmation was claimed');
 
       const owner = currentClaimOwner();
       const rank = statusRank(OrderStatus.ConfirmationSent);
-      const claim = await db.$transaction(async (tx) => {
-        await lockOrderForForwardStep(tx, orderId, 'sendOrderConfirmation');
-        const outcome = await claimSideEffect(tx, { key, kind: 'email', owner, leaseMs: settings.claimLeaseMs });
-        if (outcome.state === 'done') await writeOrderStatus(tx, orderId, OrderStatus.ConfirmationSent, rank);
-        return outcome;
-      });
+      const claim =
+        (await claimNewSideEffectOfOpenOrder(db, orderId, { key, kind: 'email', owner })) ??
+        (await db.$transaction(async (tx) => {
+          await lockOrderForForwardStep(tx, orderId, 'sendOrderConfirmation');
+          const outcome = await claimSideEffect(tx, { key, kind: 'email', owner, leaseMs: settings.claimLeaseMs });
+          if (outcome.state === 'done') await writeOrderStatus(tx, orderId, OrderStatus.ConfirmationSent, rank);
+          return outcome;
+        }));
       if (claim.state === 'done') return { messageId: claim.providerId, idempotencyKey: key, sentNow: false };
       if (claim.state === 'cancelled') throw halted(orderId, 'sendOrderConfirmation', 'the confirmation is cancelled');
       if (claim.how !== 'new')
@@ -120,21 +139,21 @@ export function createConfirmationActivities(db: Db, email: EmailProvider, setti
         throw new CancelledFailure('cancelled before the email provider was called');
       }
 
-      const lines = order.lines.map(
-        (l) => `  ${l.quantity} x ${l.product.name} (${l.sku}) @ ${formatMinor(l.unitPriceMinor, order.currency)}`,
+      const lines = (order.lines ?? []).map(
+        (l) => `  ${l.quantity} x ${l.name} (${l.sku}) @ ${formatMinor(l.unitPriceMinor, order.currency)}`,
       );
       const message: EmailMessage = {
-        to: order.customerEmail,
-        subject: `Order confirmed: invoice ${order.invoice.number}`,
+        to: order.customer_email,
+        subject: `Order confirmed: invoice ${invoiceNumber}`,
         text: [
-          `Hello ${order.customerName ?? order.customerEmail},`,
+          `Hello ${order.customer_name ?? order.customer_email},`,
           '',
-          `Thank you for your order ${order.id}.`,
+          `Thank you for your order ${orderId}.`,
           ...lines,
-          `Total: ${formatMinor(order.totalMinor, order.currency)}`,
-          `Invoice: ${order.invoice.number}`,
+          `Total: ${formatMinor(order.total_minor, order.currency)}`,
+          `Invoice: ${invoiceNumber}`,
         ].join('\n'),
-        metadata: { orderId, invoiceNumber: order.invoice.number },
+        metadata: { orderId, invoiceNumber },
       };
       let messageId: string;
       try {
@@ -146,10 +165,10 @@ export function createConfirmationActivities(db: Db, email: EmailProvider, setti
           await markSideEffectNotPerformed(db, key, owner, claim.prior);
         rethrowProviderError(err, 'email provider');
       }
-      const stored = await db.$transaction(async (tx) => {
-        const id = await completeSideEffect(tx, key, messageId);
-        await writeOrderStatus(tx, orderId, OrderStatus.ConfirmationSent, rank);
-        return id;
+      // The claim and the status in one statement: they commit together.
+      const stored = await completeSideEffect(db, key, messageId, {
+        orderId,
+        alongside: orderStatusUpdate(orderId, OrderStatus.ConfirmationSent, rank),
       });
       return { messageId: stored, idempotencyKey: key, sentNow: true };
     },

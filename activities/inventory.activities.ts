@@ -7,10 +7,18 @@
  * and changes nothing; increments are never replayed.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { Prisma } from '../prisma/generated/client.js';
 import { ErrorType } from '../workflows/errors.js';
 import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
-import { halted, lockOrder, lockOrderForForwardStep, markHalted, writeOrderStatus } from './order-guards.js';
+import {
+  halted,
+  lockOrder,
+  lockOrderForForwardStep,
+  markHalted,
+  writeOrderStatus,
+  writeStatusOfOpenOrder,
+} from './order-guards.js';
 import type { Db } from './ports.js';
 
 /** Input of reserveInventory / releaseInventory. */
@@ -58,28 +66,51 @@ export function createInventoryActivities(db: Db) {
      */
     async reserveInventory(input: ReserveInventoryInput): Promise<ReserveInventoryResult> {
       const { orderId } = input;
+      const status = OrderStatus.InventoryReserved;
+      const rank = statusRank(status);
       return db.$transaction(async (tx) => {
-        await lockOrderForForwardStep(tx, orderId, 'reserveInventory');
-        const released = await tx.inventoryMovement.count({ where: { orderId, reason: 'release' } });
-        if (released > 0) throw halted(orderId, 'reserveInventory', 'its reservation was released');
-        const lines = await tx.orderLine.findMany({ where: { orderId }, orderBy: { sku: 'asc' } });
+        // Fast path: lock, check and status write in one statement (undone with the rest if a line is short).
+        // The order's lines never change after it was placed, so reading them in the same statement is safe. A
+        // release movement is written only together with the tombstone (releaseInventory), which the UPDATE
+        // re-checks on the newest row; the NOT EXISTS guards the rule itself.
+        const fast = await writeStatusOfOpenOrder<{ lines: Array<{ sku: string; quantity: number }> | null }>(
+          tx,
+          orderId,
+          status,
+          rank,
+          Prisma.sql`(SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.sku)
+                      FROM order_lines l WHERE l.order_id = orders.id) AS lines`,
+          Prisma.sql`NOT EXISTS (SELECT 1 FROM inventory_movements m
+                                 WHERE m.order_id = ${orderId}::uuid AND m.reason = 'release')`,
+        );
+        let lines = fast?.lines ?? [];
+        if (!fast) {
+          await lockOrderForForwardStep(tx, orderId, 'reserveInventory');
+          const released = await tx.inventoryMovement.count({ where: { orderId, reason: 'release' } });
+          if (released > 0) throw halted(orderId, 'reserveInventory', 'its reservation was released');
+          lines = await tx.orderLine.findMany({ where: { orderId }, orderBy: { sku: 'asc' } });
+        }
         if (lines.length === 0) throw notFound('order', orderId);
         const movements: MovementOutcome[] = [];
         const shortages: StockShortage[] = [];
         for (const line of lines) {
           const id = `reserve:${orderId}:${line.sku}`;
-          const inserted = await tx.$executeRaw`
-            INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
-            VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'reservation', 0, ${line.quantity})
-            ON CONFLICT (id) DO NOTHING`;
-          if (inserted === 0) {
+          const [applied] = await tx.$queryRaw<Array<{ inserted: boolean; updated: boolean }>>`
+            WITH moved AS (
+              INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+              VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'reservation', 0, ${line.quantity})
+              ON CONFLICT (id) DO NOTHING
+              RETURNING 1),
+            reserved AS (
+              UPDATE products SET reserved = reserved + ${line.quantity}, updated_at = now()
+              WHERE sku = ${line.sku} AND on_hand - reserved >= ${line.quantity} AND EXISTS (SELECT 1 FROM moved)
+              RETURNING 1)
+            SELECT EXISTS (SELECT 1 FROM moved) AS inserted, EXISTS (SELECT 1 FROM reserved) AS updated`;
+          if (!applied!.inserted) {
             movements.push({ id, sku: line.sku, quantity: line.quantity, applied: false });
             continue;
           }
-          const updated = await tx.$executeRaw`
-            UPDATE products SET reserved = reserved + ${line.quantity}, updated_at = now()
-            WHERE sku = ${line.sku} AND on_hand - reserved >= ${line.quantity}`;
-          if (updated === 0) {
+          if (!applied!.updated) {
             const product = await tx.product.findUnique({ where: { sku: line.sku } });
             shortages.push({
               sku: line.sku,
@@ -98,7 +129,7 @@ export function createInventoryActivities(db: Db) {
             ...shortages,
           );
         }
-        await writeOrderStatus(tx, orderId, OrderStatus.InventoryReserved, statusRank(OrderStatus.InventoryReserved));
+        if (!fast) await writeOrderStatus(tx, orderId, status, rank);
         return { orderId, movements };
       });
     },

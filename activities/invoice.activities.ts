@@ -7,9 +7,17 @@
  * invoice and number and never burns a number.
  */
 import { randomUUID } from 'node:crypto';
+import { Prisma } from '../prisma/generated/client.js';
 import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
-import { halted, lockOrder, lockOrderForForwardStep, markHalted, writeOrderStatus } from './order-guards.js';
+import {
+  halted,
+  lockOrder,
+  lockOrderForForwardStep,
+  markHalted,
+  writeOrderStatus,
+  writeStatusOfOpenOrder,
+} from './order-guards.js';
 import type { Db } from './ports.js';
 
 /** Input of createInvoice / voidInvoice. */
@@ -42,6 +50,20 @@ export function formatInvoiceNumber(series: string, n: number): string {
   return `${series}-${String(n).padStart(6, '0')}`;
 }
 
+/** The series of invoice numbers (the `invoice_counters` row). */
+const INVOICE_SERIES = 'INV';
+
+/** An invoice row as createInvoice reads or inserts it. */
+interface InvoiceRow {
+  id: string;
+  number: string;
+  status: string;
+  currency: string;
+  total_minor: number;
+  issued_at: Date;
+  created: boolean;
+}
+
 /** Builds the invoice activities over the database port. */
 export function createInvoiceActivities(db: Db) {
   return {
@@ -54,41 +76,55 @@ export function createInvoiceActivities(db: Db) {
      */
     async createInvoice(input: CreateInvoiceInput): Promise<CreateInvoiceResult> {
       const { orderId } = input;
+      const status = OrderStatus.Invoiced;
+      const rank = statusRank(status);
       return db.$transaction(async (tx) => {
-        await lockOrderForForwardStep(tx, orderId, 'createInvoice');
-        const orders = await tx.$queryRaw<Array<{ currency: string; total_minor: number }>>`
-          SELECT currency, total_minor FROM orders WHERE id = ${orderId}::uuid`;
-        const order = orders[0];
-        if (!order) throw notFound('order', orderId);
-        const existing = await tx.invoice.findUnique({ where: { orderId } });
-        if (existing?.status === 'void') throw halted(orderId, 'createInvoice', `invoice ${existing.number} is void`);
-        await writeOrderStatus(tx, orderId, OrderStatus.Invoiced, statusRank(OrderStatus.Invoiced));
-        if (existing) {
-          return {
-            invoiceId: existing.id,
-            invoiceNumber: existing.number,
-            currency: existing.currency,
-            totalMinor: existing.totalMinor,
-            issuedAt: existing.issuedAt.toISOString(),
-            created: false,
-          };
+        // Fast path: lock, check and status write in one statement (undone with the rest if the invoice is void).
+        let order = await writeStatusOfOpenOrder<{ currency: string; total_minor: number }>(
+          tx,
+          orderId,
+          status,
+          rank,
+          Prisma.sql`currency, total_minor`,
+        );
+        if (!order) {
+          await lockOrderForForwardStep(tx, orderId, 'createInvoice');
+          const orders = await tx.$queryRaw<Array<{ currency: string; total_minor: number }>>`
+            SELECT currency, total_minor FROM orders WHERE id = ${orderId}::uuid`;
+          order = orders[0];
+          if (!order) throw notFound('order', orderId);
+          await writeOrderStatus(tx, orderId, status, rank);
         }
-        const [counter] = await tx.$queryRaw<Array<{ n: number }>>`
-          UPDATE invoice_counters SET next = next + 1 WHERE series = 'INV' RETURNING next - 1 AS n`;
-        if (!counter) throw new Error('invoice counter row INV is missing (run the migrations)');
+        // Under the order-row lock, in a statement of its own (so its snapshot sees an invoice committed by a run
+        // that held the lock before): the existing invoice, or a new one with the next number of the series. The
+        // counter moves only when there is no invoice, so no number is burnt.
         const id = randomUUID();
-        const number = formatInvoiceNumber('INV', Number(counter.n));
-        const [created] = await tx.$queryRaw<Array<{ issued_at: Date }>>`
-          INSERT INTO invoices (id, order_id, number, status, currency, total_minor)
-          VALUES (${id}::uuid, ${orderId}::uuid, ${number}, 'issued', ${order.currency}, ${order.total_minor})
-          RETURNING issued_at`;
+        const [row] = await tx.$queryRaw<InvoiceRow[]>`
+          WITH existing AS (
+            SELECT id, number, status, currency, total_minor, issued_at FROM invoices WHERE order_id = ${orderId}::uuid),
+          counter AS (
+            UPDATE invoice_counters SET next = next + 1
+            WHERE series = ${INVOICE_SERIES} AND NOT EXISTS (SELECT 1 FROM existing)
+            RETURNING next - 1 AS n),
+          created AS (
+            INSERT INTO invoices (id, order_id, number, status, currency, total_minor)
+            SELECT ${id}::uuid, ${orderId}::uuid,
+                   ${INVOICE_SERIES}::text || '-' || CASE WHEN n < 1000000 THEN lpad(n::text, 6, '0') ELSE n::text END,
+                   'issued', ${order.currency}, ${order.total_minor}
+            FROM counter
+            RETURNING id, number, status, currency, total_minor, issued_at)
+          SELECT id::text, number, status, currency, total_minor, issued_at, false AS created FROM existing
+          UNION ALL
+          SELECT id::text, number, status, currency, total_minor, issued_at, true AS created FROM created`;
+        if (!row) throw new Error(`invoice counter row ${INVOICE_SERIES} is missing (run the migrations)`);
+        if (row.status === 'void') throw halted(orderId, 'createInvoice', `invoice ${row.number} is void`);
         return {
-          invoiceId: id,
-          invoiceNumber: number,
-          currency: order.currency,
-          totalMinor: order.total_minor,
-          issuedAt: created!.issued_at.toISOString(),
-          created: true,
+          invoiceId: row.id,
+          invoiceNumber: row.number,
+          currency: row.currency,
+          totalMinor: row.total_minor,
+          issuedAt: row.issued_at.toISOString(),
+          created: row.created,
         };
       });
     },

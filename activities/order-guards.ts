@@ -6,7 +6,8 @@
 import { activityInfo, Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../workflows/errors.js';
-import { isTerminalStatus, type OrderStatus } from '../workflows/order-fulfilment.contract.js';
+import { Prisma } from '../prisma/generated/client.js';
+import { isTerminalStatus, TERMINAL_ORDER_STATUSES, type OrderStatus } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
 import type { Db } from './ports.js';
 import type { ClaimOwner, DbOrTx } from './side-effect-claims.js';
@@ -42,7 +43,14 @@ export async function lockOrder(tx: DbOrTx, orderId: string): Promise<LockedOrde
  *   `OrderHaltedError` (halted for compensation; details `{ haltReason }`), `NotFoundError`. All non-retryable.
  */
 export async function lockOrderForForwardStep(tx: DbOrTx, orderId: string, step: string): Promise<LockedOrder> {
-  const order = await lockOrder(tx, orderId);
+  return refuseUnlessOpen(await lockOrder(tx, orderId), orderId, step);
+}
+
+/**
+ * The check of {@link lockOrderForForwardStep} on an order row read under the order-row lock.
+ * @throws ApplicationFailure `OrderClosedError` or `OrderHaltedError` (non-retryable).
+ */
+export function refuseUnlessOpen(order: LockedOrder, orderId: string, step: string): LockedOrder {
   if (isTerminalStatus(order.status)) {
     throw ApplicationFailure.nonRetryable(
       `${step} refused: order ${orderId} is already ${order.status}`,
@@ -64,6 +72,56 @@ export async function markHalted(tx: DbOrTx, orderId: string, reason: string): P
     UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, ${reason.slice(0, 1000)}),
            updated_at = now()
     WHERE id = ${orderId}::uuid`;
+}
+
+/**
+ * The fast path of a forward step that writes its status first in its transaction: one `UPDATE` that takes the
+ * order-row lock (a row lock that conflicts with the `FOR UPDATE` of {@link lockOrder}, so the fence against
+ * halts holds) and writes `status` with `rank`, but only on an order that is open (not final, not halted), whose
+ * stored rank is lower (or equal with the same status), and that matches `extra` (a further condition on the
+ * row, e.g. `NOT EXISTS (...)`). PostgreSQL re-checks these conditions on the newest row version when the
+ * statement had to wait for the lock.
+ * @param returning the RETURNING list (columns of `orders`, or sub-selects of immutable rows; a sub-select sees
+ *   the statement's snapshot, taken before any wait for the lock).
+ * @returns the RETURNING row, or undefined when the row was not written: then the caller takes the slow path
+ *   ({@link lockOrderForForwardStep} and its own checks), which refuses, or proceeds without writing when only
+ *   the rank was higher already.
+ */
+export async function writeStatusOfOpenOrder<Row>(
+  tx: DbOrTx,
+  orderId: string,
+  status: OrderStatus,
+  rank: number,
+  returning: Prisma.Sql,
+  extra: Prisma.Sql = Prisma.sql`TRUE`,
+): Promise<Row | undefined> {
+  const rows = await tx.$queryRaw<Row[]>`
+    UPDATE orders
+    SET status = ${status}, status_step = ${rank}, failure_reason = NULL, updated_at = now()
+    WHERE id = ${orderId}::uuid AND halted_at IS NULL AND status <> ALL(${[...TERMINAL_ORDER_STATUSES]})
+      AND (status_step < ${rank} OR (status_step = ${rank} AND status = ${status})) AND ${extra}
+    RETURNING ${returning}`;
+  return rows[0];
+}
+
+/**
+ * The `UPDATE` of {@link writeOrderStatus} without a reason, as a fragment to run inside a data-modifying `WITH`
+ * (so a status write shares a statement with the write it belongs to).
+ * @param only a further condition (e.g. `EXISTS (SELECT 1 FROM inserted)`).
+ */
+export function orderStatusUpdate(
+  orderId: string,
+  status: OrderStatus,
+  rank: number,
+  only: Prisma.Sql = Prisma.sql`TRUE`,
+): Prisma.Sql {
+  return Prisma.sql`
+    UPDATE orders
+    SET status = ${status}, status_step = ${rank}, failure_reason = NULL,
+        completed_at = CASE WHEN ${status} = 'completed' THEN coalesce(completed_at, now()) ELSE completed_at END,
+        updated_at = now()
+    WHERE id = ${orderId}::uuid AND (status_step < ${rank} OR (status_step = ${rank} AND status = ${status}))
+      AND ${only}`;
 }
 
 /** The non-retryable `OrderHaltedError` of a forward step that must not act any more. */
@@ -113,11 +171,12 @@ export function cancellationRequested(): boolean {
  * Runs `fn` while heartbeating every `intervalMs` ms, so a worker that dies mid-call is noticed within the
  * heartbeat timeout of the activity's retry profile, and a cancel request reaches the activity. The call
  * itself is never aborted: a provider call cut short would leave its outcome unknown.
+ * The first heartbeat comes after `intervalMs`, not at once: the server's heartbeat timeout runs from the
+ * activity's start, so a call that ends sooner needs none (and costs no heartbeat request to Temporal).
  * See https://docs.temporal.io/encyclopedia/detecting-activity-failures#activity-heartbeat
  */
 export async function withHeartbeats<T>(fn: () => Promise<T>, intervalMs = 1000): Promise<T> {
   const ctx = Context.current();
-  ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), intervalMs);
   try {
     return await fn();

@@ -6,6 +6,7 @@
  */
 import { log } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { Prisma } from '../prisma/generated/client.js';
 import { ErrorType } from '../workflows/errors.js';
 import { OrderStatus, statusRank } from '../workflows/order-fulfilment.contract.js';
 import { notFound, rethrowProviderError } from './failures.js';
@@ -14,14 +15,14 @@ import {
   currentClaimOwner,
   halted,
   lockOrderForForwardStep,
+  orderStatusUpdate,
   withHeartbeats,
-  writeOrderStatus,
 } from './order-guards.js';
 import type { ActivitySettings, CarrierProvider, Db, ShipmentRequest, ShipmentResult } from './ports.js';
 import { ProviderError } from './provider-error.js';
 import {
+  claimNewSideEffectOfOpenOrder,
   claimSideEffect,
-  completeSideEffect,
   markSideEffectNotPerformed,
   type ClaimOwner,
   type PriorClaimStatus,
@@ -61,6 +62,15 @@ export function shipMovementId(orderId: string, sku: string): string {
   return `ship:${orderId}:${sku}`;
 }
 
+/** The order as shipOrder reads it: one statement (lines in line order, the recorded shipment if any). */
+interface ShippingOrderRow {
+  customer_email: string;
+  customer_name: string | null;
+  carrier_id: string | null;
+  tracking_number: string | null;
+  lines: Array<{ sku: string; quantity: number }> | null;
+}
+
 /** Builds the shipping activity over the database and carrier ports. */
 export function createShippingActivities(db: Db, carrier: CarrierProvider, settings: ActivitySettings) {
   /**
@@ -98,8 +108,29 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
     lines: Array<{ sku: string; quantity: number }>,
     shipment: ShipmentResult,
   ): Promise<ShipOrderResult> {
+    const status = OrderStatus.Shipped;
     return db.$transaction(async (tx) => {
-      const claimedId = await completeSideEffect(tx, key, shipment.shipmentId);
+      // The claim's completion, the shipment row and (when this run inserted that row) the status, in one
+      // statement. It locks the order row first (FOR NO KEY UPDATE, before the claim row: the order claimants
+      // take them in, so a concurrent claim waits instead of deadlocking), and before the products, in the order
+      // reserveInventory and releaseInventory lock them.
+      const [recorded] = await tx.$queryRaw<Array<{ claimed_id: string | null; inserted: boolean }>>`
+        WITH done AS (
+          UPDATE side_effect_claims SET status = 'sent', provider_id = ${shipment.shipmentId}, completed_at = now()
+          WHERE key = ${key} AND status IN ('sending', 'failed')
+            AND (SELECT count(*) FROM (
+                   SELECT 1 FROM orders WHERE id = ${orderId}::uuid FOR NO KEY UPDATE) AS locked) >= 0
+          RETURNING provider_id),
+        inserted AS (
+          INSERT INTO shipments (order_id, carrier_id, tracking_number)
+          VALUES (${orderId}::uuid, ${shipment.shipmentId}, ${shipment.trackingNumber})
+          ON CONFLICT (order_id) DO NOTHING
+          RETURNING 1),
+        shipped AS (${orderStatusUpdate(orderId, status, statusRank(status), Prisma.sql`EXISTS (SELECT 1 FROM inserted)`)})
+        SELECT coalesce((SELECT provider_id FROM done),
+                        (SELECT provider_id FROM side_effect_claims WHERE key = ${key})) AS claimed_id,
+               EXISTS (SELECT 1 FROM inserted) AS inserted`;
+      const claimedId = recorded!.claimed_id ?? shipment.shipmentId;
       if (claimedId !== shipment.shipmentId) {
         log.warn('the shipment claim holds another carrier id than the carrier returned', {
           key,
@@ -107,11 +138,7 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
           shipmentId: shipment.shipmentId,
         });
       }
-      const inserted = await tx.$executeRaw`
-        INSERT INTO shipments (order_id, carrier_id, tracking_number)
-        VALUES (${orderId}::uuid, ${shipment.shipmentId}, ${shipment.trackingNumber})
-        ON CONFLICT (order_id) DO NOTHING`;
-      if (inserted === 0) {
+      if (!recorded!.inserted) {
         const row = await tx.shipment.findUniqueOrThrow({ where: { orderId } });
         return {
           shipmentId: row.carrierId,
@@ -122,16 +149,19 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
       }
       for (const line of [...lines].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0))) {
         const id = shipMovementId(orderId, line.sku);
-        const moved = await tx.$executeRaw`
-          INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
-          VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'shipment', ${-line.quantity}, ${-line.quantity})
-          ON CONFLICT (id) DO NOTHING`;
-        if (moved === 0) continue;
-        const updated = await tx.$executeRaw`
-          UPDATE products
-          SET on_hand = on_hand - ${line.quantity}, reserved = reserved - ${line.quantity}, updated_at = now()
-          WHERE sku = ${line.sku} AND reserved >= ${line.quantity}`;
-        if (updated === 0) {
+        const [applied] = await tx.$queryRaw<Array<{ inserted: boolean; updated: boolean }>>`
+          WITH moved AS (
+            INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+            VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'shipment', ${-line.quantity}, ${-line.quantity})
+            ON CONFLICT (id) DO NOTHING
+            RETURNING 1),
+          consumed AS (
+            UPDATE products
+            SET on_hand = on_hand - ${line.quantity}, reserved = reserved - ${line.quantity}, updated_at = now()
+            WHERE sku = ${line.sku} AND reserved >= ${line.quantity} AND EXISTS (SELECT 1 FROM moved)
+            RETURNING 1)
+          SELECT EXISTS (SELECT 1 FROM moved) AS inserted, EXISTS (SELECT 1 FROM consumed) AS updated`;
+        if (applied!.inserted && !applied!.updated) {
           // Rolls the whole transaction back; the claim stays `sending` (the carrier acted) for a later retry.
           throw ApplicationFailure.nonRetryable(
             `cannot ship ${line.quantity} x ${line.sku} of order ${orderId}: less than that is reserved`,
@@ -139,7 +169,6 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
           );
         }
       }
-      await writeOrderStatus(tx, orderId, OrderStatus.Shipped, statusRank(OrderStatus.Shipped));
       return { ...shipment, idempotencyKey: key, shippedNow: true };
     });
   }
@@ -164,26 +193,28 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
     async shipOrder(input: ShipOrderInput): Promise<ShipOrderResult> {
       const { orderId } = input;
       const key = shipmentKey(orderId);
-      const order = await db.order.findUnique({
-        where: { id: orderId },
-        include: { lines: { orderBy: { lineNo: 'asc' } }, shipment: true },
-      });
+      const [order] = await db.$queryRaw<ShippingOrderRow[]>`
+        SELECT o.customer_email, o.customer_name, s.carrier_id, s.tracking_number,
+               (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.line_no)
+                FROM order_lines l WHERE l.order_id = o.id) AS lines
+        FROM orders o LEFT JOIN shipments s ON s.order_id = o.id
+        WHERE o.id = ${orderId}::uuid`;
       if (!order) throw notFound('order', orderId);
-      if (order.shipment) {
+      if (order.carrier_id !== null && order.tracking_number !== null) {
         return {
-          shipmentId: order.shipment.carrierId,
-          trackingNumber: order.shipment.trackingNumber,
+          shipmentId: order.carrier_id,
+          trackingNumber: order.tracking_number,
           idempotencyKey: key,
           shippedNow: false,
         };
       }
-      const lines = order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity }));
+      const lines = order.lines ?? [];
       // Built only from stored, immutable fields: every attempt sends the identical body for the key.
       const request: ShipmentRequest = {
         reference: orderId,
         recipient: {
-          email: order.customerEmail,
-          ...(order.customerName === null ? {} : { name: order.customerName }),
+          email: order.customer_email,
+          ...(order.customer_name === null ? {} : { name: order.customer_name }),
         },
         items: lines,
       };
@@ -192,10 +223,12 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
 
       const owner = currentClaimOwner();
       // The order row's lock is the one a halt takes before it tombstones claims.
-      const claim = await db.$transaction(async (tx) => {
-        await lockOrderForForwardStep(tx, orderId, 'shipOrder');
-        return claimSideEffect(tx, { key, kind: SHIPMENT_CLAIM_KIND, owner, leaseMs: settings.claimLeaseMs });
-      });
+      const claim =
+        (await claimNewSideEffectOfOpenOrder(db, orderId, { key, kind: SHIPMENT_CLAIM_KIND, owner })) ??
+        (await db.$transaction(async (tx) => {
+          await lockOrderForForwardStep(tx, orderId, 'shipOrder');
+          return claimSideEffect(tx, { key, kind: SHIPMENT_CLAIM_KIND, owner, leaseMs: settings.claimLeaseMs });
+        }));
       if (claim.state === 'cancelled') throw halted(orderId, 'shipOrder', 'the shipment is cancelled');
       if (claim.state === 'done') {
         const row = await db.shipment.findUnique({ where: { orderId } });

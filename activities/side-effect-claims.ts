@@ -21,7 +21,9 @@
  *  7. Otherwise someone else is sending right now: throw the retryable `ClaimInProgressError`.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { Prisma } from '../prisma/generated/client.js';
 import { ErrorType } from '../workflows/errors.js';
+import { TERMINAL_ORDER_STATUSES } from '../workflows/order-fulfilment.contract.js';
 import type { Db } from './ports.js';
 
 /** The client or a transaction of it: claims can be taken inside a caller's transaction. */
@@ -187,16 +189,59 @@ async function decideClaim(
 }
 
 /**
+ * The fast path of "lock the order row, refuse a final or halted order, claim": one statement that locks the
+ * order row (`FOR UPDATE`, the lock a halt takes before it tombstones claims) and inserts a new `sending` claim
+ * for `owner` only if the order is open (not final, not halted; PostgreSQL re-reads the newest row version when it
+ * had to wait for the lock). Rule 1 of this module, under the same fence as the transaction of
+ * `lockOrderForForwardStep` + {@link claimSideEffect}, in one round trip; reported to the observer like them.
+ * @returns the `owned` outcome when this statement inserted the claim; undefined otherwise (the order is missing,
+ *   final or halted, or the claim exists): the caller then runs that transaction, which refuses or applies rules
+ *   2 to 7.
+ */
+export async function claimNewSideEffectOfOpenOrder(
+  db: DbOrTx,
+  orderId: string,
+  params: { key: string; kind: string; owner: ClaimOwner },
+): Promise<ClaimOutcome | undefined> {
+  const { key, kind, owner } = params;
+  const inserted = await db.$executeRaw`
+    WITH locked AS MATERIALIZED (
+      SELECT status, halted_at FROM orders WHERE id = ${orderId}::uuid FOR UPDATE)
+    INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at)
+    SELECT ${key}, ${kind}, 'sending', ${ownerToken(owner)}, 1, now() FROM locked
+    WHERE locked.halted_at IS NULL AND locked.status <> ALL(${[...TERMINAL_ORDER_STATUSES]})
+    ON CONFLICT (key) DO NOTHING`;
+  if (inserted !== 1) return undefined;
+  const outcome: ClaimOutcome = { state: 'owned', how: 'new', attempts: 1, prior: 'none' };
+  report({ kind, outcome });
+  return outcome;
+}
+
+/**
  * Marks the claim `sent` with the provider's id. Idempotent: if another owner already completed it, the
  * recorded id is returned instead.
+ * @param withOrder the order whose row lock fences the claim, and a data-modifying statement on that order (its
+ *   status write) run in the same statement, so both commit together without a transaction of their own. The
+ *   order row is locked (`FOR NO KEY UPDATE`, which conflicts with the halt's `FOR UPDATE`) before the claim row,
+ *   the order every claimant and haltOrder take them in, so a halt racing the completion waits instead of
+ *   deadlocking.
  * @returns the provider id now stored on the claim.
  */
-export async function completeSideEffect(db: DbOrTx, key: string, providerId: string): Promise<string> {
+export async function completeSideEffect(
+  db: DbOrTx,
+  key: string,
+  providerId: string,
+  withOrder?: { orderId: string; alongside: Prisma.Sql },
+): Promise<string> {
+  const orderLockedFirst = withOrder
+    ? Prisma.sql`AND (SELECT count(*) FROM (
+        SELECT 1 FROM orders WHERE id = ${withOrder.orderId}::uuid FOR NO KEY UPDATE) AS locked) >= 0`
+    : Prisma.empty;
   const rows = await db.$queryRaw<Array<{ provider_id: string | null }>>`
     WITH done AS (
       UPDATE side_effect_claims SET status = 'sent', provider_id = ${providerId}, completed_at = now()
-      WHERE key = ${key} AND status IN ('sending', 'failed')
-      RETURNING provider_id)
+      WHERE key = ${key} AND status IN ('sending', 'failed') ${orderLockedFirst}
+      RETURNING provider_id)${withOrder ? Prisma.sql`, alongside AS (${withOrder.alongside})` : Prisma.empty}
     SELECT provider_id FROM done
     UNION ALL
     SELECT provider_id FROM side_effect_claims WHERE key = ${key} AND NOT EXISTS (SELECT 1 FROM done)`;

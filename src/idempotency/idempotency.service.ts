@@ -276,17 +276,16 @@ export class IdempotencyService {
    */
   private async complete(claim: ClaimRef, response: StoredResponse): Promise<void> {
     const completedAt = this.now();
-    await this.prisma.idempotencyRecord.updateMany({
-      where: { ...claim, status: IdempotencyStatus.Processing },
-      data: {
-        status: IdempotencyStatus.Completed,
-        responseStatus: response.status,
-        responseHeaders: response.headers,
-        responseBody: response.body as Prisma.InputJsonValue,
-        completedAt,
-        expiresAt: new Date(completedAt.getTime() + this.config.IDEMPOTENCY_RETENTION_MS),
-      },
-    });
+    const expiresAt = new Date(completedAt.getTime() + this.config.IDEMPOTENCY_RETENTION_MS);
+    // One statement (Prisma's updateMany wraps its UPDATE in a transaction of its own). An absent body stays NULL.
+    const body = response.body === undefined ? null : JSON.stringify(response.body);
+    await this.prisma.$executeRaw`
+      UPDATE idempotency_records
+      SET status = ${IdempotencyStatus.Completed}, response_status = ${response.status},
+          response_headers = ${JSON.stringify(response.headers)}::json, response_body = ${body}::json,
+          completed_at = ${completedAt}, expires_at = ${expiresAt}
+      WHERE client_id = ${claim.clientId} AND key = ${claim.key} AND claim_id = ${claim.claimId}
+        AND status = ${IdempotencyStatus.Processing}`;
   }
 
   /**

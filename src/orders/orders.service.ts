@@ -104,18 +104,20 @@ export class OrdersService {
    * @param options.clientId the client placing the order; it owns the order.
    * @param options.inTransaction runs first inside the order's transaction (e.g. the idempotency claim);
    *   its writes commit or roll back with the order, and its error aborts the order and propagates.
-   * @returns the stored order (`workflowStartedAt` is usually still null: the start follows the answer).
+   * @returns the stored order as committed (`workflowStartedAt` null: the start follows the answer).
    * @throws ProblemException 400 `unknown-sku` (with `skus` and `errors`), `currency-mismatch`, or
    *   `total-too-large`; nothing is stored then.
    */
   async create(request: CreateOrderRequest, options: CreateOrderOptions): Promise<OrderView> {
     const id = randomUUID();
-    await this.prisma.$transaction(async (tx) => {
+    // Read before the transaction (under READ COMMITTED it would see the same committed prices inside it), so the
+    // transaction holds its connection for its writes only.
+    const products = await this.prisma.product.findMany({
+      where: { sku: { in: request.lines.map((l) => l.sku) } },
+      select: { sku: true, priceMinor: true, currency: true },
+    });
+    const created = await this.prisma.$transaction(async (tx) => {
       await options.inTransaction?.(tx, id);
-      const products = await tx.product.findMany({
-        where: { sku: { in: request.lines.map((l) => l.sku) } },
-        select: { sku: true, priceMinor: true, currency: true },
-      });
       const bySku = new Map(products.map((p) => [p.sku, p]));
 
       const unknown = request.lines.flatMap((line, index) => (bySku.has(line.sku) ? [] : [{ index, sku: line.sku }]));
@@ -167,25 +169,52 @@ export class OrdersService {
         });
       }
 
-      await tx.order.create({
-        data: {
-          id,
-          customerEmail: request.customer.email,
-          customerName: request.customer.name ?? null,
-          status: OrderStatus.Received,
-          statusStep: 0,
-          currency: currencies[0]!,
-          totalMinor,
-          clientId: options.clientId,
-          workflowId: orderWorkflowId(id),
-          lines: { create: lines },
-          startIntent: { create: { workflowId: orderWorkflowId(id) } },
-        },
-      });
+      // The order, its lines and its start intent in one statement. Timestamps from this process's clock, as
+      // Prisma's `@default(now())` and `@updatedAt` set them.
+      const now = new Date();
+      const workflowId = orderWorkflowId(id);
+      const order: OrderRow = {
+        id,
+        customerEmail: request.customer.email,
+        customerName: request.customer.name ?? null,
+        status: OrderStatus.Received,
+        statusStep: 0,
+        failureReason: null,
+        haltedAt: null,
+        haltReason: null,
+        currency: currencies[0]!,
+        totalMinor,
+        clientId: options.clientId,
+        workflowId,
+        workflowStartedAt: null,
+        completedAt: null,
+        createdAt: now,
+        updatedAt: now,
+        lines: lines.map((l) => ({ ...l, orderId: id })),
+        invoice: null,
+        accountingSync: null,
+      };
+      await tx.$executeRaw`
+        WITH placed AS (
+          INSERT INTO orders (id, customer_email, customer_name, status, status_step, currency, total_minor, client_id,
+                              workflow_id, created_at, updated_at)
+          VALUES (${id}::uuid, ${order.customerEmail}, ${order.customerName}, ${order.status}, ${order.statusStep},
+                  ${order.currency}, ${totalMinor}, ${order.clientId}, ${workflowId}, ${now}, ${now})
+          RETURNING id),
+        placed_lines AS (
+          INSERT INTO order_lines (id, order_id, line_no, sku, quantity, unit_price_minor)
+          SELECT l.id, placed.id, l.line_no, l.sku, l.quantity, l.unit_price_minor
+          FROM placed, unnest(${lines.map((l) => l.id)}::uuid[], ${lines.map((l) => l.lineNo)}::int[],
+                              ${lines.map((l) => l.sku)}::text[], ${lines.map((l) => l.quantity)}::int[],
+                              ${lines.map((l) => l.unitPriceMinor)}::int[])
+                 AS l(id, line_no, sku, quantity, unit_price_minor))
+        INSERT INTO workflow_start_intents (order_id, workflow_id, attempts, available_at, created_at)
+        SELECT placed.id, ${workflowId}, 0, ${now}, ${now} FROM placed`;
+      return order;
     });
 
     this.dispatcher.notify();
-    return this.get(id, ALL_ORDERS);
+    return this.toView(created);
   }
 
   /**

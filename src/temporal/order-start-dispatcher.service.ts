@@ -60,6 +60,8 @@ export interface DispatchResult {
 interface ClaimedIntent {
   orderId: string;
   attempts: number;
+  /** Read with the claim, for the CustomerId search attribute (the starter need not read the order again). */
+  customerEmail: string;
 }
 
 @Injectable()
@@ -139,14 +141,15 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
     const claimed = await this.prisma.$queryRaw<ClaimedIntent[]>`
       UPDATE workflow_start_intents AS i
       SET available_at = now() + make_interval(secs => ${DISPATCH_LEASE_MS / 1000}), attempts = i.attempts + 1
-      WHERE i.order_id IN (
+      FROM orders AS o
+      WHERE o.id = i.order_id AND i.order_id IN (
         SELECT c.order_id FROM workflow_start_intents c JOIN orders o ON o.id = c.order_id
         WHERE c.available_at <= now() AND o.status <> ALL(${[...TERMINAL_ORDER_STATUSES]})
         ORDER BY c.available_at, c.order_id
         LIMIT ${DISPATCH_BATCH_SIZE}
         FOR UPDATE OF c SKIP LOCKED
       )
-      RETURNING i.order_id::text AS "orderId", i.attempts`;
+      RETURNING i.order_id::text AS "orderId", i.attempts, o.customer_email AS "customerEmail"`;
     const result: DispatchResult = { claimed: claimed.length, started: 0, failed: 0, deferred: 0 };
     const deferred: string[] = [];
     let next = 0;
@@ -157,7 +160,7 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
           continue;
         }
         try {
-          await this.starter.start(intent.orderId);
+          await this.starter.start(intent.orderId, { customerEmail: intent.customerEmail });
           result.started++;
         } catch (err) {
           if (isTemporalUnavailable(err)) {

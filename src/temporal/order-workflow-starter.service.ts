@@ -52,12 +52,14 @@ export class OrderWorkflowStarter {
    * in one transaction, records `orders.workflow_started_at` if it is still null and deletes the order's start intent
    * (its job is done).
    * @param orderId UUID of a committed order.
+   * @param known the order's customer email when the caller read it already (else it is read here).
    * @throws the client's error when Temporal is unreachable (after {@link WORKFLOW_START_TIMEOUT_MS} ms at
    *   most) or rejects the request; `orders.workflow_started_at` then stays null for the reconciler.
    */
-  async start(orderId: string): Promise<StartOrderWorkflowResult> {
+  async start(orderId: string, known?: { customerEmail: string }): Promise<StartOrderWorkflowResult> {
     const workflowId = orderWorkflowId(orderId);
-    const order = await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true } });
+    const order =
+      known ?? (await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true } }));
     const customerId = order && customerSearchId(order.customerEmail, this.config.CUSTOMER_ID_SECRET);
     let alreadyStarted = false;
     try {
@@ -79,13 +81,13 @@ export class OrderWorkflowStarter {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       alreadyStarted = true;
     }
-    await this.prisma.$transaction([
-      this.prisma.order.updateMany({
-        where: { id: orderId, workflowStartedAt: null },
-        data: { workflowStartedAt: new Date() },
-      }),
-      this.prisma.workflowStartIntent.deleteMany({ where: { orderId } }),
-    ]);
+    // One statement (one implicit transaction): the intent goes, the start time is recorded if still unset
+    // (`updated_at` moves with it, as Prisma's @updatedAt would).
+    const now = new Date();
+    await this.prisma.$executeRaw`
+      WITH intent AS (DELETE FROM workflow_start_intents WHERE order_id = ${orderId}::uuid)
+      UPDATE orders SET workflow_started_at = ${now}, updated_at = ${now}
+      WHERE id = ${orderId}::uuid AND workflow_started_at IS NULL`;
     return { workflowId, alreadyStarted };
   }
 }

@@ -9,7 +9,9 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Info } from '@temporalio/activity';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createActivities, type OrderActivities } from '../../../activities/index.js';
+import { formatInvoiceNumber } from '../../../activities/invoice.activities.js';
 import { ErrorType } from '../../../workflows/errors.js';
+import { statusRank } from '../../../workflows/order-fulfilment.contract.js';
 import { FakeAccountingProvider, FakeCarrierProvider, FakeEmailProvider } from '../../helpers/fake-providers.js';
 import { insertOrder, seedTestCatalogue, stockOf } from '../../helpers/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.js';
@@ -172,6 +174,26 @@ describe('createInvoice', () => {
     expect(counterAfter).toBe(counterBefore + 1);
   });
 
+  it('numbers invoices as formatInvoiceNumber does, wider past 999999', async () => {
+    const { next } = await tdb.prisma.invoiceCounter.findUniqueOrThrow({ where: { series: 'INV' } });
+    try {
+      await tdb.prisma.invoiceCounter.update({ where: { series: 'INV' }, data: { next: 999_999 } });
+      const a = await run('createInvoice', {
+        orderId: await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]),
+      });
+      const b = await run('createInvoice', {
+        orderId: await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]),
+      });
+      expect([a.invoiceNumber, b.invoiceNumber]).toEqual([
+        formatInvoiceNumber('INV', 999_999),
+        formatInvoiceNumber('INV', 1_000_000),
+      ]);
+      expect(b.invoiceNumber).toBe('INV-1000000');
+    } finally {
+      await tdb.prisma.invoiceCounter.update({ where: { series: 'INV' }, data: { next } });
+    }
+  });
+
   it('voids once', async () => {
     const orderId = await invoiced();
     expect((await run('voidInvoice', { orderId })).voided).toBe(true);
@@ -285,7 +307,14 @@ describe('sendOrderConfirmation', () => {
       run('sendOrderConfirmation', { orderId }, info(orderId, 1, '5')),
       run('sendOrderConfirmation', { orderId }, info(orderId, 1, '5')),
     ]);
-    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    // The loser finds the claim in progress (retryable), or already sent when the winner finished first (then it
+    // returns the winner's message without sending).
+    const sentNow = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(sentNow.filter((r) => r.sentNow)).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === 'rejected') expect((r.reason as ApplicationFailure).type).toBe(ErrorType.ClaimInProgress);
+    }
+    expect(new Set(sentNow.map((r) => r.messageId)).size).toBe(1);
     expect(email.calls).toHaveLength(1);
     const claim = await tdb.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } });
     expect([claim.status, claim.attempts]).toEqual(['sent', 2]);
@@ -421,6 +450,41 @@ describe('the order tombstone: forward steps never act after a halt or on a fina
       { status: 'failed' },
     ]);
     expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(before);
+  });
+
+  it('a late retry of an earlier step succeeds without moving the order back', async () => {
+    const orderId = await invoiced();
+    const invoice = await run('createInvoice', { orderId }, info(orderId, 2));
+    await run('reserveInventory', { orderId });
+    await run('sendOrderConfirmation', { orderId }, info(orderId, 1, '3'));
+    const stock = await stockOf(tdb.prisma, 'MUG-WHT');
+    // Retries that arrive after the order moved on: the same result, no second effect, the status stays.
+    const reserve = await run('reserveInventory', { orderId }, info(orderId, 2, '1'));
+    expect(reserve.movements.map((m) => m.applied)).toEqual([false]);
+    expect(await run('createInvoice', { orderId }, info(orderId, 3, '2'))).toEqual({ ...invoice, created: false });
+    expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(stock);
+    const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    expect([order.status, order.statusStep]).toEqual(['confirmation_sent', statusRank('confirmation_sent')]);
+  });
+
+  it('after a halt every forward step refuses before it claims or changes anything', async () => {
+    const orderId = await invoiced();
+    expect(await run('haltOrder', { orderId, reason: 'cancelled' })).toEqual({ outcome: 'halted' });
+    const before = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    for (const step of ['reserveInventory', 'createInvoice', 'sendOrderConfirmation', 'shipOrder'] as const) {
+      const refused = await failureOf(run(step, { orderId }, info(orderId, 2)));
+      expect([step, refused.type, refused.nonRetryable]).toEqual([step, ErrorType.OrderHalted, true]);
+    }
+    expect(email.calls).toHaveLength(0);
+    const claims = await tdb.prisma.sideEffectClaim.findMany({ where: { key: { contains: orderId } } });
+    expect(claims.map((c) => [c.key.split(':')[0], c.status])).toEqual([['order-confirmation', 'cancelled']]);
+    expect(await tdb.prisma.inventoryMovement.count({ where: { orderId } })).toBe(0);
+    const after = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
+    expect([after.status, after.statusStep, after.updatedAt]).toEqual([
+      before.status,
+      before.statusStep,
+      before.updatedAt,
+    ]);
   });
 
   it('forward steps write their own status, with the database clock', async () => {

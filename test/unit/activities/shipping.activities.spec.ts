@@ -316,13 +316,22 @@ describe('shipOrder', () => {
   });
 
   it('heartbeats during the carrier call', async () => {
-    carrier.delayMs = 1_100;
+    carrier.delayMs = 2_100;
     const orderId = await confirmedOrder();
     const env = mockEnv(info(orderId, 1, '7', { heartbeatTimeoutMs: 10_000 }));
     let beats = 0;
     env.on('heartbeat', () => (beats += 1));
     await env.run(shipOrder, { orderId });
-    expect(beats).toBeGreaterThanOrEqual(2); // one at once, then every second
+    expect(beats).toBeGreaterThanOrEqual(2); // every second of the call
+
+    // A call shorter than the interval sends none (the heartbeat timeout runs from the activity's start).
+    carrier.delayMs = 0;
+    const quick = await confirmedOrder();
+    const quickEnv = mockEnv(info(quick, 1, '7', { heartbeatTimeoutMs: 10_000 }));
+    let quickBeats = 0;
+    quickEnv.on('heartbeat', () => (quickBeats += 1));
+    await quickEnv.run(shipOrder, { orderId: quick });
+    expect(quickBeats).toBe(0);
   });
 
   it('stops before the carrier call when cancelled, and finishes a call under way', async () => {
