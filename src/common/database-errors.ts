@@ -3,7 +3,8 @@
  * `@prisma/adapter-pg`) and `pg` throw, so the API answers 503 with `Retry-After` instead of 500 while PostgreSQL is
  * down or restarting. Shapes recognised (observed on Prisma 6.19 with adapter-pg 7.10):
  * - `PrismaClientKnownRequestError` with code `P1001` (can't reach the server), `P1002` (timed out), `P1017` (the
- *   server closed the connection) or `P2024` (timed out waiting for a pool connection);
+ *   server closed the connection) or `P2024` (timed out waiting for a pool connection), or `P2028` "Unable to start
+ *   a transaction in the given time" (every pooled connection busy: the request did nothing, a repeat may pass);
  * - any error whose `meta.driverAdapterError.cause.kind` is `DatabaseNotReachable`, `ConnectionClosed`,
  *   `SocketTimeout`, `TooManyConnections` or `TlsConnectionError`, or `postgres` with one of the SQLSTATEs below;
  * - a `pg` or socket error with `code` `ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EHOSTUNREACH`, `ENOTFOUND`, or a
@@ -21,6 +22,8 @@ const ADAPTER_KINDS = new Set([
 ]);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
 const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/** Prisma's P2028 when no connection was free to start an interactive transaction within `maxWait`. */
+const NO_TRANSACTION_SLOT = /Unable to start a transaction in the given time/;
 
 /** Seconds a client should wait before repeating a request that met an unreachable database. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
@@ -39,6 +42,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
       cause?: unknown;
     };
     if (typeof e.code === 'string' && (PRISMA_CODES.has(e.code) || SOCKET_CODES.has(e.code))) return true;
+    if (e.code === 'P2028' && NO_TRANSACTION_SLOT.test(String((current as { message?: unknown }).message))) return true;
     if (isUnavailableSqlState(e.code)) return true;
     const adapter = e.meta?.driverAdapterError?.cause;
     if (typeof adapter?.kind === 'string' && ADAPTER_KINDS.has(adapter.kind)) return true;

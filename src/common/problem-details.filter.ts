@@ -123,7 +123,7 @@ export function toProblem(exception: unknown): ProblemDetails {
       type: ProblemType.ServiceUnavailable,
       title: 'Service unavailable',
       status: 503,
-      detail: `The database is unavailable right now; nothing was changed by this request. Try again in ${DATABASE_RETRY_AFTER_SECONDS} s (with the same Idempotency-Key).`,
+      detail: `The database is unavailable or busy right now; nothing was changed by this request. Try again in ${DATABASE_RETRY_AFTER_SECONDS} s (with the same Idempotency-Key).`,
     };
   }
   return {

@@ -4,7 +4,7 @@
  */
 import getPort from 'get-port';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../../src/common/database-errors.js';
 import { createPrismaClient } from '../../../src/prisma/prisma.js';
 
@@ -36,6 +36,26 @@ describe('isDatabaseUnavailable', () => {
   it('is true for pg against a closed port', async () => {
     const refused = new pg.Client({ connectionString: await closed() });
     expect(isDatabaseUnavailable(await caught(refused.connect()))).toBe(true);
+  });
+
+  it('is true when no pooled connection is free to start a transaction in time (P2028)', async () => {
+    const prisma = createPrismaClient(inject('pgAdminUrl'), 1);
+    clients.push(prisma);
+    // The pool's only connection is held for 600 ms; a transaction that may wait 100 ms for one gives up.
+    const holder = prisma.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT 1`;
+      await new Promise((r) => setTimeout(r, 600));
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const err = await caught(prisma.$transaction(async (tx) => tx.$queryRaw`SELECT 1`, { maxWait: 100 }));
+    await holder;
+    expect(err).toMatchObject({ code: 'P2028', message: expect.stringMatching(/Unable to start a transaction/) });
+    expect(isDatabaseUnavailable(err)).toBe(true);
+    // Another P2028 (a transaction that expired half-way) is not an outage.
+    const expired = Object.assign(new Error('A commit cannot be executed on an expired transaction'), {
+      code: 'P2028',
+    });
+    expect(isDatabaseUnavailable(expired)).toBe(false);
   });
 
   it('is false for errors of the request or the schema, and follows causes', () => {
