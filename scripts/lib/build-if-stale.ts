@@ -1,13 +1,15 @@
 /**
  * `npm start`'s build step: runs `npm run build` (prisma generate + tsc) only when a source changed since the last
- * successful build. "Changed" = the list of (path, size, mtime) of every file tsc and prisma generate read (the
- * folders of tsconfig.build.json, the tsconfigs, package-lock.json, prisma/schema.prisma) hashes differently from
- * the stamp written to dist/.build-stamp after that build, or an entry point in dist/ is missing.
+ * successful build. "Changed" = the paths and contents of every file tsc and prisma generate read (the folders of
+ * tsconfig.build.json, the tsconfigs, package.json, package-lock.json, prisma/schema.prisma) hash differently from
+ * the stamp written to dist/.build-stamp after that build, or an entry point in dist/ is missing. Contents, not
+ * modification times: `npm install` rewrites package-lock.json (same bytes, new mtime) on every run, so the
+ * README's `npm install && npm start` would otherwise rebuild every time.
  * `FORCE_BUILD=1` always builds.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { repoRoot } from './env.js';
@@ -24,12 +26,14 @@ const ENTRY_POINTS = [
   'dist/simulators/carrier/main.js',
 ];
 
-/** Hash of the relative path, size and mtime of every input file (prisma's generated client excluded). */
+/** Hash of the relative path and contents of every input file (prisma's generated client excluded). */
 export function sourceFingerprint(root = ROOT): string {
   const hash = createHash('sha256');
   const add = (rel: string): void => {
-    const st = statSync(path.join(root, rel));
-    hash.update(`${rel}\0${st.size}\0${st.mtimeMs}\n`);
+    const content = readFileSync(path.join(root, rel));
+    hash.update(`${rel}\0${content.length}\0`);
+    hash.update(content);
+    hash.update('\n');
   };
   const walk = (rel: string): void => {
     for (const entry of readdirSync(path.join(root, rel), { withFileTypes: true }).sort((a, b) =>

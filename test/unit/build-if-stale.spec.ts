@@ -24,4 +24,14 @@ describe('sourceFingerprint (npm start builds only when it changes)', () => {
     writeFileSync(path.join(root, 'src', 'b.ts'), '');
     expect(sourceFingerprint(root)).not.toBe(second);
   });
+
+  it('ignores a rewrite with the same bytes (npm install rewrites package-lock.json every time)', () => {
+    writeFileSync(path.join(root, 'package-lock.json'), '{"lockfileVersion":3}\n');
+    const before = sourceFingerprint(root);
+    writeFileSync(path.join(root, 'package-lock.json'), '{"lockfileVersion":3}\n');
+    utimesSync(path.join(root, 'package-lock.json'), new Date(), new Date(Date.now() + 60_000));
+    expect(sourceFingerprint(root)).toBe(before);
+    writeFileSync(path.join(root, 'package-lock.json'), '{"lockfileVersion":2}\n'); // same size, other bytes
+    expect(sourceFingerprint(root)).not.toBe(before);
+  });
 });
