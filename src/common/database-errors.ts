@@ -10,6 +10,9 @@
  * - a `pg` or socket error with `code` `ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EHOSTUNREACH`, `ENOTFOUND`, or a
  *   SQLSTATE of class 08 (connection exception), `57P01`/`57P02`/`57P03` (shutdown, crash, cannot connect now) or
  *   `53300` (too many connections) — https://www.postgresql.org/docs/current/errcodes-appendix.html
+ * - an error whose message says so without a code: `pg`'s "Client has encountered a connection error and is not
+ *   queryable" (a query on a connection PostgreSQL ended), "Connection terminated", and PostgreSQL's "database … is
+ *   not currently accepting connections" (SQLSTATE 55000, which also covers unrelated states).
  * Causes (`cause`) are followed, at most 5 deep.
  */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1017', 'P2024']);
@@ -22,6 +25,9 @@ const ADAPTER_KINDS = new Set([
 ]);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
 const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/** Messages of unavailability that come without a usable code. */
+const UNAVAILABLE_MESSAGES =
+  /Client has encountered a connection error and is not queryable|Connection terminated|is not currently accepting connections/;
 /** Prisma's P2028 when no connection was free to start an interactive transaction within `maxWait`. */
 const NO_TRANSACTION_SLOT = /Unable to start a transaction in the given time/;
 
@@ -44,6 +50,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     if (typeof e.code === 'string' && (PRISMA_CODES.has(e.code) || SOCKET_CODES.has(e.code))) return true;
     if (e.code === 'P2028' && NO_TRANSACTION_SLOT.test(String((current as { message?: unknown }).message))) return true;
     if (isUnavailableSqlState(e.code)) return true;
+    if (UNAVAILABLE_MESSAGES.test(String((current as { message?: unknown }).message ?? ''))) return true;
     const adapter = e.meta?.driverAdapterError?.cause;
     if (typeof adapter?.kind === 'string' && ADAPTER_KINDS.has(adapter.kind)) return true;
     if (adapter?.kind === 'postgres' && isUnavailableSqlState(adapter.originalCode)) return true;

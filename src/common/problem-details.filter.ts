@@ -74,7 +74,9 @@ export class ProblemDetailsFilter implements ExceptionFilter {
       else this.logger.error({ err: exception, instance: problem.instance }, message);
     }
     if (httpAdapter.isHeadersSent(response)) return;
-    if (problem.status === 503 && isDatabaseUnavailable(exception)) {
+    // Every 503 says when to come back (RFC 9110 §10.2.3); a controller may have set its own value already.
+    const headerSet = (response as { getHeader?: (name: string) => unknown }).getHeader?.('Retry-After') !== undefined;
+    if (problem.status === 503 && !headerSet) {
       httpAdapter.setHeader(response, 'Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
     }
     httpAdapter.setHeader(response, 'Content-Type', `${PROBLEM_JSON}; charset=utf-8`);

@@ -24,7 +24,12 @@ export const PRISMA_DISCONNECT_TIMEOUT_MS = 5000;
     {
       provide: PRISMA,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig): PrismaClient => createPrismaClient(config.DATABASE_URL),
+      useFactory: (config: AppConfig): PrismaClient => {
+        const logger = new Logger('Prisma');
+        return createPrismaClient(config.DATABASE_URL, undefined, {
+          onConnectionError: (err) => logger.warn(`database connection error outside a query: ${err.message}`),
+        });
+      },
     },
   ],
   exports: [PRISMA],

@@ -1,17 +1,55 @@
 /**
  * Creates the Prisma client used by the API, the worker, scripts and tests.
  * Prisma 6.19 with `engineType = "client"` talks to PostgreSQL through the `pg` driver adapter
- * (`@prisma/adapter-pg`), so no Rust query engine is downloaded.
+ * (`@prisma/adapter-pg`), so no Rust query engine is downloaded. The adapter gets a `pg.Pool` of ours, so that
+ * every connection has an `'error'` listener for its whole life: PostgreSQL ending a connection (a restart, a
+ * failover, `pg_terminate_backend`: SQLSTATE 57P01) otherwise raises an unhandled `'error'` on a `pg.Client` that
+ * is checked out between queries and crashes the process (prisma/orm#27641). The request that used the
+ * connection still fails (503 from the API, a retried activity in the worker); the process lives on.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../../prisma/generated/client.js';
+
+/** Wait for a new connection at most this long (ms) before the query fails (instead of hanging on a frozen server). */
+export const PG_CONNECT_TIMEOUT_MS = 10_000;
+
+/** Options of {@link createPrismaClient}. */
+export interface PrismaClientOptions {
+  /** Called with every error a connection or the pool reports outside a query (default: ignored). */
+  onConnectionError?: (err: Error) => void;
+}
 
 /**
  * @param databaseUrl PostgreSQL connection string, e.g. `postgresql://postgres@127.0.0.1:5432/orders`.
  * @param poolSize maximum pool connections (default 10).
+ * @param options see {@link PrismaClientOptions}.
  */
-export function createPrismaClient(databaseUrl: string, poolSize = 10): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize }) });
+export function createPrismaClient(
+  databaseUrl: string,
+  poolSize = 10,
+  options: PrismaClientOptions = {},
+): PrismaClient {
+  const onError = options.onConnectionError ?? (() => undefined);
+  const pool = createPgPool(databaseUrl, poolSize, onError);
+  return new PrismaClient({
+    adapter: new PrismaPg(pool, { disposeExternalPool: true, onPoolError: onError, onConnectionError: onError }),
+  });
+}
+
+/**
+ * The `pg.Pool` behind {@link createPrismaClient}: `poolSize` connections at most, {@link PG_CONNECT_TIMEOUT_MS} to
+ * connect, and `onError` listening on the pool and on every connection it opens, checked out or idle.
+ */
+export function createPgPool(databaseUrl: string, poolSize: number, onError: (err: Error) => void): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: poolSize,
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+  });
+  pool.on('error', onError);
+  pool.on('connect', (client) => client.on('error', onError));
+  return pool;
 }
 
 export { PrismaClient };

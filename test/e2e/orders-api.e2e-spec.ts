@@ -387,6 +387,7 @@ describe('Temporal down at POST time', () => {
     expect(Date.now() - healthStarted).toBeLessThan(1_500);
     expect(health.status).toBe(503);
     expect(health.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(health.headers['retry-after']).toBe('5');
     expect(health.body).toEqual({
       type: 'https://order-fulfilment.dev/problems/service-unavailable',
       title: 'Service unavailable',

@@ -6,7 +6,7 @@ import getPort from 'get-port';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../../src/common/database-errors.js';
-import { createPrismaClient } from '../../../src/prisma/prisma.js';
+import { createPgPool, createPrismaClient } from '../../../src/prisma/prisma.js';
 
 const closed = async () => {
   const port = await getPort();
@@ -67,5 +67,28 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(sqlstate('57P01'))).toBe(true); // admin_shutdown
     expect(isDatabaseUnavailable(sqlstate('08006'))).toBe(true); // connection_failure
     expect(isDatabaseUnavailable(new Error('wrapped', { cause: sqlstate('57P03') }))).toBe(true);
+    const notAccepting = 'database "order_fulfilment" is not currently accepting connections';
+    expect(isDatabaseUnavailable(Object.assign(new Error(notAccepting), { code: '55000' }))).toBe(true);
+    expect(isDatabaseUnavailable(sqlstate('55000'))).toBe(false); // object_not_in_prerequisite_state, in general
+  });
+
+  it('a connection PostgreSQL ends (57P01) while checked out between queries does not crash the process', async () => {
+    const errors: Error[] = [];
+    const pool = createPgPool(inject('pgAdminUrl'), 1, (err) => errors.push(err));
+    const client = await pool.connect();
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
+    await admin.connect();
+    await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+    await admin.end();
+    // Without a listener on the checked-out client, pg emits an unhandled 'error' here and the process dies.
+    await expect.poll(() => errors.length).toBeGreaterThan(0);
+    expect(errors[0]!.message).toMatch(/terminating connection|Connection terminated/);
+    const err = await caught(client.query('SELECT 1'));
+    expect(isDatabaseUnavailable(err)).toBe(true);
+    client.release(err as Error);
+    // The pool opens a new connection for the next query.
+    expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+    await pool.end();
   });
 });
