@@ -83,7 +83,7 @@ export function devApiKeysBanner(apiUrl: string, keys: readonly DevApiKey[], bol
   for (const k of keys) lines.push(`    ${k.client.padEnd(width)}  ${bold(k.key)}  ${k.scopes.join(' ')}`);
   lines.push('', '  Place an order:');
   lines.push(`    curl -i -X POST ${apiUrl}/orders -H 'Authorization: Bearer ${shop?.key ?? '<key>'}' \\`);
-  lines.push(`      -H 'content-type: application/json' -H "Idempotency-Key: $(uuidgen)" \\`);
+  lines.push(`      -H 'content-type: application/json' -H "Idempotency-Key: $(node -p 'crypto.randomUUID()')" \\`);
   lines.push(
     `      -d '{"customer":{"email":"ada@example.com","name":"Ada"},"lines":[{"sku":"TEE-BLK-M","quantity":2}]}'`,
   );
