@@ -163,13 +163,10 @@ class OrderLifecycle {
   async run(): Promise<OrderFulfilmentResult> {
     this.registerHandlers();
     this.everyStatusVisible = !patched(SPARSE_STATUS_ATTRIBUTE_PATCH);
-    if (this.everyStatusVisible) {
-      upsertSearchAttributes([
-        { key: SEARCH_ATTRIBUTES.OrderId, value: this.orderId },
-        { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
-      ]);
-    } else if (workflowInfo().typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId) === undefined) {
-      // Started without the starter's attributes (e.g. by hand from the CLI): still findable by OrderId.
+    // Runs before the patch always upserted these; after it, only a run started without the starter's attributes
+    // (e.g. by hand from the CLI) does, so that it is still findable by OrderId.
+    const startedWithoutAttributes = workflowInfo().typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId) === undefined;
+    if (this.everyStatusVisible || startedWithoutAttributes) {
       upsertSearchAttributes([
         { key: SEARCH_ATTRIBUTES.OrderId, value: this.orderId },
         { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },

@@ -200,6 +200,19 @@ async function statusUpserts(handle: WorkflowHandle): Promise<string[]> {
   });
 }
 
+/** Starts the order as the API's starter does: with `OrderId` and `OrderStatus` `received` set at start. */
+function startAsTheApi(orderId: string): Promise<WorkflowHandle> {
+  return client.workflow.start(ORDER_WORKFLOW_TYPE, {
+    taskQueue,
+    workflowId: orderWorkflowId(orderId),
+    args: [{ orderId }],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
+      { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
+    ],
+  });
+}
+
 /** Reads until `accept` holds (every 25 ms, at most 10 s) and returns the last value read. */
 async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean): Promise<T> {
   let value = await read();
@@ -560,16 +573,7 @@ describe('orderFulfilment workflow', () => {
         return defaults.shipOrder!(o, a);
       },
     });
-    // Started as the API's starter starts an order: OrderId and OrderStatus `received` at start.
-    const handle = await client.workflow.start(ORDER_WORKFLOW_TYPE, {
-      taskQueue,
-      workflowId: orderWorkflowId(orderId),
-      args: [{ orderId }],
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
-        { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
-      ],
-    });
+    const handle = await startAsTheApi(orderId);
     const visible = async () => (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus);
     expect(await eventually(visible, (s) => s === 'attention_required')).toBe('attention_required');
     await handle.executeUpdate(retryStepUpdate, { args: [{ step: 'shipOrder' }] });
@@ -585,15 +589,7 @@ describe('orderFulfilment workflow', () => {
 
   it('upserts OrderStatus once on the happy path when the starter set the attributes', async () => {
     const { orderId } = newOrder();
-    const handle = await client.workflow.start(ORDER_WORKFLOW_TYPE, {
-      taskQueue,
-      workflowId: orderWorkflowId(orderId),
-      args: [{ orderId }],
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
-        { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
-      ],
-    });
+    const handle = await startAsTheApi(orderId);
     await handle.result();
     expect(await statusUpserts(handle)).toEqual(['completed']);
     const description = await handle.describe();
