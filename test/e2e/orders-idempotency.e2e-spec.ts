@@ -131,7 +131,10 @@ describe('POST /orders with an Idempotency-Key', () => {
 
   it('10 concurrent identical requests → exactly one order; every answer is the 202 or a 409', async () => {
     const key = randomUUID();
-    const before = await workflowsOnQueue();
+    // Visibility is eventually consistent (on a cluster it lags by up to a second or so): an earlier test's
+    // workflow may not be listed yet. Every earlier workflow belongs to an order row, so count those too.
+    const earlierOrders = await db.prisma.order.findMany({ select: { id: true } });
+    const before = [...(await workflowsOnQueue()), ...earlierOrders.map((o) => orderWorkflowId(o.id))];
     const responses = await Promise.all(Array.from({ length: 10 }, () => post(order('race@example.com'), key)));
 
     expect(await ordersOf('race@example.com')).toBe(1);
