@@ -614,7 +614,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
   const designEvents = (() => {
     try {
       const h = JSON.parse(
-        readFileSync(path.join(ROOT, 'test', 'replay', 'histories', 'order-fulfilment-v3-completed.json'), 'utf8'),
+        readFileSync(path.join(ROOT, 'test', 'replay', 'histories', 'order-fulfilment-v4-completed.json'), 'utf8'),
       ) as { events: unknown[] };
       return h.events.length;
     } catch {

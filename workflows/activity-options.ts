@@ -8,7 +8,7 @@
  * See https://docs.temporal.io/encyclopedia/retry-policies and
  * https://docs.temporal.io/encyclopedia/detecting-activity-failures
  */
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 import { PERMANENT_ERROR_TYPES } from './errors.js';
 
 const nonRetryableErrorTypes = [...PERMANENT_ERROR_TYPES];
@@ -29,6 +29,18 @@ export const databaseStep: ActivityOptions = {
     maximumAttempts: 12,
     nonRetryableErrorTypes,
   },
+};
+
+/**
+ * The database steps (reserve, invoice) as local activities: the {@link databaseStep} budget, retried by the worker
+ * itself. A backoff shorter than `localRetryThreshold` waits inside the workflow task (which the worker keeps
+ * alive); a longer one becomes a timer in the history. See https://docs.temporal.io/local-activity
+ */
+export const localDatabaseStep: LocalActivityOptions = {
+  startToCloseTimeout: databaseStep.startToCloseTimeout,
+  scheduleToCloseTimeout: databaseStep.scheduleToCloseTimeout,
+  retry: databaseStep.retry,
+  localRetryThreshold: '10 seconds',
 };
 
 /**
@@ -104,4 +116,11 @@ export const housekeeping: ActivityOptions = {
 };
 
 /** All profiles by name, for documentation and tests. */
-export const RETRY_PROFILES = { databaseStep, providerCall, compensation, attentionWrite, housekeeping } as const;
+export const RETRY_PROFILES = {
+  databaseStep,
+  localDatabaseStep,
+  providerCall,
+  compensation,
+  attentionWrite,
+  housekeeping,
+} as const;

@@ -59,15 +59,17 @@ function duration(value: ActivityOptions['startToCloseTimeout']): string {
 }
 
 /**
- * Which activities the workflow calls through each profile: finds `const x = proxyActivities(profile)` and
- * `proxyActivities({ ...profile, ... })`, then every call `x.activityName(...)`.
+ * Which activities the workflow calls through each profile: finds `const x = proxyActivities(profile)`,
+ * `proxyActivities({ ...profile, ... })` and `proxyLocalActivities(profile)`, then every call `x.activityName(...)`.
  * @param source the workflow's TypeScript source.
- * @returns profile name → activity names, sorted.
+ * @returns profile name → activity names, sorted; an activity called through `proxyLocalActivities` is named
+ *   `<name> (local activity)`.
  * @throws Error when a `proxyActivities` call has no recognisable profile (the README would be wrong).
  */
 export function profileUsage(source: string): Map<string, string[]> {
   const file = ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true);
   const proxyProfile = new Map<string, string>();
+  const localProfiles = new Set<string>();
   const usage = new Map<string, Set<string>>();
 
   const profileOf = (arg: ts.Expression | undefined): string | undefined => {
@@ -86,11 +88,13 @@ export function profileUsage(source: string): Map<string, string[]> {
       node.initializer &&
       ts.isCallExpression(node.initializer) &&
       ts.isIdentifier(node.initializer.expression) &&
-      node.initializer.expression.text === 'proxyActivities'
+      (node.initializer.expression.text === 'proxyActivities' ||
+        node.initializer.expression.text === 'proxyLocalActivities')
     ) {
       const profile = profileOf(node.initializer.arguments[0]);
       if (!profile) throw new Error(`proxyActivities for "${node.name.text}" names no retry profile`);
       proxyProfile.set(node.name.text, profile);
+      if (node.initializer.expression.text === 'proxyLocalActivities') localProfiles.add(profile);
     }
     ts.forEachChild(node, findProxies);
   };
@@ -111,7 +115,8 @@ export function profileUsage(source: string): Map<string, string[]> {
   };
   findProxies(file);
   findCalls(file);
-  return new Map([...usage].map(([profile, set]) => [profile, [...set].sort()]));
+  const suffix = (profile: string) => (localProfiles.has(profile) ? ' (local activity)' : '');
+  return new Map([...usage].map(([profile, set]) => [profile, [...set].sort().map((a) => a + suffix(profile))]));
 }
 
 function table(headers: string[], rows: string[][]): string {
@@ -128,9 +133,9 @@ export function renderRetryProfiles(workflowSource: string): string {
     const backoff = `${initial} ×${retry.backoffCoefficient ?? 2}, max ${duration(retry.maximumInterval)}`;
     return [
       `\`${name}\``,
-      (usage.get(name) ?? []).map((a) => `\`${a}\``).join(', ') || '(unused)',
+      (usage.get(name) ?? []).map((a) => a.replace(/^(\w+)/, '`$1`')).join(', ') || '(unused)',
       duration(p.startToCloseTimeout),
-      duration(p.heartbeatTimeout),
+      duration('heartbeatTimeout' in p ? p.heartbeatTimeout : undefined),
       String(retry.maximumAttempts ?? '∞'),
       backoff,
       duration(p.scheduleToCloseTimeout),

@@ -1,11 +1,12 @@
 /**
  * Records the event histories that test/replay/replay.spec.ts replays: one per path through the current
- * workflow version (`lifecycle-v2` with `sparse-status-attribute`), run on a local dev server with scripted
- * activities, started with the search attributes the API's starter sets. Files are named
- * `order-fulfilment-v3-<scenario>.json`. Older files can no longer be recorded: keep them, they prove that
- * executions started on earlier code still replay — `order-fulfilment-<scenario>.json` from the first version
+ * workflow version (`local-database-steps`: reserve and invoice as local activities, sparse `OrderStatus`), run on
+ * a local dev server with scripted activities, started with the search attributes the API's starter sets. Files
+ * are named `order-fulfilment-v4-<scenario>.json`. Older files can no longer be recorded: keep them, they prove
+ * that executions started on earlier code still replay — `order-fulfilment-<scenario>.json` from the first version
  * (before `lifecycle-v2`), `order-fulfilment-v2-<scenario>.json` from `lifecycle-v2` before
- * `sparse-status-attribute` (an `OrderStatus` upsert at every status).
+ * `sparse-status-attribute` (an `OrderStatus` upsert at every status), `order-fulfilment-v3-<scenario>.json` from
+ * `sparse-status-attribute` before `local-database-steps` (reserve and invoice as activity tasks).
  *
  * Re-record only on purpose, when a change is meant to be incompatible AND no execution of the old shape can
  * still be running; otherwise keep the old histories, add new ones, and guard the change with `patched()`.
@@ -115,7 +116,15 @@ const scenarios: Scenario[] = [
   {
     name: 'cancelled-before-pivot',
     orderId: id(4),
-    behave: { createInvoice: slow(1_000, results.createInvoice) },
+    // The invoice (a local activity) holds the first workflow task for 1 s: the cancel reaches the workflow after
+    // it, while the confirmation (slow, heartbeating) has not called the provider yet.
+    behave: {
+      createInvoice: async () => {
+        await sleep(1_000);
+        return results.createInvoice;
+      },
+      sendOrderConfirmation: slow(5_000, results.sendOrderConfirmation),
+    },
     drive: async (handle) => {
       await sleep(300);
       await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] });
@@ -277,7 +286,7 @@ try {
         'json',
       ]);
       const history = JSON.parse(stdout) as { events: unknown[] };
-      const file = fileURLToPath(new URL(`./histories/order-fulfilment-v3-${s.name}.json`, import.meta.url));
+      const file = fileURLToPath(new URL(`./histories/order-fulfilment-v4-${s.name}.json`, import.meta.url));
       await writeFile(file, JSON.stringify(history, null, 2) + '\n');
       console.log(`recorded ${file} (${history.events.length} events)`);
     }

@@ -43,12 +43,15 @@ describe('README generated tables', () => {
   it('read which activities use which profile from the workflow source', () => {
     const source = `
       const db = proxyActivities<A>(databaseStep);
+      const local = proxyLocalActivities<A>(localDatabaseStep);
       const slow = proxyActivities<A>({ ...providerCall, cancellationType: 1 });
       await db.reserveInventory({ orderId });
       await slow.sendOrderConfirmation({ orderId });
-      await db.createInvoice({ orderId });`;
+      await db.createInvoice({ orderId });
+      await local.createInvoice({ orderId });`;
     expect(Object.fromEntries(profileUsage(source))).toEqual({
       databaseStep: ['createInvoice', 'reserveInventory'],
+      localDatabaseStep: ['createInvoice (local activity)'],
       providerCall: ['sendOrderConfirmation'],
     });
     expect(() => profileUsage('const x = proxyActivities<A>(options());')).toThrow(/names no retry profile/);

@@ -183,12 +183,44 @@ function newOrder(overrides: FakeOrder['overrides'] = {}): { orderId: string; or
   return { orderId, order };
 }
 
-function start(orderId: string): Promise<WorkflowHandle> {
+/**
+ * Starts the order's workflow. `workflowTaskTimeout` shortens the wait for a workflow task that a blocked local
+ * activity holds open: the worker heartbeats it (completes it and asks for a new one) at 80% of the timeout, and
+ * only then does a cancel or an Update sent meanwhile reach the workflow.
+ */
+function start(orderId: string, workflowTaskTimeout?: string): Promise<WorkflowHandle> {
   return client.workflow.start(ORDER_WORKFLOW_TYPE, {
     taskQueue,
     workflowId: orderWorkflowId(orderId),
     args: [{ orderId }],
+    ...(workflowTaskTimeout ? { workflowTaskTimeout } : {}),
   });
+}
+
+/** How a run's history did its steps: activity tasks by type, local activities by type, patch markers by id. */
+async function historyShape(
+  handle: WorkflowHandle,
+): Promise<{ activityTasks: string[]; localActivities: string[]; patches: string[] }> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const text = (p?: { data?: Uint8Array | null } | null) =>
+    p?.data ? (JSON.parse(Buffer.from(p.data).toString('utf8')) as unknown) : undefined;
+  const activityTasks: string[] = [];
+  const localActivities: string[] = [];
+  const patches: string[] = [];
+  for (const e of events) {
+    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (scheduled) activityTasks.push(scheduled);
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName === 'core_local_activity') {
+      const data = text(marker.details?.data?.payloads?.[0]) as { activity_type?: string } | undefined;
+      localActivities.push(data?.activity_type ?? '?');
+    }
+    if (marker?.markerName === 'core_patch') {
+      const data = text(marker.details?.['patch-data']?.payloads?.[0]) as { id?: string } | undefined;
+      patches.push(data?.id ?? '?');
+    }
+  }
+  return { activityTasks, localActivities, patches };
 }
 
 /** The values of the `OrderStatus` upserts in a workflow's history, in order. */
@@ -221,6 +253,12 @@ async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boole
     value = await read();
   }
   return value;
+}
+
+/** Whether the history has the workflow cancel request. */
+async function cancelRequested(handle: WorkflowHandle): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.some((e) => e.workflowExecutionCancelRequestedEventAttributes);
 }
 
 /** A promise and its resolver: a step waits on it until the test lets it go. */
@@ -594,7 +632,32 @@ describe('orderFulfilment workflow', () => {
     expect(await statusUpserts(handle)).toEqual(['completed']);
     const description = await handle.describe();
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId)).toBe(orderId);
-    expect(description.historyLength).toBe(40);
+    // The design's count (bench/README.md): 1 patch marker (+ its TemporalChangeVersion upsert), the two database
+    // steps as local-activity markers in the first workflow task, 3 activity tasks, 4 workflow tasks, 1 upsert.
+    expect(description.historyLength).toBe(28);
+    expect(await historyShape(handle)).toEqual({
+      activityTasks: ['sendOrderConfirmation', 'shipOrder', 'syncInvoiceToAccounting'],
+      localActivities: ['reserveInventory', 'createInvoice'],
+      patches: ['local-database-steps'],
+    });
+  });
+
+  it('retries a database step locally, with its retry profile, and records only its result', async () => {
+    let attempts = 0;
+    const { orderId, order } = newOrder({
+      createInvoice: async (o, a) => {
+        attempts++;
+        if (attempts < 3) throw ApplicationFailure.retryable('database unavailable', 'DatabaseUnavailable');
+        return defaults.createInvoice!(o, a);
+      },
+    });
+    const handle = await startAsTheApi(orderId);
+    await handle.result();
+    expect(attempts).toBe(3); // backoff 1 s, 2 s (databaseStep), under the local retry threshold
+    expectOneStory(order, 'completed');
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.some((e) => e.timerStartedEventAttributes)).toBe(false);
+    expect((await historyShape(handle)).localActivities).toEqual(['reserveInventory', 'createInvoice']);
   });
 
   it('refuses a retry when nothing waits, or when another step waits', async () => {
@@ -698,7 +761,8 @@ describe('cancel at every point: one story each time', () => {
       },
     };
     const { orderId, order } = newOrder(overrides);
-    const handle = await start(orderId);
+    const local = p.at === 'reserveInventory' || p.at === 'createInvoice';
+    const handle = await start(orderId, local ? '2 seconds' : undefined);
     await g.entered;
 
     let update: ReturnType<typeof outcome> | undefined;
@@ -714,6 +778,13 @@ describe('cancel at every point: one story each time', () => {
         : Promise.resolve(accepted);
     } else {
       await handle.cancel();
+      // A local step holds its workflow task open: the cancel request reaches the workflow (and is in the history)
+      // once the worker heartbeats that task. Until then it could not have stopped anything.
+      if (local)
+        await eventually(
+          () => cancelRequested(handle),
+          (seen) => seen,
+        );
     }
     // Let the cancel reach the step (heartbeats flush every second), then let the step go on.
     await new Promise((r) => setTimeout(r, p.phase === 'before' ? 1500 : 300));
