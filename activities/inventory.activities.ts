@@ -86,9 +86,11 @@ export function createInventoryActivities(db: Db) {
         let lines = fast?.lines ?? [];
         if (!fast) {
           await lockOrderForForwardStep(tx, orderId, 'reserveInventory');
-          const released = await tx.inventoryMovement.count({ where: { orderId, reason: 'release' } });
-          if (released > 0) throw halted(orderId, 'reserveInventory', 'its reservation was released');
-          lines = await tx.orderLine.findMany({ where: { orderId }, orderBy: { sku: 'asc' } });
+          const [released] = await tx.$queryRaw<Array<{ any: boolean }>>`
+            SELECT EXISTS (SELECT 1 FROM inventory_movements WHERE order_id = ${orderId}::uuid AND reason = 'release') AS any`;
+          if (released!.any) throw halted(orderId, 'reserveInventory', 'its reservation was released');
+          lines = await tx.$queryRaw<Array<{ sku: string; quantity: number }>>`
+            SELECT sku, quantity FROM order_lines WHERE order_id = ${orderId}::uuid ORDER BY sku`;
         }
         if (lines.length === 0) throw notFound('order', orderId);
         const movements: MovementOutcome[] = [];
@@ -111,12 +113,9 @@ export function createInventoryActivities(db: Db) {
             continue;
           }
           if (!applied!.updated) {
-            const product = await tx.product.findUnique({ where: { sku: line.sku } });
-            shortages.push({
-              sku: line.sku,
-              requested: line.quantity,
-              available: product ? product.onHand - product.reserved : 0,
-            });
+            const [product] = await tx.$queryRaw<Array<{ available: number }>>`
+              SELECT on_hand - reserved AS available FROM products WHERE sku = ${line.sku}`;
+            shortages.push({ sku: line.sku, requested: line.quantity, available: product?.available ?? 0 });
           }
           movements.push({ id, sku: line.sku, quantity: line.quantity, applied: true });
         }
@@ -147,14 +146,14 @@ export function createInventoryActivities(db: Db) {
       return db.$transaction(async (tx) => {
         await lockOrder(tx, orderId);
         await markHalted(tx, orderId, 'compensating');
-        const reservations = await tx.inventoryMovement.findMany({
-          where: { orderId, reason: 'reservation' },
-          orderBy: { sku: 'asc' },
-        });
+        const reservations = await tx.$queryRaw<Array<{ sku: string; reservedDelta: number }>>`
+          SELECT sku, reserved_delta AS "reservedDelta" FROM inventory_movements
+          WHERE order_id = ${orderId}::uuid AND reason = 'reservation' ORDER BY sku`;
         const shipped = new Set(
-          (await tx.inventoryMovement.findMany({ where: { orderId, reason: 'shipment' }, select: { sku: true } })).map(
-            (m) => m.sku,
-          ),
+          (
+            await tx.$queryRaw<Array<{ sku: string }>>`
+              SELECT sku FROM inventory_movements WHERE order_id = ${orderId}::uuid AND reason = 'shipment'`
+          ).map((m) => m.sku),
         );
         const movements: MovementOutcome[] = [];
         for (const r of reservations) {

@@ -141,7 +141,8 @@ export function createInvoiceActivities(db: Db) {
       return db.$transaction(async (tx) => {
         await lockOrder(tx, orderId);
         await markHalted(tx, orderId, 'compensating');
-        const invoice = await tx.invoice.findUnique({ where: { orderId } });
+        const [invoice] = await tx.$queryRaw<Array<{ number: string }>>`
+          SELECT number FROM invoices WHERE order_id = ${orderId}::uuid`;
         if (!invoice) return { invoiceNumber: null, voided: false };
         const updated = await tx.$executeRaw`
           UPDATE invoices SET status = 'void', voided_at = now() WHERE order_id = ${orderId}::uuid AND status = 'issued'`;

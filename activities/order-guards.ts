@@ -9,11 +9,11 @@ import { ErrorType } from '../workflows/errors.js';
 import { Prisma } from '../prisma/generated/client.js';
 import { isTerminalStatus, TERMINAL_ORDER_STATUSES, type OrderStatus } from '../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
-import type { Db } from './ports.js';
+import type { SqlQueries } from './ports.js';
 import type { ClaimOwner, DbOrTx } from './side-effect-claims.js';
 
-/** A transaction of the Prisma client (the argument of `db.$transaction(async (tx) => ...)`). */
-export type Tx = Parameters<Parameters<Db['$transaction']>[0]>[0];
+/** A transaction (the argument of `db.$transaction(async (tx) => ...)`). */
+export type Tx = SqlQueries;
 
 /** The order row as the guards read it. */
 export interface LockedOrder {

@@ -47,8 +47,9 @@ export function createOrderStatusActivities(db: Db) {
       const rank = statusRank(input.status, step);
       const applied = await writeOrderStatus(db, input.orderId, input.status, rank, input.failureReason ?? null);
       if (applied) return { applied: true };
-      const exists = await db.order.count({ where: { id: input.orderId } });
-      if (exists === 0) throw notFound('order', input.orderId);
+      const [order] = await db.$queryRaw<Array<{ exists: boolean }>>`
+        SELECT EXISTS (SELECT 1 FROM orders WHERE id = ${input.orderId}::uuid) AS exists`;
+      if (!order!.exists) throw notFound('order', input.orderId);
       return { applied: false };
     },
   };

@@ -2,10 +2,33 @@
  * The ports activities depend on: the database and the three providers (email, accounting, carrier). Activities never import Nest
  * or HTTP code; the worker wires real implementations in, unit tests wire fakes.
  */
-import type { PrismaClient } from '../prisma/generated/client.js';
+import type { Prisma } from '../prisma/generated/client.js';
 
-/** The Prisma client (PostgreSQL through `@prisma/adapter-pg`). */
-export type Db = PrismaClient;
+/**
+ * Raw SQL on PostgreSQL, called as a tagged template (`` db.$queryRaw`SELECT ... WHERE id = ${id}::uuid` ``) or
+ * with a `Prisma.sql` fragment; every `${value}` becomes a bind parameter, never text in the statement. The method
+ * names and shapes are those of the Prisma client, so `PrismaClient` satisfies this port too; the worker wires
+ * src/database/sql-client.ts (node-postgres, no query compilation per call).
+ */
+export interface SqlQueries {
+  /**
+   * Runs a statement and returns its rows (`T` is the row array type; columns by their SQL names). Values as
+   * node-postgres maps them: integer and text columns as number and string, timestamptz as Date, json as parsed.
+   * @throws the driver's error (e.g. a unique violation, SQLSTATE 23505; a lost connection) unchanged.
+   */
+  $queryRaw<T = unknown>(query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]): Promise<T>;
+  /** Runs a statement and returns the number of rows it changed. @throws as {@link SqlQueries.$queryRaw}. */
+  $executeRaw(query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]): Promise<number>;
+}
+
+/** The database port: {@link SqlQueries} and transactions. */
+export interface Db extends SqlQueries {
+  /**
+   * Runs `fn` in one transaction (READ COMMITTED) on one connection: committed when `fn` resolves, rolled back
+   * when it throws (the error is rethrown unchanged).
+   */
+  $transaction<T>(fn: (tx: SqlQueries) => Promise<T>): Promise<T>;
+}
 
 /** An email to send. */
 export interface EmailMessage {

@@ -139,7 +139,10 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
         });
       }
       if (!recorded!.inserted) {
-        const row = await tx.shipment.findUniqueOrThrow({ where: { orderId } });
+        const [row] = await tx.$queryRaw<Array<{ carrierId: string; trackingNumber: string }>>`
+          SELECT carrier_id AS "carrierId", tracking_number AS "trackingNumber" FROM shipments
+          WHERE order_id = ${orderId}::uuid`;
+        if (!row) throw new Error(`shipment of order ${orderId} not found after its insert conflicted`);
         return {
           shipmentId: row.carrierId,
           trackingNumber: row.trackingNumber,
@@ -231,7 +234,9 @@ export function createShippingActivities(db: Db, carrier: CarrierProvider, setti
         }));
       if (claim.state === 'cancelled') throw halted(orderId, 'shipOrder', 'the shipment is cancelled');
       if (claim.state === 'done') {
-        const row = await db.shipment.findUnique({ where: { orderId } });
+        const [row] = await db.$queryRaw<Array<{ carrierId: string; trackingNumber: string }>>`
+          SELECT carrier_id AS "carrierId", tracking_number AS "trackingNumber" FROM shipments
+          WHERE order_id = ${orderId}::uuid`;
         if (row) {
           return {
             shipmentId: row.carrierId,

@@ -1,15 +1,16 @@
 /**
- * The worker's Nest module: configuration, Prisma, the provider clients and the idempotency store, assembled into
- * the `ActivityDeps` that `createActivities` needs. No HTTP server.
+ * The worker's Nest module: configuration, the activities' database client (node-postgres), Prisma (for the
+ * idempotency store), the provider clients, assembled into the `ActivityDeps` that `createActivities` needs. No
+ * HTTP server.
  */
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { ActivityDeps } from '../activities/ports.js';
 import { APP_CONFIG, type AppConfig, loadConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { IdempotencyService } from './idempotency/idempotency.service.js';
-import { PrismaModule, PRISMA } from './prisma/prisma.module.js';
-import type { PrismaClient } from './prisma/prisma.js';
+import { createSqlClient, SQL_CLIENT } from './database/sql-client.js';
+import { PrismaModule } from './prisma/prisma.module.js';
 import { HttpAccountingProvider } from './providers/http-accounting-provider.js';
 import { HttpCarrierProvider } from './providers/http-carrier-provider.js';
 import { HttpEmailProvider } from './providers/http-email-provider.js';
@@ -17,8 +18,22 @@ import { HttpEmailProvider } from './providers/http-email-provider.js';
 /** Injection token of the worker's ActivityDeps. */
 export const ACTIVITY_DEPS = Symbol('ACTIVITY_DEPS');
 
+/** The activities' database client (src/database/sql-client.ts) and the pool behind it. */
+type SqlClient = ReturnType<typeof createSqlClient>;
+
 @Module({})
-export class WorkerModule {
+export class WorkerModule implements OnApplicationShutdown {
+  constructor(@Inject(SQL_CLIENT) private readonly sql: SqlClient) {}
+
+  /** Ends the activities' pool (after the worker drained); gives up after 5 s with a warning. */
+  async onApplicationShutdown(): Promise<void> {
+    if (!(await this.sql.close(5000))) {
+      new Logger('Database').warn(
+        'the activities’ database pool did not close within 5000 ms; shutting down without it',
+      );
+    }
+  }
+
   /**
    * @param config validated configuration; default {@link loadConfig} over `process.env` for the `worker` role
    *   (under `NODE_ENV=production` every provider URL and key must be set).
@@ -29,10 +44,20 @@ export class WorkerModule {
       imports: [ConfigModule.forRoot(config), PrismaModule, IdempotencyModule],
       providers: [
         {
+          provide: SQL_CLIENT,
+          inject: [APP_CONFIG],
+          useFactory: (config: AppConfig): SqlClient => {
+            const logger = new Logger('Database');
+            return createSqlClient(config.DATABASE_URL, (err) =>
+              logger.warn(`database connection error outside a query: ${err.message}`),
+            );
+          },
+        },
+        {
           provide: ACTIVITY_DEPS,
-          inject: [APP_CONFIG, PRISMA, IdempotencyService],
-          useFactory: (config: AppConfig, db: PrismaClient, idempotency: IdempotencyService): ActivityDeps => ({
-            db,
+          inject: [APP_CONFIG, SQL_CLIENT, IdempotencyService],
+          useFactory: (config: AppConfig, sql: SqlClient, idempotency: IdempotencyService): ActivityDeps => ({
+            db: sql.client,
             email: new HttpEmailProvider({
               baseUrl: config.EMAIL_PROVIDER_URL,
               apiKey: config.EMAIL_PROVIDER_API_KEY,

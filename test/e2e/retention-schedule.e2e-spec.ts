@@ -37,7 +37,7 @@ beforeAll(async () => {
     namespace: 'default',
     taskQueue,
     activities: createActivities({
-      db: db.prisma,
+      db: db.sql,
       email: new FakeEmailProvider(),
       accounting: new FakeAccountingProvider(),
       carrier: new FakeCarrierProvider(),

@@ -8,6 +8,7 @@ import path from 'node:path';
 import getPort from 'get-port';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { createSqlClient, type PgSqlClient } from '../../src/database/sql-client.js';
 import { createPrismaClient, type PrismaClient } from '../../src/prisma/prisma.js';
 
 /** Replaces the database name of a PostgreSQL URL. */
@@ -54,7 +55,10 @@ export async function startTestPostgres(): Promise<{ adminUrl: string; stop(): P
 /** A database of one suite: cloned from the template, dropped at the end. */
 export interface TestDatabase {
   url: string;
+  /** For the tests' own setup and assertions. */
   prisma: PrismaClient;
+  /** The activities' database port as the worker wires it (node-postgres, src/database/sql-client.ts). */
+  sql: PgSqlClient;
   drop(): Promise<void>;
 }
 
@@ -65,11 +69,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await adminQuery(adminUrl, `CREATE DATABASE "${name}" TEMPLATE "${inject('templateDatabase')}"`);
   const url = databaseUrl(adminUrl, name);
   const prisma = createPrismaClient(url);
+  const sql = createSqlClient(url, () => undefined, 4);
   return {
     url,
     prisma,
+    sql: sql.client,
     async drop() {
       await prisma.$disconnect();
+      await sql.close();
       await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     },
   };

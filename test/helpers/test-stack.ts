@@ -88,7 +88,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
           namespace: config.TEMPORAL_NAMESPACE,
           taskQueue: config.TEMPORAL_TASK_QUEUE,
           activities: createActivities({
-            db: db.prisma,
+            db: db.sql,
             email: new HttpEmailProvider({
               baseUrl: email.url,
               apiKey: 'test-email-key',

@@ -59,7 +59,7 @@ beforeEach(() => {
   email = new FakeEmailProvider();
   accounting = new FakeAccountingProvider();
   acts = createActivities({
-    db: tdb.prisma,
+    db: tdb.sql,
     email,
     accounting,
     carrier: new FakeCarrierProvider(),

@@ -91,7 +91,7 @@ beforeAll(async () => {
 afterAll(async () => tdb?.drop());
 beforeEach(() => {
   carrier = new FakeCarrierProvider();
-  ({ shipOrder } = createShippingActivities(tdb.prisma, carrier, { claimLeaseMs: 60_000 }));
+  ({ shipOrder } = createShippingActivities(tdb.sql, carrier, { claimLeaseMs: 60_000 }));
 });
 
 describe('shipOrder', () => {
