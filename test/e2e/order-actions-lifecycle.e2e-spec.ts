@@ -270,10 +270,8 @@ describe('the sweeper with finished workflows', () => {
     expect((await waitForFinal(completed)).status).toBe('completed');
     await stack.client.workflow.getHandle(orderWorkflowId(completed)).result();
 
-    stack.email.injectFault({ mode: 'slow', delayMs: 1_000, times: 1 });
-    const cancelled = await placeOrder();
+    const cancelled = await placeOrderWaitingToResendConfirmation();
     expect((await cancel(cancelled, randomUUID(), 'sweeper test')).status).toBe(200);
-    stack.email.clearFaults();
     await stack.client.workflow.getHandle(orderWorkflowId(cancelled)).result();
 
     // As if the last status writes had been lost: rows back at an earlier status, untouched for an hour.
