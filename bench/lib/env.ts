@@ -14,7 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import { execa } from 'execa';
 import getPort from 'get-port';
 import pg from 'pg';
-import { startEmbeddedPostgres as startPostgresServer } from '../../scripts/lib/embedded-pg.js';
+import { PreconditionError, startEmbeddedPostgres as startPostgresServer } from '../../scripts/lib/embedded-pg.js';
 import { repoRoot } from '../../scripts/lib/env.js';
 import { Child, pollUntil, waitForHttp, type ExitInfo } from '../../scripts/lib/processes.js';
 import { ensureTemporalCli, startDevServer, type DevServer } from '../../scripts/lib/temporal-cli.js';
@@ -96,18 +96,28 @@ export interface Postgres {
  * (scripts/lib/embedded-pg.ts); database `order_fulfilment` created. CPU: the postmaster's whole tree.
  */
 async function startEmbeddedPostgres(dir: string, logDir: string): Promise<Postgres> {
-  const port = await getPort();
   const logFile = path.join(logDir, 'postgres.log');
-  const server = await startPostgresServer({
-    dataDir: dir,
-    checkout: dir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    log: (line) => appendFileSync(logFile, `${line}\n`),
-    output: { logFile },
-    readyTimeoutMs: 60_000,
-  });
+  // A free port can be taken between get-port's check and the server's bind (another stack on the machine): the
+  // start then finds another PostgreSQL on it (PreconditionError), and we try another port.
+  let port = 0;
+  let server: Awaited<ReturnType<typeof startPostgresServer>> | undefined;
+  for (let attempt = 1; !server; attempt++) {
+    port = await getPort();
+    try {
+      server = await startPostgresServer({
+        dataDir: dir,
+        checkout: dir,
+        port,
+        user: 'postgres',
+        password: 'postgres',
+        log: (line) => appendFileSync(logFile, `${line}\n`),
+        output: { logFile },
+        readyTimeoutMs: 60_000,
+      });
+    } catch (error) {
+      if (!(error instanceof PreconditionError) || attempt >= 3) throw error;
+    }
+  }
   const base = `postgresql://postgres:postgres@127.0.0.1:${port}`;
   const admin = new pg.Client({ connectionString: `${base}/postgres` });
   await admin.connect();

@@ -234,6 +234,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   });
   opts.onSpawn?.(child);
   const url = `postgresql://${encodeURIComponent(opts.user)}:${encodeURIComponent(opts.password)}@127.0.0.1:${opts.port}/postgres`;
+  // The server that answers on the port, by its data directory: another PostgreSQL already listening there (our
+  // own then fails to bind and exits) would otherwise pass for ours, and its databases would be used.
+  let answered: string | undefined;
   try {
     // Ready means a login works: the port opens before start-up finishes ("the database system is starting up").
     await pollUntil(
@@ -242,6 +245,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
         const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
         try {
           await client.connect();
+          const { rows } = await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`);
+          answered = rows[0]?.dir;
           return true;
         } finally {
           await client.end().catch(() => undefined);
@@ -252,6 +257,13 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   } catch (error) {
     await child.stop();
     throw error;
+  }
+  if (answered !== undefined && path.resolve(answered) !== path.resolve(dataDir)) {
+    await child.stop();
+    throw new PreconditionError(
+      `port ${opts.port} is taken by another PostgreSQL (data directory ${answered}); ` +
+        'stop it or set EMBEDDED_PG_PORT to a free port',
+    );
   }
   return child;
 }
