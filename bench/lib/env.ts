@@ -113,6 +113,8 @@ async function startEmbeddedPostgres(dir: string, logDir: string): Promise<Postg
         log: (line) => appendFileSync(logFile, `${line}\n`),
         output: { logFile },
         readyTimeoutMs: 60_000,
+        // Every arm gets an empty cluster, also when an earlier run at the same path left one under /var/tmp.
+        fresh: true,
       });
     } catch (error) {
       if (!(error instanceof PreconditionError) || attempt >= 3) throw error;

@@ -205,6 +205,11 @@ export interface EmbeddedPostgresOptions {
   readyTimeoutMs?: number;
   /** Called with the server process as soon as it is spawned (e.g. to supervise it while it starts). */
   onSpawn?: (child: Child) => void;
+  /**
+   * Start from an empty cluster: one left in the data folder by an earlier run (also in the folder under /var/tmp
+   * that stands in for an unreachable `dataDir`, which outlives the checkout's own files) is removed first.
+   */
+  fresh?: boolean;
 }
 
 /**
@@ -217,7 +222,15 @@ export interface EmbeddedPostgresOptions {
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<Child> {
   const runAs = postgresRunAs();
   const binDir = await reachableBinDir(runAs, opts.log);
-  const dataDir = await reachableDataDir(runAs, opts.dataDir, opts.checkout);
+  let dataDir = await reachableDataDir(runAs, opts.dataDir, opts.checkout);
+  if (opts.fresh && existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    if (existsSync(path.join(dataDir, 'postmaster.pid'))) {
+      throw new PreconditionError(`a PostgreSQL may still be running on ${dataDir} (postmaster.pid): stop it first`);
+    }
+    opts.log(`removing the cluster an earlier run left in ${dataDir}`);
+    await rm(dataDir, { recursive: true, force: true });
+    dataDir = await reachableDataDir(runAs, opts.dataDir, opts.checkout);
+  }
   const server: ServerOptions = { ...opts, binDir, dataDir, runAs };
   if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
     opts.log(`reusing the cluster in ${dataDir}`);
