@@ -255,6 +255,18 @@ async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boole
   return value;
 }
 
+/** A shipOrder that the carrier rejects for good once (422), then waits at `g` before shipping. */
+function rejectedOnceThenGated(g: ReturnType<typeof gate>): NonNullable<FakeOrder['overrides']['shipOrder']> {
+  let attempts = 0;
+  return async (o, a) => {
+    attempts++;
+    if (attempts === 1) throw ApplicationFailure.nonRetryable('carrier 422', ErrorType.ProviderRejected);
+    g.enter();
+    await g.wait;
+    return defaults.shipOrder!(o, a);
+  };
+}
+
 /** Whether the history has the workflow cancel request. */
 async function cancelRequested(handle: WorkflowHandle): Promise<boolean> {
   const events = (await handle.fetchHistory()).events ?? [];
@@ -601,16 +613,7 @@ describe('orderFulfilment workflow', () => {
 
   it('upserts OrderStatus only where a visibility query needs it: attention_required, after it, the end', async () => {
     const g = gate();
-    let attempts = 0;
-    const { orderId, order } = newOrder({
-      shipOrder: async (o, a) => {
-        attempts++;
-        if (attempts === 1) throw ApplicationFailure.nonRetryable('carrier 422', ErrorType.ProviderRejected);
-        g.enter();
-        await g.wait;
-        return defaults.shipOrder!(o, a);
-      },
-    });
+    const { orderId, order } = newOrder({ shipOrder: rejectedOnceThenGated(g) });
     const handle = await startAsTheApi(orderId);
     const visible = async () => (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus);
     expect(await eventually(visible, (s) => s === 'attention_required')).toBe('attention_required');
@@ -662,16 +665,7 @@ describe('orderFulfilment workflow', () => {
 
   it('refuses a retry when nothing waits, or when another step waits', async () => {
     const g = gate();
-    let attempts = 0;
-    const { orderId } = newOrder({
-      shipOrder: async (o, a) => {
-        attempts++;
-        if (attempts === 1) throw ApplicationFailure.nonRetryable('carrier 422', ErrorType.ProviderRejected);
-        g.enter();
-        await g.wait;
-        return defaults.shipOrder!(o, a);
-      },
-    });
+    const { orderId } = newOrder({ shipOrder: rejectedOnceThenGated(g) });
     const handle = await start(orderId);
     await eventually(
       () => handle.query(orderStatusQuery),
