@@ -7,10 +7,10 @@
  * `$1…$n` placeholders and its values, and the schema has no bigint or numeric columns whose JavaScript types
  * would differ between the two drivers.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { Prisma } from '../../prisma/generated/client.js';
 import type { Db, SqlQueries } from '../../activities/ports.js';
+import { settlesWithin } from '../common/settles-within.js';
 import { createPgPool } from '../prisma/prisma.js';
 
 type Query = TemplateStringsArray | Prisma.Sql;
@@ -83,14 +83,6 @@ export function createSqlClient(
   const pool = createPgPool(databaseUrl, poolSize, onError);
   return {
     client: new PgSqlClient(pool),
-    async close(closeTimeoutMs = 5000) {
-      const abort = new AbortController();
-      const closed = await Promise.race([
-        pool.end().then(() => true),
-        sleep(closeTimeoutMs, false, { signal: abort.signal }).catch(() => false),
-      ]);
-      abort.abort();
-      return closed;
-    },
+    close: (closeTimeoutMs = 5000) => settlesWithin(pool.end(), closeTimeoutMs),
   };
 }

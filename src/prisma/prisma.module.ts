@@ -3,8 +3,8 @@
  * {@link createPrismaClient} from `AppConfig.DATABASE_URL`, and disconnects it on application shutdown.
  * Requires {@link APP_CONFIG} (ConfigModule).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { settlesWithin } from '../common/settles-within.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { createPrismaClient, type PrismaClient } from './prisma.js';
 
@@ -45,13 +45,7 @@ export class PrismaModule implements OnApplicationShutdown {
    * process open (the exiting process closes its sockets anyway).
    */
   async onApplicationShutdown(): Promise<void> {
-    const abort = new AbortController();
-    const closed = await Promise.race([
-      this.prisma.$disconnect().then(() => true),
-      sleep(PRISMA_DISCONNECT_TIMEOUT_MS, false, { signal: abort.signal }).catch(() => false),
-    ]);
-    abort.abort();
-    if (!closed) {
+    if (!(await settlesWithin(this.prisma.$disconnect(), PRISMA_DISCONNECT_TIMEOUT_MS))) {
       this.logger.warn(
         `the database pool did not close within ${PRISMA_DISCONNECT_TIMEOUT_MS} ms (a connection lost in an outage ` +
           'is still checked out); shutting down without it',
