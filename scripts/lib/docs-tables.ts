@@ -11,7 +11,7 @@
  *   length and retention, the movements page, the cancel wait);
  * - `metrics`: every metric family of src/metrics/metric-definitions.ts.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
@@ -36,8 +36,11 @@ export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
 /** The README this generates into. */
 export const README_PATH = path.join(repoRoot(), 'README.md');
 
-/** The workflow whose `proxyActivities` calls say which activity uses which profile. */
-export const WORKFLOW_PATH = path.join(repoRoot(), 'workflows', 'order-fulfilment.workflow.ts');
+/**
+ * The workflows whose `proxyActivities` calls say which activity uses which profile: every `*.workflow.ts` in
+ * workflows/ (not workflows/legacy/, whose frozen code keeps copies of its own profiles).
+ */
+export const WORKFLOWS_DIR = path.join(repoRoot(), 'workflows');
 
 /** Opening and closing marker of a section. */
 export function markers(section: GeneratedSection): { start: string; end: string } {
@@ -124,9 +127,17 @@ function table(headers: string[], rows: string[][]): string {
   return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** The `retry-profiles` section: the profile table and the permanent error types. */
-export function renderRetryProfiles(workflowSource: string): string {
-  const usage = profileUsage(workflowSource);
+/**
+ * The `retry-profiles` section: the profile table and the permanent error types.
+ * @param workflowSources the TypeScript source of each workflow file.
+ */
+export function renderRetryProfiles(...workflowSources: string[]): string {
+  const usage = new Map<string, string[]>();
+  for (const source of workflowSources) {
+    for (const [profile, activities] of profileUsage(source)) {
+      usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
+    }
+  }
   const rows = Object.entries(RETRY_PROFILES).map(([name, p]) => {
     const retry = p.retry ?? {};
     const initial = retry.initialInterval === undefined ? '1 s' : duration(retry.initialInterval);
@@ -210,7 +221,14 @@ export function renderMetrics(): string {
 /** Renders every section. */
 export async function renderSections(): Promise<Record<GeneratedSection, string>> {
   return {
-    'retry-profiles': renderRetryProfiles(await readFile(WORKFLOW_PATH, 'utf8')),
+    'retry-profiles': renderRetryProfiles(
+      ...(await Promise.all(
+        (await readdir(WORKFLOWS_DIR))
+          .filter((f) => f.endsWith('.workflow.ts'))
+          .sort()
+          .map((f) => readFile(path.join(WORKFLOWS_DIR, f), 'utf8')),
+      )),
+    ),
     limits: renderLimits(),
     metrics: renderMetrics(),
   };

