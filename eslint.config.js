@@ -57,7 +57,7 @@ const BOUNDARIES = {
   },
 };
 // Every top-level folder gets a row: a new one fails the lint until its boundaries are written down.
-const UNCHECKED = new Set(['node_modules', 'dist', 'coverage', 'artifacts']);
+const UNCHECKED = new Set(['node_modules', 'dist', 'coverage', 'artifacts', 'docs']);
 for (const entry of readdirSync(import.meta.dirname, { withFileTypes: true })) {
   if (entry.isDirectory() && !entry.name.startsWith('.') && !UNCHECKED.has(entry.name) && !BOUNDARIES[entry.name]) {
     throw new Error(
