@@ -1,19 +1,25 @@
 /**
- * `npm run docs:tables`: regenerates the README's tables that restate code (retry profiles, limits, metrics; see
- * scripts/lib/docs-tables.ts). `--check` changes nothing and exits 1 when the README is out of date.
+ * `npm run docs:tables`: regenerates the documentation tables that restate code (retry profiles in
+ * docs/guarantees.md, limits in docs/api.md, metrics in docs/operations.md; see scripts/lib/docs-tables.ts), in
+ * every document that holds one. `--check` changes nothing and exits 1 when a document is out of date.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { README_PATH, renderReadme } from './lib/docs-tables.js';
+import { docPath, GENERATED_FILES, renderDocument, renderSections } from './lib/docs-tables.js';
 
 const check = process.argv.includes('--check');
-const current = await readFile(README_PATH, 'utf8');
-const next = await renderReadme(current);
-if (next === current) {
-  console.log('README.md tables are up to date');
-} else if (check) {
-  console.error('README.md tables are out of date: run `npm run docs:tables`');
-  process.exit(1);
-} else {
-  await writeFile(README_PATH, next);
-  console.log('README.md tables regenerated');
+const sections = await renderSections();
+let stale = 0;
+for (const file of GENERATED_FILES) {
+  const current = await readFile(docPath(file), 'utf8');
+  const next = await renderDocument(file, current, sections);
+  if (next === current) {
+    console.log(`${file}: tables are up to date`);
+  } else if (check) {
+    console.error(`${file}: tables are out of date: run \`npm run docs:tables\``);
+    stale++;
+  } else {
+    await writeFile(docPath(file), next);
+    console.log(`${file}: tables regenerated`);
+  }
 }
+if (stale > 0) process.exit(1);

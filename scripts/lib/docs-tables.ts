@@ -1,15 +1,15 @@
 /**
- * README tables generated from the code, so they cannot drift from it: `npm run docs:tables` rewrites each section
- * between its marker comments, and test/unit/readme-tables.spec.ts fails when the README differs from what this
- * renders.
+ * Documentation tables generated from the code, so they cannot drift from it: `npm run docs:tables` rewrites each
+ * section between its marker comments in the document that holds it ({@link SECTION_FILES}), and
+ * test/unit/docs-tables.spec.ts fails when a document differs from what this renders.
  *
  * Sections (markers `<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`):
- * - `retry-profiles`: every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the activities the
+ * - `retry-profiles` (docs/guarantees.md): every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the activities the
  *   workflow calls through it (read from workflows/order-fulfilment.workflow.ts with the TypeScript parser), and
  *   `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
- * - `limits`: request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
+ * - `limits` (docs/api.md): request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
  *   length and retention, the movements page, the cancel wait);
- * - `metrics`: every metric family of src/metrics/metric-definitions.ts.
+ * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -29,12 +29,29 @@ import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
 import { CANCEL_LIMITS } from '../../src/orders/order-actions.dto.js';
 import { repoRoot } from './env.js';
 
-/** Names of the generated README sections. */
+/** Names of the generated sections. */
 export const GENERATED_SECTIONS = ['retry-profiles', 'limits', 'metrics'] as const;
 export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
 
-/** The README this generates into. */
-export const README_PATH = path.join(repoRoot(), 'README.md');
+/** The document (path from the repository's root) that holds each section. */
+export const SECTION_FILES: Record<GeneratedSection, string> = {
+  'retry-profiles': 'docs/guarantees.md',
+  limits: 'docs/api.md',
+  metrics: 'docs/operations.md',
+};
+
+/** The documents this generates into, as paths from the repository's root, each once. */
+export const GENERATED_FILES: readonly string[] = [...new Set(Object.values(SECTION_FILES))].sort();
+
+/** Absolute path of a document named by its path from the repository's root. */
+export function docPath(file: string): string {
+  return path.join(repoRoot(), file);
+}
+
+/** The sections a document holds, in {@link GENERATED_SECTIONS} order. */
+export function sectionsOf(file: string): GeneratedSection[] {
+  return GENERATED_SECTIONS.filter((section) => SECTION_FILES[section] === file);
+}
 
 /**
  * The workflows whose `proxyActivities` calls say which activity uses which profile: every `*.workflow.ts` in
@@ -67,7 +84,7 @@ function duration(value: ActivityOptions['startToCloseTimeout']): string {
  * @param source the workflow's TypeScript source.
  * @returns profile name → activity names, sorted; an activity called through `proxyLocalActivities` is named
  *   `<name> (local activity)`.
- * @throws Error when a `proxyActivities` call has no recognisable profile (the README would be wrong).
+ * @throws Error when a `proxyActivities` call has no recognisable profile (the retry-profile table would be wrong).
  */
 export function profileUsage(source: string): Map<string, string[]> {
   const file = ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true);
@@ -236,23 +253,42 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
 
 /**
  * Replaces the body of each section between its markers.
+ * @param text the document's text.
+ * @param file the document's name, for the error message.
  * @throws Error naming a section whose markers are missing or out of order.
  */
-export function replaceSections(readme: string, sections: Partial<Record<GeneratedSection, string>>): string {
-  let out = readme;
+export function replaceSections(
+  text: string,
+  sections: Partial<Record<GeneratedSection, string>>,
+  file = 'the document',
+): string {
+  let out = text;
   for (const [section, body] of Object.entries(sections) as [GeneratedSection, string][]) {
     const { start, end } = markers(section);
     const from = out.indexOf(start);
     const to = out.indexOf(end);
-    if (from < 0 || to < from) throw new Error(`README.md has no "${start}" ... "${end}" section`);
+    if (from < 0 || to < from) throw new Error(`${file} has no "${start}" ... "${end}" section`);
     out = `${out.slice(0, from + start.length)}\n\n${body}\n\n${out.slice(to)}`;
   }
   return out;
 }
 
-/** The README as `npm run docs:tables` writes it: sections replaced, then formatted with the project's Prettier. */
-export async function renderReadme(readme: string): Promise<string> {
-  const replaced = replaceSections(readme, await renderSections());
-  const options = (await prettier.resolveConfig(README_PATH)) ?? {};
-  return prettier.format(replaced, { ...options, filepath: README_PATH });
+/**
+ * A document as `npm run docs:tables` writes it: the sections it holds ({@link SECTION_FILES}) replaced, then
+ * formatted with the project's Prettier.
+ * @param file the document, as a path from the repository's root (`docs/api.md`).
+ * @param text its current text.
+ * @param sections the rendered sections ({@link renderSections}); rendered here when not given.
+ */
+export async function renderDocument(
+  file: string,
+  text: string,
+  sections?: Record<GeneratedSection, string>,
+): Promise<string> {
+  const all = sections ?? (await renderSections());
+  const own = Object.fromEntries(sectionsOf(file).map((section) => [section, all[section]]));
+  const replaced = replaceSections(text, own, file);
+  const filepath = docPath(file);
+  const options = (await prettier.resolveConfig(filepath)) ?? {};
+  return prettier.format(replaced, { ...options, filepath });
 }

@@ -1,0 +1,115 @@
+/**
+ * The documentation tables that restate code (retry profiles in docs/guarantees.md, limits in docs/api.md, metrics
+ * in docs/operations.md) must be exactly what `npm run docs:tables` generates from the code
+ * (scripts/lib/docs-tables.ts): a change to a retry profile, a limit or a metric without regenerating the docs fails
+ * here.
+ */
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import {
+  docPath,
+  GENERATED_FILES,
+  GENERATED_SECTIONS,
+  markers,
+  profileUsage,
+  renderDocument,
+  renderSections,
+  replaceSections,
+  SECTION_FILES,
+  sectionsOf,
+} from '../../scripts/lib/docs-tables.js';
+import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
+import { METRICS } from '../../src/metrics/metric-definitions.js';
+
+const read = (file: string) => readFile(docPath(file), 'utf8');
+
+/** The document with the first table row of each of its sections changed by hand. */
+function staled(file: string, text: string): string {
+  let out = text;
+  for (const section of sectionsOf(file)) {
+    const from = out.indexOf(markers(section).start);
+    const row = out.indexOf('\n| `', from);
+    expect(row).toBeGreaterThan(from);
+    out = `${out.slice(0, row + 3)}stale ${out.slice(row + 3)}`;
+  }
+  return out;
+}
+
+describe('docs generated tables', () => {
+  it('put every section in one document: retry profiles, limits and metrics', () => {
+    expect(SECTION_FILES).toEqual({
+      'retry-profiles': 'docs/guarantees.md',
+      limits: 'docs/api.md',
+      metrics: 'docs/operations.md',
+    });
+    expect(GENERATED_FILES).toEqual(['docs/api.md', 'docs/guarantees.md', 'docs/operations.md']);
+    expect(GENERATED_FILES.flatMap(sectionsOf).sort()).toEqual([...GENERATED_SECTIONS].sort());
+  });
+
+  it('match the code (run `npm run docs:tables` after changing a profile, a limit or a metric)', async () => {
+    const sections = await renderSections();
+    for (const file of GENERATED_FILES) {
+      const text = await read(file);
+      for (const section of sectionsOf(file)) expect(text).toContain(markers(section).start);
+      expect(await renderDocument(file, text, sections), file).toBe(text);
+    }
+  });
+
+  it('stand only in their own document', async () => {
+    for (const file of ['README.md', ...GENERATED_FILES]) {
+      const text = await read(file);
+      for (const section of GENERATED_SECTIONS.filter((s) => SECTION_FILES[s] !== file)) {
+        expect(text, `${file} holds ${section}`).not.toContain(`generated:${section}`);
+      }
+    }
+  });
+
+  it('notice a table that differs from the code (the check can fail)', async () => {
+    const sections = await renderSections();
+    for (const file of GENERATED_FILES) {
+      const text = await read(file);
+      const stale = staled(file, text);
+      expect(stale).not.toBe(text);
+      expect(await renderDocument(file, stale, sections)).toBe(text);
+    }
+    const guarantees = await read('docs/guarantees.md');
+    const stale = guarantees.replace('| `providerCall`', '| `providerCall` (stale)');
+    expect(stale).not.toBe(guarantees);
+    expect(await renderDocument('docs/guarantees.md', stale, sections)).toBe(guarantees);
+  });
+
+  it('state the values of the code', async () => {
+    const sections = await renderSections();
+    expect(sections.limits).toContain(`${JSON_BODY_LIMIT_BYTES} bytes`);
+    // Read from every workflow file, not only the order workflow's.
+    expect(sections['retry-profiles']).toMatch(/`housekeeping` \| `purgeExpiredIdempotencyRecords` \|/);
+    expect(sections['retry-profiles']).toMatch(
+      /`providerCall` \| .*`sendOrderConfirmation`.* \| 30 s \| 10 s \| 15 \| 2 s ×2, max 60 s \| 20 min/,
+    );
+    for (const metric of Object.values(METRICS)) expect(sections.metrics).toContain(`\`${metric.name}\``);
+  });
+
+  it('read which activities use which profile from the workflow source', () => {
+    const source = `
+      const db = proxyActivities<A>(databaseStep);
+      const local = proxyLocalActivities<A>(localDatabaseStep);
+      const slow = proxyActivities<A>({ ...providerCall, cancellationType: 1 });
+      await db.reserveInventory({ orderId });
+      await slow.sendOrderConfirmation({ orderId });
+      await db.createInvoice({ orderId });
+      await local.createInvoice({ orderId });`;
+    expect(Object.fromEntries(profileUsage(source))).toEqual({
+      databaseStep: ['createInvoice', 'reserveInventory'],
+      localDatabaseStep: ['createInvoice (local activity)'],
+      providerCall: ['sendOrderConfirmation'],
+    });
+    expect(() => profileUsage('const x = proxyActivities<A>(options());')).toThrow(/names no retry profile/);
+  });
+
+  it('refuse a document without the markers', async () => {
+    expect(() => replaceSections('# no markers', { limits: 'x' }, 'docs/api.md')).toThrow(
+      /docs\/api.md has no "<!-- generated:limits/,
+    );
+    await expect(renderDocument('docs/api.md', '# no markers')).rejects.toThrow(/no "<!-- generated:limits/);
+  });
+});
