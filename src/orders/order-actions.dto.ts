@@ -1,6 +1,6 @@
 /**
- * Request bodies and responses of the order actions: `POST /orders/:id/cancel`, `POST /orders/:id/retry` and
- * `POST /orders/:id/accounting-sync/retry`. Validated by the global StandardSchemaValidationPipe (400
+ * Request bodies and responses of the order actions: `POST /orders/:id/cancel` and `POST /orders/:id/retry`.
+ * Validated by the global StandardSchemaValidationPipe (400
  * `validation-error` problems); unknown keys are rejected.
  */
 import { z } from 'zod';
@@ -48,14 +48,7 @@ export const retryStartedViewSchema = z
   .object({
     orderId: z.uuid(),
     step: z.enum(orderSteps).meta({ description: 'The step whose retry started' }),
-    retry: z
-      .int()
-      .nullable()
-      .meta({
-        description:
-          'The how-many-th operator retry of this step (1 for the first); null for orders started before ' +
-          'operator retries were counted (the legacy retryAccountingSync signal was sent)',
-      }),
+    retry: z.int().meta({ description: 'The how-many-th operator retry of this step (1 for the first)' }),
     order: orderViewSchema,
   })
   .meta({ id: 'RetryStarted' });

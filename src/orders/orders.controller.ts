@@ -9,8 +9,7 @@
  * - `POST /orders/:id/cancel` body `{ reason }` → 200 {@link OrderView} (cancelled), 202 (outcome not known within
  *   `CANCEL_WAIT_MS`; repeat with the same `Idempotency-Key`), 409 `order-not-cancellable`, 404, 503.
  * - `POST /orders/:id/retry` body `{ step? }` → 202 {@link RetryStartedView} once the retry started; 409
- *   `order-not-awaiting-retry`, 404, 503. `POST /orders/:id/accounting-sync/retry`: the same for
- *   `syncInvoiceToAccounting`, answering the {@link OrderView}.
+ *   `order-not-awaiting-retry`, 404, 503.
  * Every route needs an API key (`Authorization: Bearer`); a client sees and acts on its own orders only (others'
  * answer 404), `operator` keys on all. Errors are `application/problem+json` (RFC 9457).
  */
@@ -30,7 +29,6 @@ import { ApiAuthResponses } from '../auth/api-auth.decorator.js';
 import { CurrentClient, RequireScope } from '../auth/auth.decorators.js';
 import { Scope } from '../auth/scopes.js';
 import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
-import { OrderStep } from '../../workflows/order-fulfilment.contract.js';
 import { PROBLEM_JSON, ServiceUnavailableProblem } from '../common/problem-details.js';
 import {
   IDEMPOTENCY_KEY_HEADER,
@@ -215,10 +213,7 @@ export class OrdersController {
       'waiting step again (with the same provider Idempotency-Key, so a provider that did act is not asked twice). ' +
       '202 only once the workflow has started the retry; poll `GET /orders/:id` for the result. With `step`, the ' +
       'retry happens only if that is the waiting step. The same `Idempotency-Key` again is the same retry, not a ' +
-      'second one.\n\n' +
-      'Orders started before this API existed can only wait on `syncInvoiceToAccounting`; for them the legacy ' +
-      '`retryAccountingSync` signal is sent (when both the order row and the workflow say `attention_required`), ' +
-      'and `retry` is null.\n\nNeeds scope `operator`.',
+      'second one.\n\nNeeds scope `operator`.',
   })
   @ApiActionIdempotencyKey('retry')
   @ApiBody({ required: false, schema: { $ref: '#/components/schemas/RetryOrderRequest' } })
@@ -240,42 +235,6 @@ export class OrdersController {
     return withRetryAfter(res, () =>
       this.orders.retry(params.id, body?.step, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey }),
     );
-  }
-
-  /**
-   * The accounting-sync retry of the first API version: `POST /orders/:id/retry` with step
-   * `syncInvoiceToAccounting`, answering the order as before.
-   */
-  @Post(':id/accounting-sync/retry')
-  @HttpCode(HttpStatus.ACCEPTED)
-  @ApiOperation({
-    summary: 'Retry the accounting sync of an order that needs attention',
-    description:
-      'Same as `POST /orders/:id/retry` with `{ "step": "syncInvoiceToAccounting" }`, answering the order. ' +
-      '202 only once the workflow has started the retry. Needs scope `operator`.',
-  })
-  @ApiActionIdempotencyKey('retry')
-  @ApiAcceptedResponse({ description: 'The retry has started', standardSchema: orderViewSchema })
-  @ApiProblemResponses({
-    400: 'The id is not a UUID, or a malformed Idempotency-Key',
-    404: 'No such order',
-    409: 'The order does not wait for an accounting-sync retry (`order-not-awaiting-retry`)',
-  })
-  @ApiServiceUnavailableResponse()
-  @RequireScope(Scope.Operator)
-  @Idempotent()
-  async retryAccountingSync(
-    @Param({ schema: orderIdParamsSchema }) params: { id: string },
-    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<OrderView> {
-    const started = await withRetryAfter(res, () =>
-      this.orders.retry(params.id, OrderStep.SyncInvoiceToAccounting, {
-        access: ALL_ORDERS,
-        actionKey: idempotency?.scopedKey,
-      }),
-    );
-    return started.order;
   }
 
   /** Orders, newest first, keyset-paginated. */

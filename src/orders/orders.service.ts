@@ -519,6 +519,5 @@ function refusedRetryDetail(
     const running = state.currentStep ? ` (running ${state.currentStep})` : '';
     return `Order ${id} is not waiting for an operator: its workflow is at ${state.status}${running}`;
   }
-  if (outcome.failure) return `Order ${id} is not waiting for an operator retry: ${outcome.failure.message}`;
-  return `Order ${id} is ${outcome.orderStatus ?? 'not waiting'}; only an order waiting in attention_required can be retried`;
+  return `Order ${id} is not waiting for an operator retry: ${outcome.failure.message}`;
 }

@@ -2,8 +2,7 @@
  * Operator and customer actions on a running order workflow, sent as Temporal Updates (see
  * https://docs.temporal.io/encyclopedia/workflow-message-passing#sending-updates):
  * - {@link OrderWorkflowActions.cancel}: the `cancelOrder` Update, waited for up to a bound;
- * - {@link OrderWorkflowActions.retry}: the `retry` Update, with a fallback to the `retryAccountingSync` signal for
- *   executions started before the Update existed.
+ * - {@link OrderWorkflowActions.retry}: the `retry` Update.
  *
  * Each method answers with an outcome (a tagged union) instead of throwing for the expected cases, so the HTTP
  * layer maps every case deliberately. Every error class the client can throw here is classified:
@@ -33,17 +32,12 @@ import {
   type CancelOrderInput,
   type OrderCancelledResult,
   type OrderFulfilmentState,
-  OrderStatus,
-  OrderStep,
   orderStatusQuery,
   orderWorkflowId,
-  retryAccountingSyncSignal,
   type RetryStepInput,
   type RetryStepResult,
   retryStepUpdate,
 } from '../../workflows/order-fulfilment.contract.js';
-import { PRISMA } from '../prisma/prisma.module.js';
-import type { PrismaClient } from '../prisma/prisma.js';
 import {
   isTemporalUnavailable,
   isUpdateHandlerMissing,
@@ -79,17 +73,14 @@ export type CancelOrderOutcome =
 
 /** Outcome of {@link OrderWorkflowActions.retry}. */
 export type RetryStepOutcome =
-  /**
-   * The retry has started: through the `retry` Update (`retry` is the operator retry's number), or through the
-   * legacy `retryAccountingSync` signal (`retry` null: the old workflow does not count them).
-   */
-  | { kind: 'started'; via: 'update' | 'signal'; result: Omit<RetryStepResult, 'retry'> & { retry: number | null } }
+  /** The retry has started through the `retry` Update (`retry` is the operator retry's number). */
+  | { kind: 'started'; result: RetryStepResult }
   /**
    * The workflow does not wait for a retry (of `step`, when given). `failure` is the validator's
-   * `OrderNotAwaitingRetryError` (null for the legacy path's own check); `state` is the workflow's live view, when
-   * its `status` query answered, to say what it waits for.
+   * `OrderNotAwaitingRetryError`; `state` is the workflow's live view, when its `status` query answered, to say
+   * what it waits for.
    */
-  | { kind: 'refused'; failure: UpdateFailure | null; state: OrderFulfilmentState | null; orderStatus?: string }
+  | { kind: 'refused'; failure: UpdateFailure; state: OrderFulfilmentState | null }
   /** No worker completed the Update within {@link RETRY_UPDATE_TIMEOUT_MS}; repeat with the same Update id. */
   | { kind: 'timeout' }
   | WorkflowUnreachableOutcome;
@@ -108,7 +99,6 @@ export class OrderWorkflowActions {
 
   constructor(
     @Inject(TEMPORAL_CLIENT) private readonly client: Client,
-    @Inject(PRISMA) private readonly prisma: PrismaClient,
   ) {}
 
   /**
@@ -147,10 +137,6 @@ export class OrderWorkflowActions {
    * Asks the order's workflow to retry the step it waits on: the `retry` Update with `updateId`, bounded by
    * {@link RETRY_UPDATE_TIMEOUT_MS}. It completes once the retry has started, so `started` means the workflow
    * really runs the step again.
-   *
-   * Executions started before the lifecycle change have no `retry` handler (the SDK rejects the Update with "No
-   * registered handler for update"); for them the legacy `retryAccountingSync` signal is sent instead, see
-   * {@link legacyRetry}.
    * @throws the client's error for anything not listed in {@link RetryStepOutcome}.
    */
   async retry(orderId: string, input: RetryStepInput, updateId: string): Promise<RetryStepOutcome> {
@@ -162,10 +148,9 @@ export class OrderWorkflowActions {
       const result = await this.client.withDeadline(Date.now() + RETRY_UPDATE_TIMEOUT_MS, () =>
         handle.executeUpdate(retryStepUpdate, { args: [input], updateId }),
       );
-      return { kind: 'started', via: 'update', result };
+      return { kind: 'started', result };
     } catch (err) {
       if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return { kind: 'timeout' };
-      if (isUpdateHandlerMissing(err)) return this.legacyRetry(orderId, input, handle);
       const failure = updateFailureOf(err);
       if (failure?.type === ErrorType.OrderNotAwaitingRetry) {
         return { kind: 'refused', failure, state: await this.queryState(handle) };
@@ -173,43 +158,6 @@ export class OrderWorkflowActions {
       if (failure) throw err;
       return this.classifyUnreachable(err, handle);
     }
-  }
-
-  /**
-   * The retry of an execution started before the lifecycle change (no `lifecycle-v2` patch marker): it has no
-   * `retry` Update, only the `retryAccountingSync` signal, which it ignores unless it waits in
-   * `attention_required` (only the accounting sync ever waited in that version). A signal carries no answer, so
-   * we check first, as the brief of this change asks: the DB status must be `attention_required`. That check alone
-   * raced (the old workflow writes the status row, then sets its own state after the activity returns; a signal in
-   * between was dropped silently), so we also require the workflow's own `status` query to say
-   * `attention_required`: the old workflow sets that state in the workflow task that then waits for the signal,
-   * so a signal sent after the query sees it. If the query does not answer, we do not signal (outcome `timeout`).
-   * This path goes away once no pre-change execution is open.
-   */
-  private async legacyRetry(orderId: string, input: RetryStepInput, handle: WorkflowHandle): Promise<RetryStepOutcome> {
-    const row = await this.prisma.order.findUnique({ where: { id: orderId }, select: { status: true } });
-    const state = await this.queryState(handle);
-    const waitsForAccounting =
-      row?.status === OrderStatus.AttentionRequired &&
-      state?.status === OrderStatus.AttentionRequired &&
-      (input.step === undefined || input.step === OrderStep.SyncInvoiceToAccounting);
-    if (!waitsForAccounting) {
-      if (row?.status === OrderStatus.AttentionRequired && state === null) return { kind: 'timeout' };
-      return { kind: 'refused', failure: null, state, orderStatus: row?.status };
-    }
-    try {
-      await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
-        handle.signal(retryAccountingSyncSignal),
-      );
-    } catch (err) {
-      return this.classifyUnreachable(err, handle);
-    }
-    this.logger.log({ orderId }, 'Sent the legacy retryAccountingSync signal to a pre-Update workflow');
-    return {
-      kind: 'started',
-      via: 'signal',
-      result: { orderId, step: OrderStep.SyncInvoiceToAccounting, retry: null },
-    };
   }
 
   /**

@@ -254,10 +254,10 @@ describe('operator retry through the retry Update', () => {
     expect([repeat.status, repeat.body.retry]).toEqual([202, 1]);
     await sleep(500);
     expect((await getOrder(id)).status).toBe('attention_required');
-    // A new key is a new retry, through the first API's route too.
-    const second = await stack.ops.post(`/orders/${id}/accounting-sync/retry`).set('Idempotency-Key', randomUUID());
+    // A new key is a new retry.
+    const second = await stack.ops.post(`/orders/${id}/retry`).set('Idempotency-Key', randomUUID());
     expect(second.status).toBe(202);
-    expect(second.body.id).toBe(id);
+    expect(second.body).toMatchObject({ orderId: id, retry: 2 });
     expect((await waitForFinal(id)).status).toBe('completed');
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
   });

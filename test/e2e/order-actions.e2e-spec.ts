@@ -1,16 +1,14 @@
 /**
- * E2E: the order actions' HTTP contract (POST /orders/:id/cancel, /retry, /accounting-sync/retry), the
+ * E2E: the order actions' HTTP contract (POST /orders/:id/cancel, /retry), the
  * reconciler's skip of final orders and the sweeper, on a fresh PostgreSQL database and the real Temporal dev
  * server, with NO worker on the suite's task queue: started workflows stay running and never answer an Update, so
  * every answer here comes from the API's own checks and its mapping of the Temporal client's errors. The paths
  * that need the workflow to answer are in order-actions-lifecycle.e2e-spec.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import getPort from 'get-port';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
 import { orderWorkflowId, type OrderStatus } from '../../workflows/order-fulfilment.contract.js';
 import { api, ApiSuite, testKeys, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
@@ -165,19 +163,17 @@ describe('POST /orders/:id/retry, answered without the workflow', () => {
     expect((await ops().post(`/orders/${id}/retry`).send({ extra: 1 })).status).toBe(400);
   });
 
-  it('answers 409 order-not-awaiting-retry for a final order, on both retry routes', async () => {
+  it('answers 409 order-not-awaiting-retry for a final order', async () => {
     const id = await placeOrder();
     await setStatus(id, 'completed', 50);
-    for (const path of [`/orders/${id}/retry`, `/orders/${id}/accounting-sync/retry`]) {
-      const res = await ops().post(path);
-      expect(res.status).toBe(409);
-      expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
-      expect(res.body).toMatchObject({
-        type: `${PROBLEMS}order-not-awaiting-retry`,
-        orderStatus: 'completed',
-        waitingFor: null,
-      });
-    }
+    const res = await ops().post(`/orders/${id}/retry`);
+    expect(res.status).toBe(409);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({
+      type: `${PROBLEMS}order-not-awaiting-retry`,
+      orderStatus: 'completed',
+      waitingFor: null,
+    });
   });
 
   it('answers 409 when the workflow has closed, and 503 with Retry-After when no worker takes the retry', async () => {
@@ -196,90 +192,6 @@ describe('POST /orders/:id/retry, answered without the workflow', () => {
     expect(timeout.body.detail).toContain('same Idempotency-Key');
     expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);
   }, 30_000);
-});
-
-describe('executions started before the Update handlers', () => {
-  const legacyQueue = `legacy-orders-e2e-${randomUUID()}`;
-  let connection: NativeConnection;
-  let worker: Worker;
-  let running: Promise<void>;
-
-  beforeAll(async () => {
-    connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-    worker = await Worker.create({
-      connection,
-      taskQueue: legacyQueue,
-      workflowsPath: fileURLToPath(new URL('./fixtures/legacy-order.workflow.ts', import.meta.url)),
-    });
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await connection?.close();
-  });
-
-  /** An order row with `rowStatus`, and a legacy execution `order-<id>` that says it waits in `workflowStatus`. */
-  async function legacyOrder(rowStatus: OrderStatus, workflowStatus: OrderStatus) {
-    const id = randomUUID();
-    await suite.db.prisma.order.create({
-      data: {
-        id,
-        customerEmail: 'ada@example.com',
-        clientId: testKeys().shop.client,
-        status: rowStatus,
-        statusStep: rowStatus === 'attention_required' ? 45 : 20,
-        currency: 'EUR',
-        totalMinor: 1250,
-        workflowId: orderWorkflowId(id),
-        workflowStartedAt: new Date(),
-        lines: { create: [{ id: randomUUID(), lineNo: 1, sku: 'SKU-MUG', quantity: 1, unitPriceMinor: 1250 }] },
-      },
-    });
-    const handle = await suite.temporal.workflow.start('legacyOrderFulfilment', {
-      taskQueue: legacyQueue,
-      workflowId: orderWorkflowId(id),
-      args: [{ orderId: id, status: workflowStatus }],
-    });
-    return { id, handle };
-  }
-
-  it('retries through the retryAccountingSync signal when the row and the workflow both wait', async () => {
-    const { id, handle } = await legacyOrder('attention_required', 'attention_required');
-    const res = await ops().post(`/orders/${id}/retry`).set('Idempotency-Key', randomUUID()).send({});
-    expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ orderId: id, step: 'syncInvoiceToAccounting', retry: null, order: { id } });
-    expect(await handle.result()).toBe('retried');
-  });
-
-  it('sends no signal (409) when the workflow, the row or the step says it does not wait', async () => {
-    const cases = [
-      await legacyOrder('attention_required', 'invoiced'), // the row ran ahead of the workflow (the old race)
-      await legacyOrder('invoiced', 'attention_required'),
-    ];
-    for (const { id } of cases) {
-      const res = await ops().post(`/orders/${id}/accounting-sync/retry`);
-      expect(res.status).toBe(409);
-      expect(res.body.type).toBe(`${PROBLEMS}order-not-awaiting-retry`);
-    }
-    const other = await legacyOrder('attention_required', 'attention_required');
-    const wrongStep = await ops().post(`/orders/${other.id}/retry`).send({ step: 'shipOrder' });
-    expect(wrongStep.status).toBe(409);
-    for (const { handle } of [...cases, other]) {
-      const history = await handle.fetchHistory();
-      expect(history.events?.some((e) => e.workflowExecutionSignaledEventAttributes)).toBe(false);
-      await handle.terminate('test done');
-    }
-  });
-
-  it('refuses a cancel (409): such executions have no cancelOrder handler', async () => {
-    const { id, handle } = await legacyOrder('invoiced', 'invoiced');
-    const res = await http().post(`/orders/${id}/cancel`).send({ reason: 'x' });
-    expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({ type: `${PROBLEMS}order-not-cancellable`, orderStatus: 'invoiced' });
-    expect(res.body.detail).toContain('started before cancellation existed');
-    await handle.terminate('test done');
-  });
 });
 
 describe('the reconciler and the sweeper', () => {
@@ -417,6 +329,6 @@ describe('OpenAPI', () => {
     ]);
     expect(JSON.stringify(retry.responses['202'])).toContain('RetryStarted');
     expect(retry.requestBody.required).toBe(false);
-    expect(res.body.paths['/orders/{id}/accounting-sync/retry'].post.responses).toHaveProperty('503');
+    expect(res.body.paths).not.toHaveProperty('/orders/{id}/accounting-sync/retry');
   });
 });

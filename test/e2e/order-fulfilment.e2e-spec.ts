@@ -125,14 +125,14 @@ describe('order fulfilment, end to end', () => {
     expect((await stack.db.prisma.invoice.findUniqueOrThrow({ where: { orderId: id } })).status).toBe('issued');
     expect(await stack.db.prisma.inventoryMovement.count({ where: { orderId: id, reason: 'release' } })).toBe(0);
 
-    const retry = await stack.ops.post(`/orders/${id}/accounting-sync/retry`).expect(202);
-    expect(retry.body.id).toBe(id);
+    const retry = await stack.ops.post(`/orders/${id}/retry`).send({ step: 'syncInvoiceToAccounting' }).expect(202);
+    expect(retry.body).toMatchObject({ orderId: id, step: 'syncInvoiceToAccounting', retry: 1 });
     const done = await stack.waitForOrder(id);
     expect([done.status, done.failure]).toEqual(['completed', null]);
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
     expect(stack.email.ledger.count(`order-confirmation:${id}`)).toBe(1);
 
-    const again = await stack.ops.post(`/orders/${id}/accounting-sync/retry`).expect(409);
+    const again = await stack.ops.post(`/orders/${id}/retry`).expect(409);
     expect(again.body.type).toBe('https://order-fulfilment.dev/problems/order-not-awaiting-retry');
   });
 });

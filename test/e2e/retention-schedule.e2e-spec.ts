@@ -17,6 +17,7 @@ import { ensureRetentionSchedule } from '../../src/worker/retention-schedule.js'
 import { PURGE_WORKFLOW_TYPE } from '../../workflows/idempotency-retention.contract.js';
 import { FakeAccountingProvider, FakeCarrierProvider, FakeEmailProvider } from '../helpers/fake-providers.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { testKeys } from '../helpers/api-keys.js';
 
 const DAY_MS = 86_400_000;
 const taskQueue = `retention-${randomUUID()}`;
@@ -79,7 +80,7 @@ describe('the retention Schedule', () => {
   it('a run purges the expired records and keeps the rest', async () => {
     const now = Date.now();
     const record = (key: string, expiresAt: number) => ({
-      clientId: 'legacy',
+      clientId: testKeys().shop.client,
       claimId: randomUUID(),
       key,
       fingerprint: 'f'.repeat(64),

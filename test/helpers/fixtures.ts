@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { PrismaClient } from '../../src/prisma/prisma.js';
+import { testKeys } from './api-keys.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 
 /** Products every suite starts with: sku → [name, price in cents, on hand]. */
@@ -47,7 +48,7 @@ export async function insertOrder(
     data: {
       id,
       customerEmail: email,
-      clientId: 'legacy',
+      clientId: testKeys().shop.client,
       customerName: 'Ada Lovelace',
       status: 'received',
       currency: 'EUR',

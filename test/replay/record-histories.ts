@@ -1,20 +1,17 @@
 /**
- * Records the event histories that test/replay/replay.spec.ts replays: one per path through the current
- * workflow version (`local-database-steps`: reserve and invoice as local activities, sparse `OrderStatus`), run on
- * a local dev server with scripted activities, started with the search attributes the API's starter sets. Files
- * are named `order-fulfilment-v4-<scenario>.json`. Older files can no longer be recorded: keep them, they prove
- * that executions started on earlier code still replay — `order-fulfilment-<scenario>.json` from the first version
- * (before `lifecycle-v2`), `order-fulfilment-v2-<scenario>.json` from `lifecycle-v2` before
- * `sparse-status-attribute` (an `OrderStatus` upsert at every status), `order-fulfilment-v3-<scenario>.json` from
- * `sparse-status-attribute` before `local-database-steps` (reserve and invoice as activity tasks).
+ * Records the baseline event histories that test/replay/replay.spec.ts replays: one per path through the current
+ * workflow, run on a local dev server with scripted activities, started with the search attributes the API's starter
+ * sets. Files are named `order-fulfilment-<scenario>.json`.
  *
- * Re-record only on purpose, when a change is meant to be incompatible AND no execution of the old shape can
- * still be running; otherwise keep the old histories, add new ones, and guard the change with `patched()`.
- * See README, "Workflow versioning", and https://docs.temporal.io/develop/typescript/versioning
+ * The policy (docs/versioning.md): until package.json says 1.0.0, a workflow change re-records these baselines.
+ * From 1.0.0 on, a change to the workflow's command sequence is guarded with `patched()`, and the histories of the
+ * old code are recorded (and kept) BEFORE the change, so executions started on it are proven to replay.
+ * See https://docs.temporal.io/develop/typescript/versioning
  * Run: `npm run record:histories [-- scenario ...]` (default: every scenario; each overwrites its own file).
  */
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
@@ -286,7 +283,8 @@ try {
         'json',
       ]);
       const history = JSON.parse(stdout) as { events: unknown[] };
-      const file = fileURLToPath(new URL(`./histories/order-fulfilment-v4-${s.name}.json`, import.meta.url));
+      const file = fileURLToPath(new URL(`./histories/order-fulfilment-${s.name}.json`, import.meta.url));
+      await mkdir(path.dirname(file), { recursive: true });
       await writeFile(file, JSON.stringify(history, null, 2) + '\n');
       console.log(`recorded ${file} (${history.events.length} events)`);
     }

@@ -14,12 +14,8 @@ const dir = fileURLToPath(new URL('./histories/', import.meta.url));
 describe('workflow replay', () => {
   it('replays every committed history without non-determinism', async () => {
     const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
-    // 4 histories of the first version (no patch marker), 11 of lifecycle-v2 before the sparse-status-attribute
-    // patch, 11 after it (v3), and 11 of local-database-steps (v4), one per path.
-    expect(files.filter((f) => f.includes('-v4-')).length).toBeGreaterThanOrEqual(11);
-    expect(files.filter((f) => f.includes('-v3-')).length).toBeGreaterThanOrEqual(11);
-    expect(files.filter((f) => f.includes('-v2-')).length).toBeGreaterThanOrEqual(11);
-    expect(files.filter((f) => !/-v[234]-/.test(f)).length).toBeGreaterThanOrEqual(4);
+    // One baseline history per path of the current workflow (record-histories.ts), at least.
+    expect(files.length).toBeGreaterThanOrEqual(11);
     const histories = await Promise.all(
       files.map(async (f) => ({ workflowId: f, history: JSON.parse(await readFile(dir + f, 'utf8')) })),
     );

@@ -20,7 +20,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type Duration } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOrderWorker } from '../../src/worker/order-worker.js';
@@ -188,7 +188,7 @@ function newOrder(overrides: FakeOrder['overrides'] = {}): { orderId: string; or
  * activity holds open: the worker heartbeats it (completes it and asks for a new one) at 80% of the timeout, and
  * only then does a cancel or an Update sent meanwhile reach the workflow.
  */
-function start(orderId: string, workflowTaskTimeout?: string): Promise<WorkflowHandle> {
+function start(orderId: string, workflowTaskTimeout?: Duration): Promise<WorkflowHandle> {
   return client.workflow.start(ORDER_WORKFLOW_TYPE, {
     taskQueue,
     workflowId: orderWorkflowId(orderId),
@@ -635,13 +635,13 @@ describe('orderFulfilment workflow', () => {
     expect(await statusUpserts(handle)).toEqual(['completed']);
     const description = await handle.describe();
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId)).toBe(orderId);
-    // The design's count (bench/README.md): 1 patch marker (+ its TemporalChangeVersion upsert), the two database
-    // steps as local-activity markers in the first workflow task, 3 activity tasks, 4 workflow tasks, 1 upsert.
-    expect(description.historyLength).toBe(28);
+    // The design's count (bench/README.md): the two database steps as local-activity markers in the first workflow
+    // task, 3 activity tasks, 4 workflow tasks, 1 upsert, and no patch marker.
+    expect(description.historyLength).toBe(26);
     expect(await historyShape(handle)).toEqual({
       activityTasks: ['sendOrderConfirmation', 'shipOrder', 'syncInvoiceToAccounting'],
       localActivities: ['reserveInventory', 'createInvoice'],
-      patches: ['local-database-steps'],
+      patches: [],
     });
   });
 

@@ -1,3 +1,0 @@
--- AlterTable
-ALTER TABLE "inventory_movements" ADD COLUMN     "on_hand_after" INTEGER;
-
