@@ -22,37 +22,40 @@ const BOUNDARIES = {
   // Activities are plain functions over ports: the workflow contract (error types, inputs) and the generated
   // Prisma types their database port names (type-only, below). Never the app that wires them.
   activities: {
-    may: ['workflows', 'prisma'],
-    why: 'Activities depend on their ports and the workflow contract, never on the app (src/).',
+    may: ['workflows', 'prisma', 'providers'],
+    why: 'Activities depend on their ports, the workflow contract and the provider definitions, never on the app (src/).',
   },
+  // Provider definitions are data (zod schemas, simulated answers) plus the shared HTTP call: every process reads
+  // them, so they depend on nothing of ours.
+  providers: { may: [], why: 'Provider definitions import only zod and their own kit.' },
   // The app is the composition root: it implements the activity ports, starts workflows by their contract and
   // uses the generated Prisma client.
   src: {
-    may: ['activities', 'workflows', 'prisma'],
+    may: ['activities', 'workflows', 'prisma', 'providers'],
     why: 'The product never imports tooling, tests, benchmarks or the provider simulators.',
   },
   // The seed uses the app's Prisma client factory (src/prisma, below) and nothing else of the app.
   prisma: { may: ['src'], why: 'The seed needs only the Prisma client factory of src/prisma.' },
   // Simulators stand in for other companies' services: only the pure Idempotency-Key protocol (below).
   simulators: {
-    may: ['src'],
-    why: 'Simulators are other companies: they share only src/idempotency/idempotency-protocol.ts.',
+    may: ['src', 'providers'],
+    why: 'Simulators are other companies: they play the provider definitions and share only src/idempotency/idempotency-protocol.ts.',
   },
   // Tooling runs the product (keys, search attributes, the workflow contract), but never depends on tests or
   // benchmarks, and starts the simulators as processes rather than importing them.
   scripts: {
-    may: ['src', 'workflows', 'activities', 'prisma'],
+    may: ['src', 'workflows', 'activities', 'prisma', 'providers'],
     why: 'Scripts run the product; they never import tests, benchmarks or simulators.',
   },
   // The benchmark measures the product with the stack's own tooling; tests are not its business.
   bench: {
-    may: ['src', 'workflows', 'activities', 'prisma', 'scripts'],
+    may: ['src', 'workflows', 'activities', 'prisma', 'scripts', 'providers'],
     why: 'The benchmark may use the product and the scripts, not the tests or the simulators.',
   },
   // Tests may reach everything they test, the tooling included; nothing depends on tests, and tests do not
   // depend on the optional benchmark.
   test: {
-    may: ['src', 'workflows', 'activities', 'prisma', 'simulators', 'scripts'],
+    may: ['src', 'workflows', 'activities', 'prisma', 'simulators', 'scripts', 'providers'],
     why: 'Tests may import anything but the benchmark.',
   },
 };

@@ -1,43 +1,207 @@
 /**
- * All activities of the order fulfilment workflow, built over their ports.
+ * The activities of the order workflow, derived from the step registry (activities/steps/index.ts): one activity
+ * per step and per compensation (each runs its definition through the kit, ./kit/run.ts), plus the kit's own:
+ * `haltOrder` (the fence), `setOrderStatus` (the statuses the workflow writes itself), `planOrder` (the plan of a
+ * run started without one), and the retention Schedule's `purgeExpiredIdempotencyRecords`.
+ *
  * Activities are plain functions closed over their dependencies (no `this`), so they run alone under
- * `MockActivityEnvironment` and register as they are with a Temporal Worker.
+ * `MockActivityEnvironment` and register as they are with a Temporal Worker. Provider steps (and provider
+ * compensations) run on their provider's task queue, the rest on the order task queue: see
+ * {@link activitiesByTaskQueue}.
  */
-import { createAccountingActivities } from './accounting.activities.js';
-import { createConfirmationActivities } from './confirmation.activities.js';
-import { createInventoryActivities } from './inventory.activities.js';
-import { createInvoiceActivities } from './invoice.activities.js';
-import { createOrderStatusActivities } from './order-status.activities.js';
-import { createRetentionActivities } from './retention.activities.js';
+import { OrderStatus } from '../workflows/order-fulfilment.contract.js';
+import type { OrderFacts, OrderPlan } from '../workflows/order-plan.js';
+import type { StepDefinition } from './kit/define.js';
+import { notFound } from './kit/failures.js';
+import { writeOrderStatus } from './kit/order-guards.js';
+import { buildPlan } from './kit/plan.js';
+import {
+  type CompensationInput,
+  type CompensationResult,
+  haltOrder,
+  type HaltOrderInput,
+  type HaltOrderResult,
+  runDatabaseCompensation,
+  runDatabaseStep,
+  runProviderCompensation,
+  runProviderStep,
+  type StepInput,
+  type StepResult,
+} from './kit/run.js';
 import type { ActivityDeps } from './ports.js';
-import { createShippingActivities } from './shipping.activities.js';
+import { createRetentionActivities } from './retention.activities.js';
+import { STEPS } from './steps/index.js';
 
-/**
- * Merges the activity factories: reserveInventory, releaseInventory, createInvoice, voidInvoice,
- * sendOrderConfirmation, syncInvoiceToAccounting, setOrderStatus, and purgeExpiredIdempotencyRecords (the retention
- * Schedule's workflow).
- */
-export function createActivities(deps: ActivityDeps) {
+/** The activity of a step. */
+export type StepActivity = (input: StepInput) => Promise<StepResult>;
+/** The activity of a compensation. */
+export type CompensationActivity = (input: CompensationInput) => Promise<CompensationResult>;
+
+/** Input of setOrderStatus. */
+export interface SetOrderStatusInput {
+  orderId: string;
+  /** `attention_required`, `failed` or `cancelled` (the forward steps write theirs in their own transactions). */
+  status: string;
+  /** Its rank: for `attention_required` the waiting step's rank − 5 (attentionRank), for final failures 1 000 000. */
+  rank: number;
+  /** Why the order failed, was cancelled or needs attention (max 1000 chars are stored). */
+  failureReason?: string;
+}
+
+/** Result of setOrderStatus: `applied` is false when a status of a higher rank was already stored. */
+export interface SetOrderStatusResult {
+  applied: boolean;
+}
+
+/** Input of planOrder. */
+export interface PlanOrderInput {
+  orderId: string;
+}
+
+/** The kit's own activities (every plan uses them). */
+export interface KitActivities {
+  /** See {@link haltOrder}. */
+  haltOrder(input: HaltOrderInput): Promise<HaltOrderResult>;
+  /**
+   * Sets `orders.status` to `status` if its rank is above the stored one (or equal with the same status); sets
+   * `completed_at` on `completed` (database clock).
+   * @throws ApplicationFailure `NotFoundError` (non-retryable) when the order does not exist.
+   */
+  setOrderStatus(input: SetOrderStatusInput): Promise<SetOrderStatusResult>;
+  /**
+   * The order's stored plan (`orders.plan`); for an order stored without one, the registry's plan for it, stored
+   * now (so every later run reads the same).
+   * @throws ApplicationFailure `NotFoundError` (non-retryable) when the order does not exist.
+   */
+  planOrder(input: PlanOrderInput): Promise<OrderPlan>;
+}
+
+/** Every activity: the kit's, the retention one, and one per step and compensation (by activity name). */
+export type OrderActivities = KitActivities &
+  ReturnType<typeof createRetentionActivities> &
+  Record<string, StepActivity | CompensationActivity | ((input: never) => Promise<unknown>)>;
+
+/** The order facts a plan's summaries read, from a stored order. */
+async function orderFacts(deps: ActivityDeps, orderId: string): Promise<{ facts: OrderFacts; plan: unknown }> {
+  const [row] = await deps.db.$queryRaw<
+    Array<{
+      customer_email: string;
+      customer_name: string | null;
+      currency: string;
+      total_minor: number;
+      plan: unknown;
+      lines: Array<{ sku: string; quantity: number }> | null;
+    }>
+  >`
+    SELECT o.customer_email, o.customer_name, o.currency, o.total_minor, o.plan,
+           (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.line_no)
+            FROM order_lines l WHERE l.order_id = o.id) AS lines
+    FROM orders o WHERE o.id = ${orderId}::uuid`;
+  if (!row) throw notFound('order', orderId);
   return {
-    ...createInventoryActivities(deps.db),
-    ...createInvoiceActivities(deps.db),
-    ...createConfirmationActivities(deps.db, deps.email, deps.settings),
-    ...createShippingActivities(deps.db, deps.carrier, deps.settings),
-    ...createAccountingActivities(deps.db, deps.accounting),
-    ...createOrderStatusActivities(deps.db),
-    ...createRetentionActivities(deps.idempotencyRecords),
+    facts: {
+      orderId,
+      customerEmail: row.customer_email,
+      customerName: row.customer_name,
+      currency: row.currency,
+      totalMinor: row.total_minor,
+      lines: row.lines ?? [],
+    },
+    plan: row.plan,
   };
 }
 
-/** The activity interface the workflow proxies (`proxyActivities<OrderActivities>`). */
-export type OrderActivities = ReturnType<typeof createActivities>;
+/**
+ * Builds every activity over `deps`, for the steps of `steps` (default: the registry).
+ * @returns a record of activity functions by activity name (register them with {@link activitiesByTaskQueue}).
+ */
+export function createActivities(deps: ActivityDeps, steps: readonly StepDefinition[] = STEPS): OrderActivities {
+  const activities: Record<string, (input: never) => Promise<unknown>> = {};
+  for (const step of steps) {
+    activities[step.name] = (input: StepInput) =>
+      step.kind === 'database' ? runDatabaseStep(step, deps, input) : runProviderStep(step, deps, input);
+    const compensation = step.compensation;
+    if (compensation?.kind === 'database') {
+      activities[compensation.name] = (input: CompensationInput) => runDatabaseCompensation(compensation, deps, input);
+    } else if (compensation?.kind === 'provider' && step.kind === 'provider') {
+      activities[compensation.name] = (input: CompensationInput) =>
+        runProviderCompensation(step, compensation, deps, input);
+    }
+  }
+  const kit: KitActivities = {
+    haltOrder: (input) => haltOrder(steps, deps, input),
+    async setOrderStatus(input) {
+      const applied = await writeOrderStatus(
+        deps.db,
+        input.orderId,
+        input.status,
+        input.rank,
+        input.failureReason ?? null,
+      );
+      if (applied) return { applied: true };
+      const [order] = await deps.db.$queryRaw<Array<{ exists: boolean }>>`
+        SELECT EXISTS (SELECT 1 FROM orders WHERE id = ${input.orderId}::uuid) AS exists`;
+      if (!order!.exists) throw notFound('order', input.orderId);
+      return { applied: false };
+    },
+    async planOrder({ orderId }) {
+      const { facts, plan } = await orderFacts(deps, orderId);
+      if (plan) return plan as OrderPlan;
+      const built = buildPlan(steps, facts);
+      await deps.db.$executeRaw`
+        UPDATE orders SET plan = ${JSON.stringify(built)}::jsonb WHERE id = ${orderId}::uuid AND plan IS NULL`;
+      const [stored] = await deps.db.$queryRaw<Array<{ plan: OrderPlan }>>`
+        SELECT plan FROM orders WHERE id = ${orderId}::uuid`;
+      return stored!.plan;
+    },
+  };
+  return { ...activities, ...kit, ...createRetentionActivities(deps.idempotencyRecords) } as OrderActivities;
+}
 
+/** Activities grouped by where they run: the order task queue, and each provider's own task queue. */
+export interface ActivitiesByTaskQueue {
+  /** Database steps and compensations, and the kit's and retention activities: the order task queue. */
+  main: Record<string, unknown>;
+  /** Each provider's steps and provider compensations, by provider name: `<task queue>.<provider>`. */
+  providers: Record<string, Record<string, unknown>>;
+}
+
+/**
+ * Splits `activities` (e.g. {@link createActivities}'s, or test doubles by the same names) by task queue, following
+ * `steps`: a provider step and a provider compensation go to their provider's queue, everything else to the main one.
+ */
+export function activitiesByTaskQueue(
+  activities: Record<string, unknown>,
+  steps: readonly StepDefinition[] = STEPS,
+): ActivitiesByTaskQueue {
+  const providerOf = new Map<string, string>();
+  for (const step of steps) {
+    if (step.kind === 'provider') providerOf.set(step.name, step.provider.name);
+    if (step.compensation?.kind === 'provider') providerOf.set(step.compensation.name, step.compensation.provider.name);
+  }
+  const grouped: ActivitiesByTaskQueue = { main: {}, providers: {} };
+  for (const provider of new Set(providerOf.values())) grouped.providers[provider] = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    const provider = providerOf.get(name);
+    if (provider) grouped.providers[provider]![name] = fn;
+    else grouped.main[name] = fn;
+  }
+  return grouped;
+}
+
+/** The statuses an order can have, from the registry: `received`, each step's, and the lifecycle's. */
+export function orderStatuses(steps: readonly StepDefinition[] = STEPS): string[] {
+  return [
+    OrderStatus.Received,
+    ...steps.map((s) => s.status),
+    OrderStatus.Completed,
+    OrderStatus.AttentionRequired,
+    OrderStatus.Failed,
+    OrderStatus.Cancelled,
+  ];
+}
+
+export { STEPS };
 export * from './ports.js';
-export * from './provider-error.js';
-export type * from './inventory.activities.js';
-export type * from './invoice.activities.js';
-export type * from './confirmation.activities.js';
-export type * from './shipping.activities.js';
-export type * from './accounting.activities.js';
-export type * from './order-status.activities.js';
+export type * from './kit/run.js';
 export type * from './retention.activities.js';

@@ -1,7 +1,7 @@
 /**
  * The worker's Nest module: configuration, the activities' database client (node-postgres), Prisma (for the
- * idempotency store), the provider clients, assembled into the `ActivityDeps` that `createActivities` needs. No
- * HTTP server.
+ * idempotency store), a client for every provider of providers/index.ts, assembled into the `ActivityDeps` that
+ * `createActivities` needs. No HTTP server.
  */
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { ActivityDeps } from '../activities/ports.js';
@@ -11,9 +11,7 @@ import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { IdempotencyService } from './idempotency/idempotency.service.js';
 import { createSqlClient, SQL_CLIENT } from './database/sql-client.js';
 import { PrismaModule } from './prisma/prisma.module.js';
-import { HttpAccountingProvider } from './providers/http-accounting-provider.js';
-import { HttpCarrierProvider } from './providers/http-carrier-provider.js';
-import { HttpEmailProvider } from './providers/http-email-provider.js';
+import { createProviderClients } from './config/provider-clients.js';
 
 /** Injection token of the worker's ActivityDeps. */
 export const ACTIVITY_DEPS = Symbol('ACTIVITY_DEPS');
@@ -58,22 +56,8 @@ export class WorkerModule implements OnApplicationShutdown {
           inject: [APP_CONFIG, SQL_CLIENT, IdempotencyService],
           useFactory: (config: AppConfig, sql: SqlClient, idempotency: IdempotencyService): ActivityDeps => ({
             db: sql.client,
-            email: new HttpEmailProvider({
-              baseUrl: config.EMAIL_PROVIDER_URL,
-              apiKey: config.EMAIL_PROVIDER_API_KEY,
-              timeoutMs: config.PROVIDER_TIMEOUT_MS,
-              from: config.EMAIL_FROM,
-            }),
-            accounting: new HttpAccountingProvider({
-              baseUrl: config.ACCOUNTING_PROVIDER_URL,
-              apiKey: config.ACCOUNTING_PROVIDER_API_KEY,
-              timeoutMs: config.PROVIDER_TIMEOUT_MS,
-            }),
-            carrier: new HttpCarrierProvider({
-              baseUrl: config.CARRIER_PROVIDER_URL,
-              apiKey: config.CARRIER_PROVIDER_API_KEY,
-              timeoutMs: config.PROVIDER_TIMEOUT_MS,
-            }),
+            // One HTTP client per provider of providers/index.ts, configured from its variables.
+            providers: createProviderClients(config),
             // The API's own purge (one SQL statement, kept in IdempotencyService), run by the retention Schedule.
             idempotencyRecords: { purgeExpired: (now) => idempotency.purgeExpired(now) },
             settings: { claimLeaseMs: config.CLAIM_LEASE_MS },

@@ -1,6 +1,7 @@
 /**
- * The worker process: a Nest application context (no HTTP server) → `createActivities(deps)` →
- * a Temporal Worker polling the order task queue.
+ * The worker process: a Nest application context (no HTTP server) → `createActivities(deps)` (one activity per step
+ * and compensation of the step registry) → Temporal Workers polling the order task queue and, for each provider,
+ * its own task queue `<task queue>.<provider>` under the provider's limits.
  *
  * Before polling it makes sure the namespace has the workflow contract's search attributes
  * (`ensureSearchAttributes`: registers missing ones on any cluster and waits until they are usable); where they
@@ -18,8 +19,8 @@
  * time), then close the Nest context (Prisma pool) and exit 0. A second signal exits at once.
  * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_API_KEY or
  * TEMPORAL_TLS_CERT/KEY for Temporal Cloud, DATABASE_URL,
- * EMAIL_PROVIDER_URL, ACCOUNTING_PROVIDER_URL, ...). With NODE_ENV=production a missing provider URL or key, or a
- * missing DATABASE_URL, stops it at start (exit 1) naming the variables.
+ * `<NAME>_PROVIDER_URL` and `<NAME>_PROVIDER_API_KEY` of each provider, ...). With NODE_ENV=production a missing
+ * provider URL or key, or a missing DATABASE_URL, stops it at start (exit 1) naming the variables.
 
  */
 import 'reflect-metadata';
@@ -32,7 +33,7 @@ import type { ActivityDeps } from '../activities/ports.js';
 import { type AppConfig, ConfigError, loadConfig } from './config/config.js';
 import { describeConnectionOptions, temporalConnectionOptions } from './config/temporal-connection.js';
 import { baseLoggerOptions } from './logging/logging.js';
-import { createOrderWorker, ensureSearchAttributes } from './worker/order-worker.js';
+import { createOrderWorkers, ensureSearchAttributes } from './worker/order-worker.js';
 import { ensureRetentionSchedule } from './worker/retention-schedule.js';
 import { recordSideEffectClaims, workerMetricsOptions } from './worker/worker-observability.js';
 import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
@@ -94,7 +95,7 @@ async function main(): Promise<void> {
   );
 
   const deps = app.get<ActivityDeps>(ACTIVITY_DEPS);
-  const worker = await createOrderWorker({
+  const worker = await createOrderWorkers({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -119,6 +120,7 @@ async function main(): Promise<void> {
       ...describeConnectionOptions(connectionOptions),
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
+      providerTaskQueues: Object.keys(worker.providers).map((p) => `${config.TEMPORAL_TASK_QUEUE}.${p}`),
       metrics: config.WORKER_METRICS_PORT ? `http://127.0.0.1:${config.WORKER_METRICS_PORT}/metrics` : 'disabled',
     },
     'worker running',

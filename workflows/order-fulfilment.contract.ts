@@ -6,7 +6,8 @@
  * value without pulling the workflow implementation.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { OrderPlan } from './order-plan.js';
 
 /** Default task queue of the order worker; override with `TEMPORAL_TASK_QUEUE`. */
 export const ORDER_TASK_QUEUE = 'order-fulfilment';
@@ -24,84 +25,36 @@ export function orderWorkflowId(orderId: string): string {
 }
 
 /**
- * Order lifecycle statuses, written as absolute values to `orders.status`. See README, "Order statuses".
+ * The statuses of an order's lifecycle, written as absolute values to `orders.status`. Between `received` and
+ * `completed`, each step of the order's plan writes its own status (e.g. `inventory_reserved`, `shipped`: the
+ * step registry, activities/steps/index.ts, names them; the plan's last step writes `completed`). See
+ * docs/api.md, "Order statuses".
  *
- * Forward path: received → inventory_reserved → invoiced → confirmation_sent (the pivot: the customer holds
- * a confirmation) → shipped → completed. Before the pivot a failure or a cancel compensates (stock released,
- * invoice voided) and ends in `failed` or `cancelled`; after it nothing compensates: a step that fails for
- * good, or whose outcome at a provider is unknown, puts the order in `attention_required` until an operator
- * retries it.
+ * Before the pivot a failure or a cancel compensates (stock released, invoice voided) and ends in `failed` or
+ * `cancelled`; after it nothing compensates: a step that fails for good, or whose outcome at a provider is unknown,
+ * puts the order in `attention_required` until an operator retries it.
  */
 export const OrderStatus = {
+  /** Stored; its workflow started (or about to be). */
   Received: 'received',
-  InventoryReserved: 'inventory_reserved',
-  Invoiced: 'invoiced',
-  /** The confirmation email was accepted by the provider: the point of no return. */
-  ConfirmationSent: 'confirmation_sent',
-  /** The carrier accepted the shipment; the reservation is consumed (`ship:<orderId>:<sku>` movements). */
-  Shipped: 'shipped',
   /**
    * A step could not finish on its own and no compensation is allowed (past the pivot), or the provider may
    * have acted and we cannot know: the workflow waits for an operator's `retry` Update
    * (POST /orders/:id/retry). `failureReason` says which step and why.
    */
   AttentionRequired: 'attention_required',
+  /** Every step of the plan succeeded. Final. */
   Completed: 'completed',
   /** A step failed for good before the pivot; the earlier steps were compensated. Final. */
   Failed: 'failed',
   /** Cancelled before the pivot (API or Temporal cancel); the earlier steps were compensated. Final. */
   Cancelled: 'cancelled',
 } as const;
-export type OrderStatus = (typeof OrderStatus)[keyof typeof OrderStatus];
+/** An order status: one of {@link OrderStatus} or a step's status (e.g. `shipped`). */
+export type OrderStatus = string;
 
-/** Forward steps of the workflow, in order. `attention_required` names the one that waits. */
-export const OrderStep = {
-  ReserveInventory: 'reserveInventory',
-  CreateInvoice: 'createInvoice',
-  SendOrderConfirmation: 'sendOrderConfirmation',
-  ShipOrder: 'shipOrder',
-  SyncInvoiceToAccounting: 'syncInvoiceToAccounting',
-} as const;
-export type OrderStep = (typeof OrderStep)[keyof typeof OrderStep];
-
-/**
- * Rank of each status: a status write carries it and is ignored when the stored rank is higher (or equal
- * with another status), so a late retry never moves an order backwards. `attention_required` ranks just
- * before the status its step leads to (see {@link statusRank}); `failed` and `cancelled` outrank all.
- */
-export const ORDER_STATUS_RANK: Readonly<Record<Exclude<OrderStatus, 'attention_required'>, number>> = {
-  received: 0,
-  inventory_reserved: 10,
-  invoiced: 20,
-  confirmation_sent: 30,
-  shipped: 40,
-  completed: 50,
-  failed: 90,
-  cancelled: 90,
-};
-
-/** The status each forward step writes (in its own transaction) when it succeeds. */
-export const STEP_STATUS: Readonly<Record<OrderStep, OrderStatus>> = {
-  reserveInventory: OrderStatus.InventoryReserved,
-  createInvoice: OrderStatus.Invoiced,
-  sendOrderConfirmation: OrderStatus.ConfirmationSent,
-  shipOrder: OrderStatus.Shipped,
-  syncInvoiceToAccounting: OrderStatus.Completed,
-};
-
-/**
- * The rank stored with a status write: {@link ORDER_STATUS_RANK}, and for `attention_required` the rank of
- * the status its waiting step leads to, minus 5 (e.g. waiting at shipOrder: 35, between confirmation_sent
- * and shipped), so the step's success after a retry outranks the attention.
- * @throws Error when `attention_required` comes without its step.
- */
-export function statusRank(status: OrderStatus, step?: OrderStep): number {
-  if (status === OrderStatus.AttentionRequired) {
-    if (!step) throw new Error('attention_required needs the step that waits');
-    return ORDER_STATUS_RANK[STEP_STATUS[step] as Exclude<OrderStatus, 'attention_required'>] - 5;
-  }
-  return ORDER_STATUS_RANK[status];
-}
+/** The activity name of a step of the registry (e.g. `shipOrder`). */
+export type OrderStep = string;
 
 /** Statuses after which nothing happens to the order any more. */
 export const TERMINAL_ORDER_STATUSES: readonly OrderStatus[] = [
@@ -115,24 +68,22 @@ export function isTerminalStatus(status: string): boolean {
   return (TERMINAL_ORDER_STATUSES as readonly string[]).includes(status);
 }
 
-/** Workflow input. Only the id travels: activities read the order from PostgreSQL (small histories). */
+/**
+ * Workflow input: the order's id and the plan it runs (the API passes the plan it stored with the order; a run
+ * started without one reads it with the `planOrder` activity). Activities read the order from PostgreSQL.
+ */
 export interface OrderFulfilmentInput {
   /** The order's UUID, as stored in `orders.id`. */
   orderId: string;
+  plan?: OrderPlan;
 }
 
 /** Workflow result when the order completes. */
 export interface OrderCompletedResult {
   orderId: string;
   status: typeof OrderStatus.Completed;
-  /** Invoice number, e.g. `INV-000042`. */
-  invoiceNumber: string;
-  /** Email provider's message id of the order confirmation. */
-  confirmationMessageId: string;
-  /** The carrier's tracking number. */
-  trackingNumber: string;
-  /** The accounting system's id of the synced invoice. */
-  accountingId: string;
+  /** Each step's provider id (provider steps, e.g. `msg_…`) or null (database steps), by step name. */
+  steps: Record<string, string | null>;
 }
 
 /** Workflow result when the order was cancelled through the `cancelOrder` Update (compensated). */
@@ -170,8 +121,7 @@ export interface OrderFulfilmentState {
   currentStep: string | null;
   /** Steps (and compensations) that completed, in order. */
   completedSteps: string[];
-  invoiceNumber: string | null;
-  /** True once the confirmation email was accepted by the provider: from then on nothing compensates. */
+  /** True once the pivot step acted (e.g. the confirmation was accepted): from then on nothing compensates. */
   pivotPassed: boolean;
   /** Set while the order waits for an operator in `attention_required`. */
   attention: OrderAttention | null;
@@ -220,13 +170,6 @@ export interface RetryStepResult {
  * from the request (the Idempotency-Key), so a repeated request is one retry. Name on the wire: `retry`.
  */
 export const retryStepUpdate = defineUpdate<RetryStepResult, [RetryStepInput]>('retry');
-
-/**
- * Signal of the first workflow version (no `lifecycle-v2` patch marker): retry the accounting sync of an order
- * in `attention_required`. Kept for executions started before the lifecycle change; new executions use
- * {@link retryStepUpdate}. Name on the wire: `retryAccountingSync`.
- */
-export const retryAccountingSyncSignal = defineSignal('retryAccountingSync');
 
 /**
  * Search attributes of order workflows, so the Temporal UI can filter orders

@@ -1,30 +1,31 @@
 /**
- * The order fulfilment workflow: reserve inventory → create invoice → send the order confirmation (the
- * pivot) → ship the order → sync the invoice to accounting. Each forward step writes the order's status in
- * its own transaction, so the workflow makes no separate status writes on the happy path.
+ * The order fulfilment workflow. It runs the order's plan (workflows/order-plan.ts: the step registry's steps as
+ * they were when the order was placed, e.g. reserve inventory → create invoice → send the order confirmation (the
+ * pivot) → ship → sync to accounting). Each step writes the order's status in its own transaction, so the workflow
+ * makes no separate status writes on the happy path.
  *
  * The order's one story:
- * - Before the pivot, a step that fails for good, or a cancel (the `cancelOrder` Update, or a workflow
- *   cancel request from the Temporal UI/CLI), halts the order and compensates: `haltOrder` first fences the
- *   confirmation (under the order-row lock it tombstones the email claim, so no attempt ever sends it), then
- *   the invoice is voided and the stock released (both no-ops when their step never acted), and the order
- *   ends `failed` or `cancelled`.
- * - If the fence finds the confirmation sent, the pivot was passed after all: the order goes on to completion
- *   and a cancel is refused. If it finds a call whose outcome is unknown (the provider may have acted), the
- *   order goes to a person: `attention_required` until the operator's `retry` Update.
- * - After the pivot nothing compensates: a step that fails for good puts the order in `attention_required`
- *   and the workflow waits for the `retry` Update; a workflow cancel request is refused (logged).
- * - A run on an order that is already final (a reset, or a second run after retention) changes nothing: the
- *   first step refuses it with `OrderClosedError`.
+ * - Before the pivot, a step that fails for good, or a cancel (the `cancelOrder` Update, or a workflow cancel
+ *   request from the Temporal UI/CLI), halts the order and compensates: `haltOrder` first fences every provider step
+ *   up to the pivot (under the order-row lock it tombstones their claims, so no attempt ever performs them), then
+ *   each compensation runs, newest first (each a no-op when its step never acted), and the order ends `failed` or
+ *   `cancelled`.
+ * - If the fence finds the pivot performed, the pivot was passed after all: the order goes on to completion and a
+ *   cancel is refused. If it finds a call whose outcome is unknown (the provider may have acted), the order goes to
+ *   a person: `attention_required` until the operator's `retry` Update.
+ * - After the pivot nothing compensates: a step that fails for good puts the order in `attention_required` and the
+ *   workflow waits for the `retry` Update; a workflow cancel request is refused (logged).
+ * - A run on an order that is already final (a reset, or a second run after retention) changes nothing: its first
+ *   step refuses it with `OrderClosedError`.
  *
- * Versioning: executions started before this shape have no `lifecycle-v2` patch marker and run the frozen
- * first version (legacy/order-fulfilment-v1.workflow.ts); those without the `sparse-status-attribute` marker upsert
- * the `OrderStatus` search attribute at every status; those without the `local-database-steps` marker run
- * reserveInventory and createInvoice as activity tasks, the others as local activities. See README, "Workflow
- * versioning".
- * Workflow id: `order-<orderId>` (orderWorkflowId). See https://docs.temporal.io/workflows
+ * Database steps run as local activities (https://docs.temporal.io/local-activity) in the order's workflow task;
+ * provider steps run as activities on their provider's task queue (`<task queue>.<provider>`, where Temporal enforces
+ * the provider's limits). The `OrderStatus` search attribute is upserted only where a visibility query needs it:
+ * `attention_required`, the final status, and the first status after an operator's retry.
+ * Versioning: docs/versioning.md. Workflow id: `order-<orderId>` (orderWorkflowId). See https://docs.temporal.io/workflows
  */
 import {
+  type ActivityOptions,
   ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
@@ -33,20 +34,23 @@ import {
   condition,
   isCancellation,
   log,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { HaltOrderResult, OrderActivities } from '../activities/index.js';
-import { attentionWrite, compensation, databaseStep, localDatabaseStep, providerCall } from './activity-options.js';
+import type {
+  CompensationActivity,
+  HaltOrderResult,
+  KitActivities,
+  StepActivity,
+  StepResult,
+} from '../activities/index.js';
+import { attentionWrite, compensation, RETRY_PROFILES } from './activity-options.js';
 import { ErrorType } from './errors.js';
-import { orderFulfilmentV1 } from './legacy/order-fulfilment-v1.workflow.js';
 import {
   OrderStatus,
-  OrderStep,
   SEARCH_ATTRIBUTES,
   cancelOrderUpdate,
   isTerminalStatus,
@@ -56,39 +60,51 @@ import {
   type OrderFulfilmentInput,
   type OrderFulfilmentResult,
   type OrderFulfilmentState,
-  type OrderStatus as OrderStatusValue,
 } from './order-fulfilment.contract.js';
+import { attentionRank, FINAL_FAILURE_RANK, StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
 
-/** Patch id of the lifecycle change (cancel Update, halt fence, shipping, attention after the pivot). */
-export const LIFECYCLE_V2_PATCH = 'lifecycle-v2';
+/** The kit's own activities on the order task queue: the fence and the final statuses must succeed (long profile). */
+const kit = proxyActivities<KitActivities>(compensation);
+/** The `attention_required` status write: it outlasts a long database outage. */
+const attention = proxyActivities<KitActivities>(attentionWrite);
+/** The plan of a run started without one: a local activity (recorded as a marker, so replays read the same plan). */
+const planning = proxyLocalActivities<KitActivities>({ ...RETRY_PROFILES.localDatabaseStep });
+
+/** The separator of a provider's task queue: `<order task queue>.<provider>` (providers/kit/define.ts). */
+function providerQueue(provider: string): string {
+  return `${workflowInfo().taskQueue}.${provider}`;
+}
 
 /**
- * Patch id of the sparse `OrderStatus` search attribute (issue 9, fewer visibility writes): the attribute is
- * upserted only where a visibility query needs it — `attention_required`, the final status, and the first status
- * after an operator's retry — instead of at every step; `OrderId` only when the starter did not set it.
- * Executions recorded before it (no marker) keep upserting at every step.
+ * The activity of a planned step, with its retry profile, on its task queue (a provider step on its provider's),
+ * and its summary for the Temporal UI. Steps up to the pivot are waited for when cancelled: they report whether
+ * they acted, and a provider call under way is never cut short.
  */
-export const SPARSE_STATUS_ATTRIBUTE_PATCH = 'sparse-status-attribute';
+function stepActivity(step: PlannedStep): StepActivity {
+  const profile = RETRY_PROFILES[step.retry];
+  if (step.kind === 'database') {
+    return proxyLocalActivities<Record<string, StepActivity>>({ ...profile, summary: step.summary })[step.name]!;
+  }
+  const options: ActivityOptions = {
+    ...profile,
+    taskQueue: providerQueue(step.provider!),
+    summary: step.summary,
+    ...(step.phase === StepPhase.AfterPivot
+      ? {}
+      : { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }),
+  };
+  return proxyActivities<Record<string, StepActivity>>(options)[step.name]!;
+}
 
-/**
- * Patch id of the local database steps (issue 9): reserveInventory and createInvoice run as local activities
- * (https://docs.temporal.io/local-activity) in the workflow task that starts the order, instead of as activity
- * tasks (12 fewer history events, 2 fewer workflow tasks). It implies the two patches before it, whose markers a
- * run with this one no longer records (one marker per new run instead of three).
- */
-export const LOCAL_DATABASE_STEPS_PATCH = 'local-database-steps';
-
-const db = proxyActivities<OrderActivities>(databaseStep);
-/** The database steps as local activities (runs with the {@link LOCAL_DATABASE_STEPS_PATCH} marker). */
-const localDb = proxyLocalActivities<OrderActivities>(localDatabaseStep);
-const provider = proxyActivities<OrderActivities>(providerCall);
-/** The confirmation: a cancel waits for an attempt under way to finish (it reports whether it sent). */
-const confirmation = proxyActivities<OrderActivities>({
-  ...providerCall,
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-});
-const compensating = proxyActivities<OrderActivities>(compensation);
-const attention = proxyActivities<OrderActivities>(attentionWrite);
+/** The activity of a step's compensation (the compensation profile; a provider's on its task queue). */
+function compensationActivity(step: PlannedStep): CompensationActivity {
+  const { name, provider } = step.compensation!;
+  return proxyActivities<Record<string, CompensationActivity>>({
+    ...compensation,
+    ...(provider ? { taskQueue: providerQueue(provider) } : {}),
+    summary: `undo: ${step.summary}`,
+  })[name]!;
+}
 
 /**
  * Describes why a step failed, from the failure chain's types (never `instanceof` on error classes of
@@ -131,15 +147,14 @@ function mayHaveActed(err: unknown): boolean {
 
 /** Runs one order to completion, to a compensated `failed`/`cancelled`, or to an operator. */
 export async function orderFulfilment(input: OrderFulfilmentInput): Promise<OrderFulfilmentResult> {
-  // Newest patch first: a run that has it records no marker for the older ones it implies.
-  const localSteps = patched(LOCAL_DATABASE_STEPS_PATCH);
-  if (!localSteps && !patched(LIFECYCLE_V2_PATCH)) return (await orderFulfilmentV1(input)) as OrderCompletedResult;
-  return new OrderLifecycle(input.orderId, localSteps).run();
+  const lifecycle = new OrderLifecycle(input.orderId);
+  return lifecycle.run(input.plan);
 }
 
-/** The state and steps of one order's run (the v2 lifecycle). */
+/** The state and steps of one order's run. */
 class OrderLifecycle {
   private readonly state: OrderFulfilmentState;
+  private plan: OrderPlan = { steps: [] };
   /** The cancellable scope of the pre-pivot steps now running, if any. */
   private prePivot: CancellationScope | null = null;
   /**
@@ -151,30 +166,22 @@ class OrderLifecycle {
   private cancelled: CancelRequest | null = null;
   private compensating = false;
   private retryAccepted = false;
-  private readonly retries = new Map<OrderStep, number>();
+  private readonly retries = new Map<string, number>();
   /** Parent of the pre-pivot scopes: shields them from the root scope's cancellation. */
   private readonly shield = new CancellationScope({ cancellable: false });
-  private invoiceNumber: string | null = null;
-  /** Upsert `OrderStatus` at every status (runs recorded before the sparse-status-attribute patch). */
-  private everyStatusVisible = true;
   /** The `OrderStatus` search attribute's value as this run last set it (the starter sets `received`). */
-  private visibleStatus: OrderStatusValue = OrderStatus.Received;
-  private messageId: string | null = null;
+  private visibleStatus: string = OrderStatus.Received;
+  /** Each step's result, by name. */
+  private readonly results = new Map<string, StepResult>();
+  /** How far the pre-pivot steps got: the index of the last one started (its compensation runs too). */
+  private lastStarted = -1;
 
-  /**
-   * @param localSteps run reserveInventory and createInvoice as local activities ({@link LOCAL_DATABASE_STEPS_PATCH});
-   *   such a run also has the sparse `OrderStatus` attribute.
-   */
-  constructor(
-    private readonly orderId: string,
-    private readonly localSteps: boolean,
-  ) {
+  constructor(private readonly orderId: string) {
     this.state = {
       orderId,
       status: OrderStatus.Received,
       currentStep: null,
       completedSteps: [],
-      invoiceNumber: null,
       pivotPassed: false,
       attention: null,
       cancellation: null,
@@ -182,13 +189,11 @@ class OrderLifecycle {
     };
   }
 
-  async run(): Promise<OrderFulfilmentResult> {
+  async run(plan: OrderPlan | undefined): Promise<OrderFulfilmentResult> {
     this.registerHandlers();
-    this.everyStatusVisible = !this.localSteps && !patched(SPARSE_STATUS_ATTRIBUTE_PATCH);
-    // Runs before the patch always upserted these; after it, only a run started without the starter's attributes
-    // (e.g. by hand from the CLI) does, so that it is still findable by OrderId.
-    const startedWithoutAttributes = workflowInfo().typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId) === undefined;
-    if (this.everyStatusVisible || startedWithoutAttributes) {
+    // The starter sets these; a run started without them (e.g. by hand from the CLI) sets them itself, so that it is
+    // still findable by OrderId.
+    if (workflowInfo().typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId) === undefined) {
       upsertSearchAttributes([
         { key: SEARCH_ATTRIBUTES.OrderId, value: this.orderId },
         { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
@@ -197,10 +202,16 @@ class OrderLifecycle {
     // A workflow cancel request (Temporal UI/CLI) is handled like the cancelOrder Update: the pre-pivot scopes
     // hang off a non-cancellable shield, so it reaches them only through onWorkflowCancel.
     CancellationScope.current().cancelRequested.catch(() => this.onWorkflowCancel());
+    this.plan = plan ?? (await planning.planOrder({ orderId: this.orderId }));
 
     const ended = await this.untilPivot();
     if (ended) return ended;
     return CancellationScope.nonCancellable(() => this.afterPivot());
+  }
+
+  /** The steps up to and including the pivot, and the pivot's index. */
+  private get beforeAndPivot(): PlannedStep[] {
+    return this.plan.steps.filter((s) => s.phase !== StepPhase.AfterPivot);
   }
 
   /** A workflow cancel request: honoured before the pivot like a cancel Update, refused (logged) after it. */
@@ -210,7 +221,7 @@ class OrderLifecycle {
       log.warn('workflow cancel request refused', {
         orderId: this.orderId,
         why: state.pivotPassed
-          ? 'the confirmation was sent'
+          ? 'the pivot was passed'
           : state.attention
             ? 'waiting for an operator'
             : 'already stopping',
@@ -258,7 +269,7 @@ class OrderLifecycle {
             throw ApplicationFailure.nonRetryable('reason must be a string of 1..500 characters', ErrorType.Validation);
           }
           if (this.cancelled || this.cancelRequest) return; // joins the request under way, or its answer
-          if (state.pivotPassed) throw notCancellable(this.orderId, 'the order confirmation was already sent');
+          if (state.pivotPassed) throw notCancellable(this.orderId, `the ${this.pivotName()} was already done`);
           if (isTerminalStatus(state.status))
             throw notCancellable(this.orderId, `the order is already ${state.status}`);
           if (state.attention) {
@@ -299,43 +310,50 @@ class OrderLifecycle {
     );
   }
 
+  /** The pivot step's name in words for messages, e.g. `sendOrderConfirmation`. */
+  private pivotName(): string {
+    return this.plan.steps.find((s) => s.phase === StepPhase.Pivot)?.name ?? 'pivot';
+  }
+
   /**
    * Records the order's status in the workflow state (the `orderStatus` query) and, where a visibility query
    * needs it, in the `OrderStatus` search attribute: `attention_required`, a final status, and the status that
-   * replaces `attention_required` after a retry (see {@link SPARSE_STATUS_ATTRIBUTE_PATCH}).
+   * replaces `attention_required` after a retry (fewer visibility writes: each upsert is a round trip).
    */
-  private setStatus(status: OrderStatusValue): void {
+  private setStatus(status: string): void {
     this.state.status = status;
-    if (!this.everyStatusVisible) {
-      const needed =
-        status === OrderStatus.AttentionRequired ||
-        isTerminalStatus(status) ||
-        this.visibleStatus === OrderStatus.AttentionRequired;
-      if (!needed || this.visibleStatus === status) return;
-    }
+    const needed =
+      status === OrderStatus.AttentionRequired ||
+      isTerminalStatus(status) ||
+      this.visibleStatus === OrderStatus.AttentionRequired;
+    if (!needed || this.visibleStatus === status) return;
     this.visibleStatus = status;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.OrderStatus, value: status }]);
   }
 
-  private async step<T>(name: OrderStep, run: () => Promise<T>, status: OrderStatusValue): Promise<T> {
-    this.state.currentStep = name;
-    const result = await run();
-    this.state.completedSteps.push(name);
+  /** Runs one planned step; on success records it and its status. */
+  private async step(step: PlannedStep): Promise<StepResult> {
+    this.state.currentStep = step.name;
+    const result = await stepActivity(step)({ orderId: this.orderId, status: step.status, rank: step.rank });
+    this.results.set(step.name, result);
+    this.state.completedSteps.push(step.name);
     this.state.currentStep = null;
-    this.setStatus(status);
+    this.setStatus(step.status);
     return result;
   }
 
-  private done(name: OrderStep): boolean {
+  private done(name: string): boolean {
     return this.state.completedSteps.includes(name);
   }
 
   /**
-   * Runs the steps up to and including the confirmation. Returns nothing once the pivot is passed, or the
-   * workflow's end (cancelled result, or throws) when the order was halted and compensated.
+   * Runs the steps up to and including the pivot. Returns nothing once the pivot is passed, or the workflow's end
+   * (cancelled result, or throws) when the order was halted and compensated.
    */
   private async untilPivot(): Promise<OrderFulfilmentResult | undefined> {
     const { orderId } = this;
+    const steps = this.beforeAndPivot;
+    const pivot = steps[steps.length - 1]!;
     for (;;) {
       let failure: unknown;
       const scope = new CancellationScope({ cancellable: true, parent: this.shield });
@@ -343,61 +361,44 @@ class OrderLifecycle {
       try {
         await scope.run(async () => {
           if (this.cancelRequest) throw new ApplicationFailure('cancel requested', 'CancelRequested');
-          if (!this.done(OrderStep.ReserveInventory)) {
-            await this.step(
-              OrderStep.ReserveInventory,
-              () => (this.localSteps ? localDb.reserveInventory({ orderId }) : db.reserveInventory({ orderId })),
-              OrderStatus.InventoryReserved,
-            );
+          for (const [i, step] of steps.entries()) {
+            if (this.done(step.name)) continue;
+            this.lastStarted = Math.max(this.lastStarted, i);
+            await this.step(step);
+            if (step === pivot) this.passPivot(`the ${step.name} was done before the cancel took effect`);
           }
-          if (!this.done(OrderStep.CreateInvoice)) {
-            const invoice = await this.step(
-              OrderStep.CreateInvoice,
-              () => (this.localSteps ? localDb.createInvoice({ orderId }) : db.createInvoice({ orderId })),
-              OrderStatus.Invoiced,
-            );
-            this.invoiceNumber = invoice.invoiceNumber;
-            this.state.invoiceNumber = invoice.invoiceNumber;
-          }
-          const sent = await this.step(
-            OrderStep.SendOrderConfirmation,
-            () => confirmation.sendOrderConfirmation({ orderId }),
-            OrderStatus.ConfirmationSent,
-          );
-          this.messageId = sent.messageId;
         });
       } catch (err) {
         failure = err;
       } finally {
         this.prePivot = null;
       }
-      if (this.messageId) {
-        this.passPivot('the order confirmation was sent before the cancel took effect');
-        return undefined;
-      }
+      if (this.state.pivotPassed) return undefined;
       this.state.currentStep = null;
 
       if (failureType(failure) === ErrorType.OrderClosed) return this.closedAlready(failure);
       const reason = this.cancelRequest ? `cancelled: ${this.cancelRequest.reason}` : describeFailure(failure);
       this.compensating = true;
+      const fenced = steps.filter((s) => s.kind === 'provider').map((s) => s.name);
       const fence: HaltOrderResult = await CancellationScope.nonCancellable(() =>
-        compensating.haltOrder({ orderId, reason }),
+        kit.haltOrder({ orderId, reason, steps: fenced }),
       );
       if (fence.outcome === 'sent') {
-        this.messageId = fence.messageId;
-        this.state.completedSteps.push(OrderStep.SendOrderConfirmation);
-        this.setStatus(OrderStatus.ConfirmationSent);
+        this.results.set(pivot.name, { step: pivot.name, performed: false, providerId: fence.providerId });
+        this.state.completedSteps.push(pivot.name);
+        this.setStatus(pivot.status);
         this.compensating = false;
-        this.passPivot('the order confirmation was sent before the cancel took effect');
+        this.passPivot(`the ${pivot.name} was done before the cancel took effect`);
         return undefined;
       }
       if (fence.outcome === 'halted') return this.compensate(reason, failure);
 
-      // The provider may have sent the confirmation: a person decides; a retry re-sends with the same key.
+      // The provider may have acted: a person decides; a retry re-sends with the same key.
       this.compensating = false;
-      const why = `the confirmation email may have been sent (${describeFailure(failure)})`;
+      const waiting = steps.find((s) => s.name === fence.step) ?? pivot;
+      const why = `${waiting.name} may have been performed (${describeFailure(failure)})`;
       this.refuseCancel(`${why}; the order waits for an operator`);
-      await CancellationScope.nonCancellable(() => this.awaitOperator(OrderStep.SendOrderConfirmation, why, true));
+      await CancellationScope.nonCancellable(() => this.awaitOperator(waiting, why, true));
     }
   }
 
@@ -409,7 +410,7 @@ class OrderLifecycle {
   /** The order was already final when this run started (reset, or a second run): change nothing. */
   private closedAlready(failure: unknown): never {
     const cause = innermost(failure) as ApplicationFailure;
-    const status = (cause.details?.[0] as { status?: OrderStatusValue } | undefined)?.status;
+    const status = (cause.details?.[0] as { status?: string } | undefined)?.status;
     if (status) this.setStatus(status);
     this.refuseCancel(`the order is already ${status ?? 'final'}`);
     throw ApplicationFailure.nonRetryable(
@@ -420,9 +421,9 @@ class OrderLifecycle {
   }
 
   /**
-   * Compensates a halted order: void the invoice, release the stock (both registered before their steps ran,
-   * and no-ops when the step never acted), in a non-cancellable scope; a compensation that fails after its
-   * retries does not stop the others and is named in the reason. Then the final status, and the end.
+   * Compensates a halted order: the compensation of every step that started, newest first (registered before their
+   * steps ran, and no-ops when the step never acted), in a non-cancellable scope; a compensation that fails after
+   * its retries does not stop the others and is named in the reason. Then the final status, and the end.
    */
   private async compensate(reason: string, failure: unknown): Promise<OrderFulfilmentResult> {
     const { orderId, state } = this;
@@ -430,14 +431,16 @@ class OrderLifecycle {
     const request = this.cancelRequest;
     const cancelled = request !== null;
     const failures: string[] = [];
+    const undo = this.beforeAndPivot
+      .slice(0, this.lastStarted + 1)
+      .filter((s) => s.compensation)
+      .reverse();
     await CancellationScope.nonCancellable(async () => {
-      for (const [name, run] of [
-        ['voidInvoice', () => compensating.voidInvoice({ orderId })],
-        ['releaseInventory', () => compensating.releaseInventory({ orderId })],
-      ] as const) {
+      for (const step of undo) {
+        const name = step.compensation!.name;
         state.currentStep = name;
         try {
-          await run();
+          await compensationActivity(step)({ orderId });
           state.completedSteps.push(name);
         } catch (err) {
           failures.push(`${name} failed: ${describeFailure(err)}`);
@@ -447,7 +450,7 @@ class OrderLifecycle {
       state.currentStep = null;
       state.failureReason = failures.length ? `${reason} (${failures.join('; ')})` : reason;
       const status = cancelled ? OrderStatus.Cancelled : OrderStatus.Failed;
-      await compensating.setOrderStatus({ orderId, status, failureReason: state.failureReason });
+      await kit.setOrderStatus({ orderId, status, rank: FINAL_FAILURE_RANK, failureReason: state.failureReason });
       this.setStatus(status);
     });
     if (request) {
@@ -464,37 +467,29 @@ class OrderLifecycle {
     });
   }
 
-  /** After the pivot: ship, sync to accounting; a step that fails for good waits for an operator. */
+  /** After the pivot: the remaining steps in order; a step that fails for good waits for an operator. */
   private async afterPivot(): Promise<OrderCompletedResult> {
-    const { orderId } = this;
-    const shipment = await this.untilDone(OrderStep.ShipOrder, OrderStatus.Shipped, () =>
-      provider.shipOrder({ orderId }),
-    );
-    const sync = await this.untilDone(OrderStep.SyncInvoiceToAccounting, OrderStatus.Completed, () =>
-      provider.syncInvoiceToAccounting({ orderId }),
-    );
-    return {
-      orderId,
-      status: OrderStatus.Completed,
-      invoiceNumber: this.invoiceNumber ?? sync.externalId,
-      confirmationMessageId: this.messageId!,
-      trackingNumber: shipment.trackingNumber,
-      accountingId: sync.accountingId,
-    };
+    for (const step of this.plan.steps) {
+      if (step.phase !== StepPhase.AfterPivot || this.done(step.name)) continue;
+      await this.untilDone(step);
+    }
+    const steps: Record<string, string | null> = {};
+    for (const step of this.plan.steps) steps[step.name] = this.results.get(step.name)?.providerId ?? null;
+    return { orderId: this.orderId, status: OrderStatus.Completed, steps };
   }
 
   /** Runs a post-pivot step until it succeeds; each failure for good waits for the operator's retry. */
-  private async untilDone<T>(name: OrderStep, status: OrderStatusValue, run: () => Promise<T>): Promise<T> {
+  private async untilDone(step: PlannedStep): Promise<StepResult> {
     for (;;) {
       try {
-        return await this.step(name, run, status);
+        return await this.step(step);
       } catch (err) {
         this.state.currentStep = null;
         const unknown = mayHaveActed(err);
         const reason = unknown
           ? `${describeFailure(err)} (the provider may have acted; a retry re-sends with the same Idempotency-Key)`
           : describeFailure(err);
-        await this.awaitOperator(name, reason, unknown);
+        await this.awaitOperator(step, reason, unknown);
       }
     }
   }
@@ -504,15 +499,20 @@ class OrderLifecycle {
    * workflow's own state changes first (in the same workflow task that schedules the status write), so an
    * operator who sees the status in the database always finds the workflow waiting.
    */
-  private async awaitOperator(step: OrderStep, reason: string, outcomeUnknown: boolean): Promise<void> {
+  private async awaitOperator(step: PlannedStep, reason: string, outcomeUnknown: boolean): Promise<void> {
     const { orderId, state } = this;
-    state.attention = { step, reason, outcomeUnknown, retries: this.retries.get(step) ?? 0 };
+    state.attention = { step: step.name, reason, outcomeUnknown, retries: this.retries.get(step.name) ?? 0 };
     state.failureReason = reason;
     this.retryAccepted = false;
     this.setStatus(OrderStatus.AttentionRequired);
-    log.warn('order needs an operator', { orderId, step, reason });
+    log.warn('order needs an operator', { orderId, step: step.name, reason });
     try {
-      await attention.setOrderStatus({ orderId, status: OrderStatus.AttentionRequired, failureReason: reason, step });
+      await attention.setOrderStatus({
+        orderId,
+        status: OrderStatus.AttentionRequired,
+        rank: attentionRank(step),
+        failureReason: reason,
+      });
     } catch (err) {
       // The database stays behind; the workflow still waits, and its search attribute says attention_required.
       log.error('could not record attention_required', { orderId, error: describeFailure(err) });

@@ -1,24 +1,25 @@
 /**
- * A reusable building block for small, real HTTP servers that behave like hosted providers (email,
- * accounting): bearer authentication, `Idempotency-Key` semantics, a ledger of side effects per key, and
- * injectable faults. Tests start one in-process on port 0; `main.ts` files start one as a process.
+ * The simulated providers: small, real HTTP servers that behave like hosted providers (bearer authentication,
+ * `Idempotency-Key` semantics, a ledger of side effects per key, injectable faults), one per provider definition
+ * (providers/<name>.provider.ts), all served by one process under `/<name>` (simulators/main.ts; tests start one
+ * in-process on port 0 with {@link startSimulators}).
  *
  * Idempotency rules (draft-ietf-httpapi-idempotency-key-header, "the draft" below), applied to every
- * effectful route (POST/PUT/PATCH/DELETE under the provider API):
+ * effectful route (the provider's operations):
  * - no `Idempotency-Key` header → 400 problem+json (draft §2.7);
  * - same key, same fingerprint (method, request target, canonical JSON body) and the first request has
  *   completed → the stored status and body are replayed with `Idempotent-Replayed: true`, no new effect;
  * - same key, different fingerprint → 422 problem+json (draft §2.7);
  * - same key while the first request is still being processed → 409 problem+json (draft §2.7).
- * Keys are scoped to the simulator (it has one client). Stored responses are kept until `POST /_sim/reset`
- * or process exit (the retention this simulator publishes). Like hosted providers do, a request whose handler
- * fails validation or that meets an error fault stores nothing, so the key may be used again.
+ * Keys are scoped to the provider (it has one client). Stored responses are kept until `POST /_sim/reset`
+ * or process exit (the retention this simulator publishes). Like hosted providers do, a request that fails
+ * validation or that meets an error fault stores nothing, so the key may be used again.
  *
  * Authentication (RFC 6750): every provider route needs `Authorization: Bearer <token>`; a missing header,
  * or a token other than the configured `apiKey`, is answered 401 with `WWW-Authenticate: Bearer`.
  * The `/_sim` control API needs no credentials.
  *
- * Control API:
+ * Control API of each provider, under `/<name>`:
  * - `GET /_sim/health` → 200 `{ status: 'ok', name }`
  * - `GET /_sim/ledger` → `{ effects: LedgerEffect[], countsByKey: { [key]: n } }`
  * - `GET /_sim/ledger/:key` (key URL-encoded) → `{ key, count, effects }`
@@ -26,12 +27,13 @@
  * - `POST /_sim/faults` body {@link FaultSpec} → 201 the {@link QueuedFault}
  * - `DELETE /_sim/faults` → 204
  * - `POST /_sim/reset` → 204 (clears ledger, stored responses, faults and the provider's own state)
+ * and of the whole process: `GET /_sim/health` → `{ status: 'ok', providers: [names] }`, `POST /_sim/reset` (all).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import {
   IDEMPOTENCY_KEY_MAX_LENGTH,
@@ -39,6 +41,12 @@ import {
   parseIdempotencyKeyHeader,
   requestFingerprint,
 } from '../../src/idempotency/idempotency-protocol.js';
+import {
+  SimulatedRefusal,
+  type OperationDefinition,
+  type ProviderDefinition,
+  type SimulateContext,
+} from '../../providers/kit/define.js';
 import { HttpProblem, problem, sendProblem, type ProblemDetails } from './problem.js';
 
 /** Longest accepted `Idempotency-Key` value, in characters (the limit hosted providers commonly publish). */
@@ -110,58 +118,10 @@ export interface LedgerEffect {
   response: StoredResponse;
 }
 
-/** What an effectful handler sees. */
-export interface EffectfulContext {
-  /** The request's `Idempotency-Key` (unquoted). */
-  key: string;
-  /** The parsed JSON body (`undefined` when there was none): validate it. */
-  body: unknown;
-  /** Route parameters, decoded. */
-  params: Record<string, string>;
-}
-
-/** What an effectful handler returns: the response, and the kinds of the effects it performed. */
-export interface EffectfulResult {
-  status: number;
-  body: unknown;
-  /** Effect kinds performed for this request, recorded in the ledger in order (usually exactly one). */
-  effects: string[];
-}
-
-/** A provider route with side effects, guarded by authentication, idempotency and faults. */
-export interface EffectfulRoute {
-  method: 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  /** Express 5 path, e.g. `/v1/invoices/:externalId`. */
-  path: string;
-  /**
-   * Performs the effect. Runs at most once per idempotency key (unless it throws).
-   * @throws HttpProblem to answer with a problem document; nothing is recorded or stored then.
-   */
-  handle(ctx: EffectfulContext): EffectfulResult | Promise<EffectfulResult>;
-}
-
-/** A provider route without side effects (GET), guarded by authentication only. */
-export interface ReadRoute {
-  /** Express 5 path, e.g. `/v1/messages/:id`. */
-  path: string;
-  /** @throws HttpProblem to answer with a problem document (e.g. 404). */
-  handle(ctx: { params: Record<string, string> }): StoredResponse | Promise<StoredResponse>;
-}
-
-/** Options of {@link startIdempotentSimulator}. */
-export interface IdempotentSimulatorOptions {
-  /** Name used in logs and the health answer, e.g. `email`. */
-  name: string;
+/** Options of one provider's simulator. */
+export interface ProviderSimulatorOptions {
   /** When set, the only bearer token accepted; otherwise any non-empty bearer token is accepted. */
   apiKey?: string;
-  /** Interface to bind. Default `127.0.0.1`. */
-  host?: string;
-  /** TCP port; 0 (the default) picks a free one. */
-  port?: number;
-  effectful: EffectfulRoute[];
-  reads?: ReadRoute[];
-  /** Clears the provider's own state (messages, invoices) on `POST /_sim/reset` and `reset()`. */
-  onReset?: () => void;
 }
 
 /** Read access to the effect ledger. */
@@ -174,12 +134,9 @@ export interface SimulatorLedger {
   countsByKey(): Record<string, number>;
 }
 
-/** A simulator listening on a real port. */
-export interface RunningSimulator {
+/** The control of one simulated provider (what `/<name>/_sim` offers, in-process). */
+export interface ProviderSimulatorControl {
   name: string;
-  /** Base URL, e.g. `http://127.0.0.1:40123` (no trailing slash). */
-  url: string;
-  port: number;
   ledger: SimulatorLedger;
   /** Queues a fault, like `POST /_sim/faults`. @throws ZodError when `spec` is invalid. */
   injectFault(spec: FaultSpec): QueuedFault;
@@ -189,7 +146,16 @@ export interface RunningSimulator {
   reset(): void;
   /** Idempotency keys whose first request is still being processed (their retries get 409). */
   inFlightKeys(): string[];
-  /** Stops listening, drops open connections and cancels pending `slow` waits. Idempotent. */
+  /** The simulated provider's records (e.g. shipments by id), as its operations stored them. */
+  state(): ReadonlyMap<string, unknown>;
+}
+
+/** A simulated provider listening on a real port (under its path): its control and its base URL. */
+export interface RunningSimulator extends ProviderSimulatorControl {
+  /** The provider's base URL, e.g. `http://127.0.0.1:40123/email` (no trailing slash). */
+  url: string;
+  port: number;
+  /** Stops the whole simulator process's server (every provider). Idempotent. */
   close(): Promise<void>;
 }
 
@@ -200,17 +166,47 @@ type KeyRecord =
 /** Thrown into pending `slow` waits when the simulator closes. */
 class SimulatorClosedError extends Error {}
 
+/** `<prefix>_<24 hex digits>`. */
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+/** `length` random characters of `alphabet`. */
+function randomText(length: number, alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ'): string {
+  let text = '';
+  for (let i = 0; i < length; i++) text += alphabet[randomInt(alphabet.length)];
+  return text;
+}
+
+/** A validated request, or the 422 problem listing its issues. */
+function validate(operation: OperationDefinition, body: unknown): unknown {
+  const parsed = operation.request.safeParse(body);
+  if (parsed.success) return parsed.data;
+  throw new HttpProblem(422, 'validation-failed', 'Validation failed', z.prettifyError(parsed.error), {
+    errors: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+  });
+}
+
+/** A {@link SimulatedRefusal} as the problem it answers with. */
+function refusalProblem(error: SimulatedRefusal): HttpProblem {
+  const title = error.status === 404 ? 'Not found' : error.status === 422 ? 'Validation failed' : 'Request refused';
+  return new HttpProblem(error.status, error.slug, title, error.detail);
+}
+
 /**
- * Starts an idempotent provider simulator over real HTTP.
- * @returns once the server listens; `url` carries the actual port (useful with `port: 0`).
- * @throws the listen error (e.g. `EADDRINUSE`).
+ * The simulator of one provider definition: an Express router with its operations (guarded by authentication,
+ * idempotency and faults), its reads, and its `/_sim` control API, plus the same control in-process.
+ * @param closing aborts pending `slow` waits when the server closes.
  */
-export async function startIdempotentSimulator(options: IdempotentSimulatorOptions): Promise<RunningSimulator> {
-  const host = options.host ?? '127.0.0.1';
+export function createProviderSimulator(
+  provider: ProviderDefinition,
+  options: ProviderSimulatorOptions,
+  closing: AbortSignal,
+): { router: Router; control: ProviderSimulatorControl } {
   const records = new Map<string, KeyRecord>();
   const ledger: LedgerEffect[] = [];
+  const state = new Map<string, unknown>();
   let faults: QueuedFault[] = [];
-  const closing = new AbortController();
 
   const ledgerApi: SimulatorLedger = {
     effects: (key) => (key === undefined ? [...ledger] : ledger.filter((e) => e.key === key)),
@@ -240,8 +236,8 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
   const reset = (): void => {
     records.clear();
     ledger.length = 0;
+    state.clear();
     clearFaults();
-    options.onReset?.();
   };
 
   /** Takes one use of the first queued fault matching `key`, if any. */
@@ -253,15 +249,12 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
     return fault;
   };
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
+  const router = express.Router();
 
   // ---- control API ---------------------------------------------------------------------------------
   const control = express.Router();
   control.get('/health', (_req, res) => {
-    res.json({ status: 'ok', name: options.name });
+    res.json({ status: 'ok', name: provider.name });
   });
   control.get('/ledger', (_req, res) => {
     res.json({ effects: ledgerApi.effects(), countsByKey: ledgerApi.countsByKey() });
@@ -295,7 +288,7 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
     reset();
     res.status(204).end();
   });
-  app.use('/_sim', control);
+  router.use('/_sim', control);
 
   // ---- provider API --------------------------------------------------------------------------------
   /** RFC 6750 bearer check; answers 401 and returns false when it fails. */
@@ -306,22 +299,27 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
     if (token === undefined) detail = 'An Authorization: Bearer <token> header is required.';
     else if (options.apiKey !== undefined && token !== options.apiKey) detail = 'The bearer token is not valid.';
     if (detail === undefined) return true;
-    res.set('WWW-Authenticate', `Bearer realm="${options.name}"`);
+    res.set('WWW-Authenticate', `Bearer realm="${provider.name}"`);
     sendProblem(res, problem(401, 'unauthorized', 'Unauthorized', detail));
     return false;
   };
 
-  for (const route of options.reads ?? []) {
-    app.get(route.path, async (req, res) => {
+  for (const read of Object.values(provider.reads ?? {})) {
+    router.get(read.path, (req, res) => {
       if (!authorize(req, res)) return;
-      const result = await route.handle({ params: stringParams(req.params) });
-      res.status(result.status).json(result.body);
+      try {
+        const result = read.simulate({ params: stringParams(req.params), state });
+        res.status(result.status).json(result.body);
+      } catch (error) {
+        if (error instanceof SimulatedRefusal) throw refusalProblem(error);
+        throw error;
+      }
     });
   }
 
-  for (const route of options.effectful) {
-    const method = route.method.toLowerCase() as 'post' | 'put' | 'patch' | 'delete';
-    app[method](route.path, async (req, res) => {
+  for (const operation of Object.values(provider.operations) as OperationDefinition[]) {
+    const method = operation.method.toLowerCase() as 'post' | 'put';
+    router[method](operation.path, async (req, res) => {
       if (!authorize(req, res)) return;
 
       const key = parseIdempotencyKey(req.headersDistinct['idempotency-key']);
@@ -373,7 +371,7 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
           );
           return;
         case FaultMode.Unauthorized:
-          res.set('WWW-Authenticate', `Bearer realm="${options.name}", error="invalid_token"`);
+          res.set('WWW-Authenticate', `Bearer realm="${provider.name}", error="invalid_token"`);
           sendProblem(
             res,
             problem(401, 'unauthorized', 'Unauthorized', 'Injected fault: the credentials were refused.'),
@@ -384,7 +382,7 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
       }
 
       if (existing?.state === 'done') {
-        if (fault?.mode === FaultMode.Slow && !(await wait(fault.delayMs, closing.signal))) return;
+        if (fault?.mode === FaultMode.Slow && !(await wait(fault.delayMs, closing))) return;
         if (fault?.mode === FaultMode.DropResponse) {
           dropResponse(req);
           return;
@@ -395,31 +393,37 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
       }
 
       records.set(key, { state: 'processing', fingerprint });
-      let result: EffectfulResult;
+      let result: ReturnType<OperationDefinition['simulate']>;
       try {
-        if (fault?.mode === FaultMode.Slow && !(await wait(fault.delayMs, closing.signal))) {
+        if (fault?.mode === FaultMode.Slow && !(await wait(fault.delayMs, closing))) {
           records.delete(key);
           return;
         }
-        result = await route.handle({ key, body: req.body, params: stringParams(req.params) });
+        const context: SimulateContext<unknown> = {
+          key,
+          request: validate(operation, req.body),
+          params: stringParams(req.params),
+          state,
+          newId,
+          randomText,
+        };
+        result = operation.simulate(context);
       } catch (error) {
         records.delete(key);
+        if (error instanceof SimulatedRefusal) throw refusalProblem(error);
         throw error;
       }
 
       const response: StoredResponse = { status: result.status, body: result.body };
       records.set(key, { state: 'done', fingerprint, response });
-      const at = new Date().toISOString();
-      for (const kind of result.effects) {
-        ledger.push({
-          key,
-          effectId: `eff_${randomUUID().replace(/-/g, '')}`,
-          kind,
-          at,
-          request: req.body,
-          response,
-        });
-      }
+      ledger.push({
+        key,
+        effectId: `eff_${randomUUID().replace(/-/g, '')}`,
+        kind: result.effect,
+        at: new Date().toISOString(),
+        request: req.body,
+        response,
+      });
 
       if (fault?.mode === FaultMode.DropResponse) {
         dropResponse(req);
@@ -429,6 +433,83 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
     });
   }
 
+  router.use((req: Request, res: Response) => {
+    sendProblem(res, problem(404, 'not-found', 'Not found', `No route for ${req.method} ${req.originalUrl}.`));
+  });
+
+  return {
+    router,
+    control: {
+      name: provider.name,
+      ledger: ledgerApi,
+      injectFault,
+      clearFaults,
+      reset,
+      inFlightKeys: () => [...records].filter(([, r]) => r.state === 'processing').map(([key]) => key),
+      state: () => state,
+    },
+  };
+}
+
+/** Options of {@link startSimulators}. */
+export interface SimulatorsOptions {
+  /** Interface to bind. Default `127.0.0.1`. */
+  host?: string;
+  /** TCP port; 0 (the default) picks a free one. */
+  port?: number;
+  /** Bearer token each provider accepts, by provider name; a provider without one accepts any bearer token. */
+  apiKeys?: Readonly<Record<string, string | undefined>>;
+}
+
+/** The simulator process's server: every provider under `/<name>`. */
+export interface RunningSimulators {
+  /** Base URL of the server, e.g. `http://127.0.0.1:4010` (no trailing slash). */
+  url: string;
+  port: number;
+  /** Each provider's simulator, by name. */
+  providers: Readonly<Record<string, RunningSimulator>>;
+  /**
+   * The simulator of `name`.
+   * @throws Error when no such provider is served.
+   */
+  provider(name: string): RunningSimulator;
+  /** Clears every provider's ledger, stored responses, faults and state. */
+  reset(): void;
+  /** Stops listening, drops open connections and cancels pending `slow` waits. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts one HTTP server that simulates every provider of `providers`, each under `/<name>` with its control API
+ * at `/<name>/_sim`.
+ * @returns once the server listens; `url` carries the actual port (useful with `port: 0`).
+ * @throws the listen error (e.g. `EADDRINUSE`).
+ */
+export async function startSimulators(
+  providers: readonly ProviderDefinition[],
+  options: SimulatorsOptions = {},
+): Promise<RunningSimulators> {
+  const host = options.host ?? '127.0.0.1';
+  const closing = new AbortController();
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
+
+  const controls: ProviderSimulatorControl[] = [];
+  app.get('/_sim/health', (_req, res) => {
+    res.json({ status: 'ok', providers: providers.map((p) => p.name) });
+  });
+  app.post('/_sim/reset', (_req, res) => {
+    for (const control of controls) control.reset();
+    res.status(204).end();
+  });
+  for (const provider of providers) {
+    const apiKey = options.apiKeys?.[provider.name];
+    const sim = createProviderSimulator(provider, apiKey === undefined ? {} : { apiKey }, closing.signal);
+    app.use(`/${provider.name}`, sim.router);
+    controls.push(sim.control);
+  }
   app.use((req: Request, res: Response) => {
     sendProblem(res, problem(404, 'not-found', 'Not found', `No route for ${req.method} ${req.path}.`));
   });
@@ -458,6 +539,7 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
   await listen(server, options.port ?? 0, host);
   const port = (server.address() as AddressInfo).port;
   const urlHost = host.includes(':') ? `[${host}]` : host;
+  const url = `http://${urlHost}:${port}`;
 
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -469,15 +551,19 @@ export async function startIdempotentSimulator(options: IdempotentSimulatorOptio
     return closed;
   };
 
+  const running: Record<string, RunningSimulator> = Object.fromEntries(
+    controls.map((control) => [control.name, { ...control, url: `${url}/${control.name}`, port, close }]),
+  );
   return {
-    name: options.name,
-    url: `http://${urlHost}:${port}`,
+    url,
     port,
-    ledger: ledgerApi,
-    injectFault,
-    clearFaults,
-    reset,
-    inFlightKeys: () => [...records].filter(([, r]) => r.state === 'processing').map(([key]) => key),
+    providers: running,
+    provider(name) {
+      const sim = running[name];
+      if (!sim) throw new Error(`no simulated provider ${name} (served: ${Object.keys(running).join(', ')})`);
+      return sim;
+    },
+    reset: () => controls.forEach((c) => c.reset()),
     close,
   };
 }

@@ -15,6 +15,13 @@
 import { z } from 'zod';
 import { LOG_FORMATS } from '../logging/logging.js';
 import { CANCEL_WAIT_MS } from '../temporal/temporal.constants.js';
+import { PROVIDER_LIST } from '../../providers/index.js';
+import {
+  DEFAULT_SIMULATOR_URL,
+  providerProductionRequired,
+  type ProvidersConfig,
+  readProvidersConfig,
+} from './provider-config.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
 const url = z.string().url();
@@ -57,17 +64,12 @@ export const configSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('order-fulfilment'),
   /** Base URL of the Temporal Web UI, used to build each order's workflow link. */
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
-  /** Base URL of the email provider (the simulator by default). */
-  EMAIL_PROVIDER_URL: url.default('http://127.0.0.1:4010'),
-  EMAIL_PROVIDER_API_KEY: z.string().min(1).default('dev-email-key'),
-  /** Sender address of order confirmations. */
-  EMAIL_FROM: z.string().email().default('orders@shop.example'),
-  /** Base URL of the accounting system (the simulator by default). */
-  ACCOUNTING_PROVIDER_URL: url.default('http://127.0.0.1:4020'),
-  ACCOUNTING_PROVIDER_API_KEY: z.string().min(1).default('dev-accounting-key'),
-  /** Base URL of the carrier (the simulator by default). */
-  CARRIER_PROVIDER_URL: url.default('http://127.0.0.1:4030'),
-  CARRIER_PROVIDER_API_KEY: z.string().min(1).default('dev-carrier-key'),
+  /**
+   * Base of the development provider URLs: each provider's `<NAME>_PROVIDER_URL` defaults to `<SIMULATOR_URL>/<name>`
+   * (the one simulator process; src/config/provider-config.ts). Not used in production, where every provider URL
+   * must be set.
+   */
+  SIMULATOR_URL: url.default(DEFAULT_SIMULATOR_URL),
   /** Per-request HTTP timeout of provider calls, ms. Keep below the provider profile's 30 s start-to-close. */
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(25_000).default(10_000),
   /** Lease of a `sending` side-effect claim, ms (see ActivitySettings.claimLeaseMs). */
@@ -123,8 +125,14 @@ export const configSchema = z.object({
   CUSTOMER_ID_SECRET: z.string().min(16).default('dev-only-customer-id-secret'),
 });
 
-/** Validated configuration. `API_DOCS` is resolved to a boolean (its default depends on `NODE_ENV`). */
-export type AppConfig = Omit<z.infer<typeof configSchema>, 'API_DOCS'> & { API_DOCS: boolean };
+/**
+ * Validated configuration. `API_DOCS` is resolved to a boolean (its default depends on `NODE_ENV`); `providers` holds
+ * every provider's URL, key and settings (src/config/provider-config.ts).
+ */
+export type AppConfig = Omit<z.infer<typeof configSchema>, 'API_DOCS'> & {
+  API_DOCS: boolean;
+  providers: ProvidersConfig;
+};
 
 /** Which process reads the configuration: each fails closed on the variables it uses. */
 export type ConfigRole = 'api' | 'worker' | 'all';
@@ -135,17 +143,8 @@ export type ConfigRole = 'api' | 'worker' | 'all';
  */
 export const PRODUCTION_REQUIRED: Readonly<Record<Exclude<ConfigRole, 'all'>, readonly string[]>> = {
   api: ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_UI_URL', 'CUSTOMER_ID_SECRET'],
-  worker: [
-    'DATABASE_URL',
-    'TEMPORAL_ADDRESS',
-    'EMAIL_PROVIDER_URL',
-    'EMAIL_PROVIDER_API_KEY',
-    'EMAIL_FROM',
-    'ACCOUNTING_PROVIDER_URL',
-    'ACCOUNTING_PROVIDER_API_KEY',
-    'CARRIER_PROVIDER_URL',
-    'CARRIER_PROVIDER_API_KEY',
-  ],
+  // Every provider's URL, key and required settings, from providers/index.ts.
+  worker: ['DATABASE_URL', 'TEMPORAL_ADDRESS', ...providerProductionRequired(PROVIDER_LIST)],
 };
 
 /** The configuration is invalid or incomplete; `message` has one line per variable, `variables` their names. */
@@ -191,6 +190,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: ConfigRol
       if (!problems.some((p) => p.variable === variable)) problems.push({ variable, message: issue.message });
     }
   }
+  const providers = readProvidersConfig(
+    PROVIDER_LIST,
+    env,
+    parsed.success ? parsed.data.SIMULATOR_URL : DEFAULT_SIMULATOR_URL,
+    production,
+  );
+  for (const problem of providers.problems) {
+    if (!problems.some((p) => p.variable === problem.variable)) problems.push(problem);
+  }
   if (problems.length > 0 || !parsed.success) {
     const lines = problems.map((p) => `  ${p.variable}: ${p.message}`);
     const where = production ? ' (NODE_ENV=production)' : '';
@@ -199,7 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: ConfigRol
       problems.map((p) => p.variable),
     );
   }
-  return { ...parsed.data, API_DOCS: parsed.data.API_DOCS ?? !production };
+  return { ...parsed.data, API_DOCS: parsed.data.API_DOCS ?? !production, providers: providers.config };
 }
 
 /** Nest injection token of AppConfig. */

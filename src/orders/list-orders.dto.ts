@@ -2,7 +2,7 @@
  * Query of `GET /orders?limit=20&cursor=...&status=...` and path params of `GET /orders/:id`.
  */
 import { z } from 'zod';
-import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import { ORDER_STATUSES } from './order-steps.js';
 import { decodeOrderCursor } from './order-cursor.js';
 
 /** Page size limits of `GET /orders`. */
@@ -30,7 +30,7 @@ export const listOrdersQuerySchema = z.object({
     })
     .optional()
     .meta({ description: 'The `nextCursor` of the previous page' }),
-  status: z.enum(Object.values(OrderStatus) as [OrderStatus, ...OrderStatus[]]).optional(),
+  status: z.enum(ORDER_STATUSES as [string, ...string[]]).optional(),
 });
 
 /** A validated `GET /orders` query (the cursor decoded). */

@@ -4,7 +4,7 @@
  * `validation-error` problems); unknown keys are rejected.
  */
 import { z } from 'zod';
-import { OrderStep } from '../../workflows/order-fulfilment.contract.js';
+import { STEP_NAMES } from './order-steps.js';
 import { storableText } from './create-order.dto.js';
 import { orderViewSchema } from './order-response.dto.js';
 
@@ -24,7 +24,7 @@ export const cancelOrderSchema = z
 /** A validated cancel body. */
 export type CancelOrderRequest = z.output<typeof cancelOrderSchema>;
 
-const orderSteps = Object.values(OrderStep) as [OrderStep, ...OrderStep[]];
+const orderSteps = STEP_NAMES as [string, ...string[]];
 
 /**
  * `POST /orders/:id/retry` body: `{ step? }`. When `step` is given the retry happens only if that is the step the
@@ -35,7 +35,7 @@ export const retryOrderSchema = z
     step: z
       .enum(orderSteps)
       .optional()
-      .meta({ description: 'Retry only if the order waits on this step', example: OrderStep.SyncInvoiceToAccounting }),
+      .meta({ description: 'Retry only if the order waits on this step', example: STEP_NAMES[STEP_NAMES.length - 1] }),
   })
   .optional()
   .meta({ id: 'RetryOrderRequest' });

@@ -3,7 +3,7 @@
  * `currency`; times are ISO 8601 strings (UTC). The zod schemas document the responses in OpenAPI.
  */
 import { z } from 'zod';
-import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import { ORDER_STATUSES } from './order-steps.js';
 import { FailureCode } from './public-failure.js';
 
 /**
@@ -26,10 +26,28 @@ export const orderLineViewSchema = z.object({
   unitPriceMinor: z.int().meta({ description: 'Unit price at order time, minor units' }),
 });
 
+/** One step of an order's plan and where it stands (src/orders/order-steps.ts). */
+export const orderStepViewSchema = z
+  .object({
+    name: z.string().meta({ description: 'The step’s activity name', example: 'shipOrder' }),
+    label: z.string().meta({ example: 'Shipped' }),
+    status: z.string().meta({ description: 'The status the step leads to', example: 'shipped' }),
+    phase: z.enum(['before-pivot', 'pivot', 'after-pivot']),
+    state: z.enum(['done', 'current', 'pending', 'waiting', 'undone', 'skipped']).meta({
+      description:
+        '`done` acted; `current` runs now or next; `pending` not yet; `waiting` waits for an operator retry; ' +
+        '`undone` acted and was compensated; `skipped` never ran',
+    }),
+  })
+  .meta({ id: 'OrderStep' });
+
 const orderSummaryShape = {
   id: z.uuid(),
   clientId: z.string().meta({ description: 'The API client that placed the order (owner)', example: 'shop-a' }),
-  status: z.enum(Object.values(OrderStatus) as [OrderStatus, ...OrderStatus[]]),
+  status: z.enum(ORDER_STATUSES as [string, ...string[]]).meta({
+    description:
+      '`received`, a step’s status (see `steps`), `completed`, `attention_required`, `failed` or `cancelled`',
+  }),
   failure: orderFailureViewSchema.nullable().meta({
     description: 'Set for `failed`, `cancelled` and `attention_required` orders; null otherwise',
   }),
@@ -44,6 +62,10 @@ const orderSummaryShape = {
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
   completedAt: z.iso.datetime().nullable(),
+  steps: z.array(orderStepViewSchema).meta({ description: 'The order’s plan, step by step, and where each stands' }),
+  cancellable: z.boolean().meta({
+    description: 'True while a cancel can still be honoured (before the point of no return, not waiting, not final)',
+  }),
 };
 
 /** An order in lists (no lines). */

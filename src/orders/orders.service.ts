@@ -4,10 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Prisma } from '../../prisma/generated/client.js';
+import { buildPlan } from '../../activities/kit/plan.js';
+import { STEPS } from '../../activities/index.js';
 import {
   isTerminalStatus,
   OrderStatus,
-  type OrderStatus as OrderStatusValue,
   type OrderStep,
   orderWorkflowId,
 } from '../../workflows/order-fulfilment.contract.js';
@@ -30,6 +31,7 @@ import type { CancelOrderRequest, RetryStartedView } from './order-actions.dto.j
 import { ALL_ORDERS, type OrderAccess, orderAccessWhere } from './order-access.js';
 import { encodeOrderCursor } from './order-cursor.js';
 import { publicFailure } from './public-failure.js';
+import { isCancellable, stepTrack } from './order-steps.js';
 import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
 
 /** Largest `total_minor` the INTEGER column holds. */
@@ -173,6 +175,15 @@ export class OrdersService {
       // Prisma's `@default(now())` and `@updatedAt` set them.
       const now = new Date();
       const workflowId = orderWorkflowId(id);
+      // The plan this order runs: the registry's steps now (stored, and passed to its workflow by the starter).
+      const plan = buildPlan(STEPS, {
+        orderId: id,
+        customerEmail: request.customer.email,
+        customerName: request.customer.name ?? null,
+        currency: currencies[0]!,
+        totalMinor,
+        lines: lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+      });
       const order: OrderRow = {
         id,
         customerEmail: request.customer.email,
@@ -182,6 +193,8 @@ export class OrdersService {
         failureReason: null,
         haltedAt: null,
         haltReason: null,
+        haltedRank: null,
+        plan: plan as unknown as OrderRow['plan'],
         currency: currencies[0]!,
         totalMinor,
         clientId: options.clientId,
@@ -197,9 +210,10 @@ export class OrdersService {
       await tx.$executeRaw`
         WITH placed AS (
           INSERT INTO orders (id, customer_email, customer_name, status, status_step, currency, total_minor, client_id,
-                              workflow_id, created_at, updated_at)
+                              workflow_id, plan, created_at, updated_at)
           VALUES (${id}::uuid, ${order.customerEmail}, ${order.customerName}, ${order.status}, ${order.statusStep},
-                  ${order.currency}, ${totalMinor}, ${order.clientId}, ${workflowId}, ${now}, ${now})
+                  ${order.currency}, ${totalMinor}, ${order.clientId}, ${workflowId}, ${JSON.stringify(plan)}::jsonb,
+                  ${now}, ${now})
           RETURNING id),
         placed_lines AS (
           INSERT INTO order_lines (id, order_id, line_no, sku, quantity, unit_price_minor)
@@ -405,7 +419,7 @@ export class OrdersService {
     return {
       id: order.id,
       clientId: order.clientId,
-      status: order.status as OrderStatusValue,
+      status: order.status,
       // The internal failure_reason (error types, provider answers, driver messages) is never shown here; operators
       // read it in the logs, the workflow history, or (with the operator scope) an operator view.
       failure: publicFailure(order.status, order.failureReason),
@@ -420,6 +434,8 @@ export class OrdersService {
       createdAt: order.createdAt.toISOString(),
       updatedAt: order.updatedAt.toISOString(),
       completedAt: order.completedAt?.toISOString() ?? null,
+      steps: stepTrack(order),
+      cancellable: isCancellable(order),
     };
   }
 

@@ -62,6 +62,8 @@ interface ClaimedIntent {
   attempts: number;
   /** Read with the claim, for the CustomerId search attribute (the starter need not read the order again). */
   customerEmail: string;
+  /** The order's plan, passed in the workflow's input. */
+  plan: unknown;
 }
 
 @Injectable()
@@ -149,7 +151,7 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
         LIMIT ${DISPATCH_BATCH_SIZE}
         FOR UPDATE OF c SKIP LOCKED
       )
-      RETURNING i.order_id::text AS "orderId", i.attempts, o.customer_email AS "customerEmail"`;
+      RETURNING i.order_id::text AS "orderId", i.attempts, o.customer_email AS "customerEmail", o.plan`;
     const result: DispatchResult = { claimed: claimed.length, started: 0, failed: 0, deferred: 0 };
     const deferred: string[] = [];
     let next = 0;
@@ -160,7 +162,7 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
           continue;
         }
         try {
-          await this.starter.start(intent.orderId, { customerEmail: intent.customerEmail });
+          await this.starter.start(intent.orderId, { customerEmail: intent.customerEmail, plan: intent.plan });
           result.started++;
         } catch (err) {
           if (isTemporalUnavailable(err)) {

@@ -97,9 +97,7 @@ export interface CancelOrderOptions {
 export class OrderWorkflowActions {
   private readonly logger = new Logger(OrderWorkflowActions.name);
 
-  constructor(
-    @Inject(TEMPORAL_CLIENT) private readonly client: Client,
-  ) {}
+  constructor(@Inject(TEMPORAL_CLIENT) private readonly client: Client) {}
 
   /**
    * Sends the `cancelOrder` Update to `order-<orderId>` and waits up to `waitMs` for its outcome:

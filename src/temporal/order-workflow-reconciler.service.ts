@@ -29,11 +29,11 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import {
   isTerminalStatus,
   OrderStatus,
-  OrderStep,
   orderWorkflowId,
-  statusRank,
   TERMINAL_ORDER_STATUSES,
 } from '../../workflows/order-fulfilment.contract.js';
+import { attentionRank, FINAL_FAILURE_RANK } from '../../workflows/order-plan.js';
+import { planOf } from '../orders/order-steps.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
@@ -74,16 +74,19 @@ export interface SweepResult {
 }
 
 /**
- * The step an order waits on when it stops at `status`: the one that would move it on. Gives the rank of a
- * flag (`statusRank('attention_required', step)`), just above the order's current rank.
+ * The rank a sweeper's write takes: for `attention_required`, the attention rank of the step the order waits on
+ * (the first step of its plan whose rank is above the order's, just above the order's current rank); for
+ * `completed`, the plan's last step's rank; for `cancelled`, the final-failure rank. Null when the plan has no such
+ * step (the order is at its last status already).
  */
-const NEXT_STEP: Readonly<Record<string, OrderStep>> = {
-  [OrderStatus.Received]: OrderStep.ReserveInventory,
-  [OrderStatus.InventoryReserved]: OrderStep.CreateInvoice,
-  [OrderStatus.Invoiced]: OrderStep.SendOrderConfirmation,
-  [OrderStatus.ConfirmationSent]: OrderStep.ShipOrder,
-  [OrderStatus.Shipped]: OrderStep.SyncInvoiceToAccounting,
-};
+function sweptRank(order: SweptOrder, status: string): number | null {
+  const plan = planOf(order);
+  if (status === OrderStatus.Cancelled || status === OrderStatus.Failed) return FINAL_FAILURE_RANK;
+  if (status === OrderStatus.Completed) return plan.steps.at(-1)?.rank ?? null;
+  if (order.status === OrderStatus.AttentionRequired) return order.statusStep;
+  const next = plan.steps.find((s) => s.rank > order.statusStep);
+  return next ? attentionRank(next) : null;
+}
 
 /** A swept order as read. */
 interface SweptOrder {
@@ -91,6 +94,7 @@ interface SweptOrder {
   status: string;
   statusStep: number;
   updatedAt: Date;
+  plan: unknown;
 }
 
 @Injectable()
@@ -182,7 +186,7 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
       },
       orderBy: [{ updatedAt: 'asc' }, { id: 'asc' }],
       take: SWEEP_BATCH_SIZE,
-      select: { id: true, status: true, statusStep: true, updatedAt: true },
+      select: { id: true, status: true, statusStep: true, updatedAt: true, plan: true },
     });
     const last = orders.at(-1);
     this.sweepCursor = orders.length === SWEEP_BATCH_SIZE && last ? { updatedAt: last.updatedAt, id: last.id } : null;
@@ -238,7 +242,8 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
       );
       const final = finalStatusOf(value, order.id);
       if (final) {
-        const applied = await this.writeSwept(order, final.status, statusRank(final.status), final.reason);
+        const rank = sweptRank(order, final.status);
+        const applied = rank !== null && (await this.writeSwept(order, final.status, rank, final.reason));
         if (applied) {
           this.logger.warn(
             { orderId: order.id, from: order.status, to: final.status },
@@ -250,13 +255,7 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
       this.logger.error({ orderId: order.id, result: value }, 'Completed workflow with an unexpected result');
     }
 
-    const nextStep = NEXT_STEP[order.status];
-    const rank =
-      order.status === OrderStatus.AttentionRequired
-        ? order.statusStep
-        : nextStep
-          ? statusRank(OrderStatus.AttentionRequired, nextStep)
-          : null;
+    const rank = sweptRank(order, OrderStatus.AttentionRequired);
     if (rank === null) {
       this.logger.error({ orderId: order.id, status: order.status }, 'Cannot flag an order with an unknown status');
       return 'failed';
@@ -275,7 +274,7 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
    * `completed_at` is set on `completed`. Stock, invoices and claims are not touched.
    * @returns true when the row changed.
    */
-  private async writeSwept(order: SweptOrder, status: OrderStatus, rank: number, reason: string | null) {
+  private async writeSwept(order: SweptOrder, status: string, rank: number, reason: string | null) {
     const stored = reason?.slice(0, 1000) ?? null;
     const updated = await this.prisma.$executeRaw`
       UPDATE orders

@@ -22,6 +22,7 @@ import {
   orderWorkflowId,
   SEARCH_ATTRIBUTES,
 } from '../../workflows/order-fulfilment.contract.js';
+import type { OrderPlan } from '../../workflows/order-plan.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
@@ -52,14 +53,15 @@ export class OrderWorkflowStarter {
    * in one transaction, records `orders.workflow_started_at` if it is still null and deletes the order's start intent
    * (its job is done).
    * @param orderId UUID of a committed order.
-   * @param known the order's customer email when the caller read it already (else it is read here).
+   * @param known the order's customer email and plan when the caller read them already (else they are read here).
    * @throws the client's error when Temporal is unreachable (after {@link WORKFLOW_START_TIMEOUT_MS} ms at
    *   most) or rejects the request; `orders.workflow_started_at` then stays null for the reconciler.
    */
-  async start(orderId: string, known?: { customerEmail: string }): Promise<StartOrderWorkflowResult> {
+  async start(orderId: string, known?: { customerEmail: string; plan: unknown }): Promise<StartOrderWorkflowResult> {
     const workflowId = orderWorkflowId(orderId);
     const order =
-      known ?? (await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true } }));
+      known ??
+      (await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true, plan: true } }));
     const customerId = order && customerSearchId(order.customerEmail, this.config.CUSTOMER_ID_SECRET);
     let alreadyStarted = false;
     try {
@@ -67,7 +69,8 @@ export class OrderWorkflowStarter {
         this.client.workflow.start<OrderFulfilmentWorkflow>(ORDER_WORKFLOW_TYPE, {
           taskQueue: this.config.TEMPORAL_TASK_QUEUE,
           workflowId,
-          args: [{ orderId }],
+          // The plan stored with the order: the run keeps it whatever the registry becomes (docs/versioning.md).
+          args: [{ orderId, ...(order?.plan ? { plan: order.plan as OrderPlan } : {}) }],
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           typedSearchAttributes: [

@@ -1,6 +1,6 @@
 /**
- * Builds the Temporal Worker of the order task queue. Shared by the worker process (src/worker.ts),
- * the e2e tests and the benchmarks.
+ * Builds the Temporal Workers of one worker process: the order task queue's and one per provider. Shared by the
+ * worker process (src/worker.ts), the e2e tests and the benchmarks.
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,9 @@ import type { SearchAttributeType } from '@temporalio/common';
 import protoPkg from '@temporalio/proto';
 import { type NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { activitiesByTaskQueue, type ActivitiesByTaskQueue } from '../../activities/index.js';
+import { PROVIDER_LIST } from '../../providers/index.js';
+import { providerTaskQueue } from '../../providers/kit/define.js';
 import { activityObservability } from './worker-observability.js';
 
 /**
@@ -26,35 +29,123 @@ export function workflowsPath(): string {
 export interface OrderWorkerOptions {
   connection: NativeConnection;
   namespace: string;
+  /** The order task queue (`TEMPORAL_TASK_QUEUE`); each provider's activities run on `<taskQueue>.<provider>`. */
   taskQueue: string;
-  /** The activity implementations, usually `createActivities(deps)`. */
-  activities: object;
-  /** Extra Worker options (concurrency limits, interceptors, shutdownGraceTime...). */
+  /**
+   * The activity implementations, usually `createActivities(deps)`: a flat record by activity name (split by task
+   * queue with `activitiesByTaskQueue`, following the step registry), or already split.
+   */
+  activities: Record<string, unknown> | ActivitiesByTaskQueue;
+  /** Extra Worker options of the order task queue's worker (concurrency limits, interceptors, shutdownGraceTime...). */
   overrides?: Partial<WorkerOptions>;
+  /** Extra Worker options of every provider task queue's worker. */
+  providerOverrides?: Partial<WorkerOptions>;
 }
 
 /**
- * Creates (and bundles the workflows of) a Worker for the order task queue, with the activity observability
- * interceptor (metrics through the SDK runtime's meter, orderId/runId on activity log lines). Call `run()` on it.
- * Shutdown: `worker.shutdown()` stops polling and lets running activities finish within
- * `shutdownGraceTime` (default here 20 s), then `run()` resolves.
- * @throws if the connection or the workflow bundle fails.
+ * The workers of one process: the order task queue's (workflows, database steps, the kit's activities) and one per
+ * provider (its steps and compensations, under the provider's limits). Run, drain and stop them together.
  */
-export async function createOrderWorker(opts: OrderWorkerOptions): Promise<Worker> {
-  return Worker.create({
-    connection: opts.connection,
-    namespace: opts.namespace,
-    taskQueue: opts.taskQueue,
-    workflowsPath: workflowsPath(),
-    activities: opts.activities,
+export interface OrderWorkers {
+  /** The order task queue's worker. */
+  main: Worker;
+  /** Each provider's worker, by provider name. */
+  providers: Record<string, Worker>;
+  /**
+   * Runs every worker until all have stopped (after {@link OrderWorkers.shutdown}). When one fails, the others are
+   * shut down and the failure is thrown once they stopped.
+   */
+  run(): Promise<void>;
+  /** Stops polling everywhere and lets running activities finish within the grace time. */
+  shutdown(): void;
+  /** Runs the workers while `fn` runs, then shuts them down (Worker.runUntil for every worker). */
+  runUntil<R>(fn: () => Promise<R>): Promise<R>;
+}
+
+/** The options every worker of the process shares: drain time, heartbeat flushes, the observability interceptor. */
+function sharedOptions(): Partial<WorkerOptions> {
+  return {
     shutdownGraceTime: '20 seconds',
     // Heartbeats carry cancel requests to activities: flush them at least every second (the default throttle
     // is 80% of the heartbeat timeout, 8 s), so a cancel reaches a waiting confirmation within about a second.
     maxHeartbeatThrottleInterval: '1 second',
     // Metrics of every activity attempt and orderId/runId on its log lines (src/worker/worker-observability.ts).
     interceptors: { activity: [activityObservability(Runtime.instance().metricMeter)] },
+  };
+}
+
+/**
+ * Creates (and bundles the workflows of) the worker of the order task queue, and one worker per provider of
+ * providers/index.ts on `<taskQueue>.<provider>`, whose limits Temporal enforces: `maxTaskQueueActivitiesPerSecond`
+ * is the provider's calls per second across every worker (a server-side rate limit of the task queue), and
+ * `maxConcurrentActivityTaskExecutions` its concurrent calls per worker.
+ * See https://docs.temporal.io/develop/worker-performance
+ * Shutdown: `shutdown()` stops polling and lets running activities finish within `shutdownGraceTime` (20 s here),
+ * then `run()` resolves.
+ * @throws if the connection or the workflow bundle fails.
+ */
+export async function createOrderWorkers(opts: OrderWorkerOptions): Promise<OrderWorkers> {
+  const grouped =
+    'main' in opts.activities && 'providers' in opts.activities
+      ? (opts.activities as ActivitiesByTaskQueue)
+      : activitiesByTaskQueue(opts.activities as Record<string, unknown>);
+  const main = await Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    workflowsPath: workflowsPath(),
+    activities: grouped.main,
+    ...sharedOptions(),
     ...opts.overrides,
   });
+  const providers: Record<string, Worker> = {};
+  for (const provider of PROVIDER_LIST) {
+    const activities = grouped.providers[provider.name];
+    if (!activities || Object.keys(activities).length === 0) continue;
+    providers[provider.name] = await Worker.create({
+      connection: opts.connection,
+      namespace: opts.namespace,
+      taskQueue: providerTaskQueue(opts.taskQueue, provider.name),
+      activities,
+      maxTaskQueueActivitiesPerSecond: provider.limits.callsPerSecond,
+      maxConcurrentActivityTaskExecutions: provider.limits.concurrentCallsPerWorker,
+      ...sharedOptions(),
+      ...opts.providerOverrides,
+    });
+  }
+  const all = [main, ...Object.values(providers)];
+  const shutdown = (): void => {
+    for (const worker of all) {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+    }
+  };
+  const run = async (): Promise<void> => {
+    const results = await Promise.allSettled(
+      all.map((worker) =>
+        worker.run().catch((err: unknown) => {
+          shutdown();
+          throw err;
+        }),
+      ),
+    );
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  };
+  return {
+    main,
+    providers,
+    run,
+    shutdown,
+    async runUntil(fn) {
+      const running = run();
+      try {
+        return await fn();
+      } finally {
+        shutdown();
+        await running;
+      }
+    },
+  };
 }
 
 /** The IndexedValueType enum of the Temporal API (temporal/api/enums/v1/common.proto). */

@@ -21,7 +21,7 @@ import {
   TimeoutFailure,
 } from '@temporalio/common';
 import type { ActivityInterceptorsFactory, MetricsExporterConfig } from '@temporalio/worker';
-import { observeSideEffectClaims, type ClaimObservation } from '../../activities/side-effect-claims.js';
+import { observeSideEffectClaims, type ClaimObservation } from '../../activities/kit/claims.js';
 import { ActivityOutcome, ClaimHow, METRICS } from '../metrics/metric-definitions.js';
 
 /**

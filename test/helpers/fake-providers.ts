@@ -1,84 +1,113 @@
 /**
- * In-memory providers for unit tests. They behave like the real ones on the point that matters:
- * the same idempotency key yields the same id and no second effect. They count calls and effects
- * separately, and can be told to fail the next N calls.
+ * The test fake of every provider, derived from its definition (providers/<name>.provider.ts): the definition's own
+ * `simulate` answers, its response schema and its provider id, in memory and without HTTP. They behave like the
+ * providers on the point that matters: the same idempotency key yields the same answer and no second effect. They
+ * count calls and effects separately, and can be told to fail the next calls the way the simulators do.
  */
-import { randomBytes } from 'node:crypto';
-import type {
-  AccountingInvoice,
-  AccountingProvider,
-  CarrierProvider,
-  EmailMessage,
-  EmailProvider,
-  ShipmentRequest,
-  ShipmentResult,
-} from '../../activities/ports.js';
-import { ProviderError, type ProviderFailureKind } from '../../activities/provider-error.js';
+import { randomBytes, randomInt } from 'node:crypto';
+import { PROVIDER_LIST } from '../../providers/index.js';
+import {
+  parseAnswer,
+  type OperationDefinition,
+  type ProviderAnswer,
+  type ProviderClient,
+  type ProviderClients,
+  type ProviderDefinition,
+} from '../../providers/kit/define.js';
+import { ProviderError, type ProviderFailureKind } from '../../providers/kit/errors.js';
 
-abstract class FakeProvider<TReq, TRes> {
-  /** Every call, in order, with its key. */
-  readonly calls: Array<{ key: string; request: TReq }> = [];
-  /** Effects per key (a first call with a key is an effect; a replay is not). */
-  readonly effects = new Map<string, TRes>();
-  private failures: Array<{ kind: ProviderFailureKind; status?: number; afterEffect: boolean }> = [];
+/** One failure queued on a fake. */
+interface QueuedFailure {
+  kind: ProviderFailureKind;
+  status?: number;
+  /** Perform the effect, then lose the answer (a timeout after the provider acted). */
+  afterEffect: boolean;
+}
+
+/** A fake provider: its client and what it saw. */
+export interface FakeProvider {
+  name: string;
+  /** The client the activities call (one method per operation). */
+  client: ProviderClient;
+  /** Every call, in order, with its operation, key and request. */
+  calls: Array<{ operation: string; key: string; request: unknown }>;
+  /** The first answer per key (a first call with a key is an effect; a replay is not). */
+  effects: Map<string, ProviderAnswer>;
   /** Delay of every call in ms, to widen race windows. */
-  delayMs = 0;
-
+  delayMs: number;
   /**
-   * The next `times` calls fail with `kind` (after being counted as calls), with HTTP `status` (default 503
-   * for `unavailable`, 409 for `conflict`, 401 for `unauthorized`, 422 for `rejected`).
+   * The next `times` calls fail with `kind` (after being counted as calls), with HTTP `status` (default 503 for
+   * `unavailable`, 409 for `conflict`, 401 for `unauthorized`, 422 for `rejected`): nothing is performed.
    */
-  failNext(kind: ProviderFailureKind, times = 1, status?: number): void {
-    const byKind = { unavailable: 503, conflict: 409, unauthorized: 401, rejected: 422 } as const;
-    for (let i = 0; i < times; i++) this.failures.push({ kind, status: status ?? byKind[kind], afterEffect: false });
-  }
-
+  failNext(kind: ProviderFailureKind, times?: number, status?: number): void;
   /** The next call performs its effect, then its answer is lost (a timeout: the outcome looks unknown). */
-  dropNextResponse(): void {
-    this.failures.push({ kind: 'unavailable', afterEffect: true });
-  }
-
-  protected async handle(key: string, request: TReq, make: () => TRes): Promise<TRes> {
-    this.calls.push({ key, request });
-    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
-    const failure = this.failures.shift();
-    if (failure && !failure.afterEffect) {
-      throw new ProviderError(`simulated ${failure.kind}`, failure.kind, failure.status);
-    }
-    const existing = this.effects.get(key);
-    const response = existing ?? make();
-    this.effects.set(key, response);
-    if (failure) throw new ProviderError('simulated timeout after the effect', 'unavailable');
-    return response;
-  }
+  dropNextResponse(): void;
 }
 
-/** Email provider fake. */
-export class FakeEmailProvider extends FakeProvider<EmailMessage, { messageId: string }> implements EmailProvider {
-  send(message: EmailMessage, idempotencyKey: string) {
-    return this.handle(idempotencyKey, message, () => ({ messageId: `msg_${this.effects.size + 1}` }));
+const STATUS_OF_KIND = { unavailable: 503, conflict: 409, unauthorized: 401, rejected: 422 } as const;
+
+/** The fake of one provider definition. */
+export function fakeProvider(provider: ProviderDefinition): FakeProvider {
+  const failures: QueuedFailure[] = [];
+  const state = new Map<string, unknown>();
+  const fake: FakeProvider = {
+    name: provider.name,
+    client: {},
+    calls: [],
+    effects: new Map(),
+    delayMs: 0,
+    failNext(kind, times = 1, status) {
+      for (let i = 0; i < times; i++)
+        failures.push({ kind, status: status ?? STATUS_OF_KIND[kind], afterEffect: false });
+    },
+    dropNextResponse() {
+      failures.push({ kind: 'unavailable', afterEffect: true });
+    },
+  };
+  for (const [name, operation] of Object.entries(provider.operations) as Array<[string, OperationDefinition]>) {
+    fake.client[name] = async (request: unknown, key: string) => {
+      fake.calls.push({ operation: name, key, request });
+      if (fake.delayMs) await new Promise((r) => setTimeout(r, fake.delayMs));
+      const failure = failures.shift();
+      if (failure && !failure.afterEffect) {
+        throw new ProviderError(`simulated ${failure.kind}`, failure.kind, failure.status);
+      }
+      let answer = fake.effects.get(key);
+      if (!answer) {
+        const parsed = operation.request.parse(request);
+        const simulated = operation.simulate({
+          key,
+          request: parsed,
+          params: paramsOf(operation.path, parsed),
+          state,
+          newId: (prefix) => `${prefix}_${randomBytes(12).toString('hex')}`,
+          randomText: (length, alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ') =>
+            Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join(''),
+        });
+        answer = parseAnswer(provider.name, operation, name, simulated.status, simulated.body);
+        fake.effects.set(key, answer);
+      }
+      if (failure) throw new ProviderError('simulated timeout after the effect', 'unavailable');
+      return answer;
+    };
   }
+  return fake;
 }
 
-/** Accounting system fake. */
-export class FakeAccountingProvider
-  extends FakeProvider<AccountingInvoice, { accountingId: string }>
-  implements AccountingProvider
-{
-  upsertInvoice(invoice: AccountingInvoice, idempotencyKey: string) {
-    return this.handle(idempotencyKey, invoice, () => ({ accountingId: `acc_${invoice.externalId}` }));
+/** The path parameters an operation's route would have for `request`. */
+function paramsOf(path: string, request: unknown): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (const [, name] of path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)) {
+    params[name!] = String((request as Record<string, unknown>)[name!]);
   }
+  return params;
 }
 
-/**
- * Carrier fake: shipment ids `shp_<12 hex>` and tracking numbers `1Z<16 upper-case hex>`, random (tracking
- * numbers are unique in the database across a suite's fakes), one pair per key.
- */
-export class FakeCarrierProvider extends FakeProvider<ShipmentRequest, ShipmentResult> implements CarrierProvider {
-  createShipment(request: ShipmentRequest, idempotencyKey: string) {
-    return this.handle(idempotencyKey, request, () => ({
-      shipmentId: `shp_${randomBytes(6).toString('hex')}`,
-      trackingNumber: `1Z${randomBytes(8).toString('hex').toUpperCase()}`,
-    }));
-  }
+/** A fake of every registered provider, by name, and the clients to hand to the activities. */
+export function fakeProviders(providers: readonly ProviderDefinition[] = PROVIDER_LIST): {
+  fakes: Record<string, FakeProvider>;
+  clients: ProviderClients;
+} {
+  const fakes = Object.fromEntries(providers.map((p) => [p.name, fakeProvider(p)]));
+  return { fakes, clients: Object.fromEntries(Object.values(fakes).map((f) => [f.name, f.client])) };
 }

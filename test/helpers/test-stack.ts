@@ -1,26 +1,28 @@
 /**
- * The whole order path in one test process, with real parts: the Nest API (supertest), a Temporal
- * Worker on its own task queue of the shared dev server, a fresh PostgreSQL database, and the three provider
- * simulators (email, accounting, carrier) over real HTTP on free ports.
+ * The whole order path in one test process, with real parts: the Nest API (supertest), the Temporal workers (the
+ * order task queue's and one per provider) on their own task queues of the shared dev server, a fresh PostgreSQL
+ * database, and the simulator of every provider of providers/index.ts over real HTTP on a free port. It starts
+ * from the stack definition the launchers use (scripts/lib/stack-definition.ts: the same environment).
  */
 import { isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
-import { startAccountingSimulator } from '../../simulators/accounting/accounting-simulator.js';
-import { startCarrierSimulator } from '../../simulators/carrier/carrier-simulator.js';
-import { startEmailSimulator } from '../../simulators/email/email-simulator.js';
-import type { RunningSimulator } from '../../simulators/shared/idempotent-simulator.js';
+import { PROVIDER_LIST } from '../../providers/index.js';
+import {
+  startSimulators,
+  type RunningSimulator,
+  type RunningSimulators,
+} from '../../simulators/shared/idempotent-simulator.js';
+import { serviceEnvironment, testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
+import { createProviderClients } from '../../src/config/provider-clients.js';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';
-import { HttpAccountingProvider } from '../../src/providers/http-accounting-provider.js';
-import { HttpCarrierProvider } from '../../src/providers/http-carrier-provider.js';
-import { HttpEmailProvider } from '../../src/providers/http-email-provider.js';
-import { createOrderWorker } from '../../src/worker/order-worker.js';
+import { createOrderWorkers, type OrderWorkers } from '../../src/worker/order-worker.js';
 import { api as authedApi, testKeys } from './api-keys.js';
 import { seedTestCatalogue } from './fixtures.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
@@ -32,6 +34,9 @@ import { createTestDatabase, type TestDatabase } from './postgres.js';
 export interface TestStack {
   config: AppConfig;
   db: TestDatabase;
+  /** The simulator server: every provider under `/<name>`. */
+  sims: RunningSimulators;
+  /** The email, accounting and carrier simulators (shortcuts for `sims.provider(name)`). */
   email: RunningSimulator;
   accounting: RunningSimulator;
   carrier: RunningSimulator;
@@ -59,20 +64,17 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const overrides = options.overrides ?? {};
   const db = await createTestDatabase();
   await seedTestCatalogue(db.prisma);
-  const email = await startEmailSimulator({ apiKey: 'test-email-key' });
-  const accounting = await startAccountingSimulator({ apiKey: 'test-accounting-key' });
-  const carrier = await startCarrierSimulator({ apiKey: 'test-carrier-key' });
+  const apiKeys = testProviderApiKeys(PROVIDER_LIST);
+  const sims = await startSimulators(PROVIDER_LIST, { apiKeys });
   const config = loadConfig({
     ...process.env,
-    DATABASE_URL: db.url,
-    TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_TASK_QUEUE: `e2e-${randomUUID()}`,
-    EMAIL_PROVIDER_URL: email.url,
-    EMAIL_PROVIDER_API_KEY: 'test-email-key',
-    ACCOUNTING_PROVIDER_URL: accounting.url,
-    ACCOUNTING_PROVIDER_API_KEY: 'test-accounting-key',
-    CARRIER_PROVIDER_URL: carrier.url,
-    CARRIER_PROVIDER_API_KEY: 'test-carrier-key',
+    ...serviceEnvironment({
+      databaseUrl: db.url,
+      temporalAddress: inject('temporalAddress'),
+      taskQueue: `e2e-${randomUUID()}`,
+      simulatorUrl: sims.url,
+      providerApiKeys: apiKeys,
+    }),
     PROVIDER_TIMEOUT_MS: '2000',
     RECONCILE_INTERVAL_MS: '0',
     LOG_LEVEL: 'warn',
@@ -80,35 +82,21 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   });
 
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  const worker: Worker | undefined =
+  const workers: OrderWorkers | undefined =
     options.worker === false
       ? undefined
-      : await createOrderWorker({
+      : await createOrderWorkers({
           connection,
           namespace: config.TEMPORAL_NAMESPACE,
           taskQueue: config.TEMPORAL_TASK_QUEUE,
           activities: createActivities({
             db: db.sql,
-            email: new HttpEmailProvider({
-              baseUrl: email.url,
-              apiKey: 'test-email-key',
-              timeoutMs: config.PROVIDER_TIMEOUT_MS,
-            }),
-            accounting: new HttpAccountingProvider({
-              baseUrl: accounting.url,
-              apiKey: 'test-accounting-key',
-              timeoutMs: config.PROVIDER_TIMEOUT_MS,
-            }),
-            carrier: new HttpCarrierProvider({
-              baseUrl: carrier.url,
-              apiKey: 'test-carrier-key',
-              timeoutMs: config.PROVIDER_TIMEOUT_MS,
-            }),
+            providers: createProviderClients(config),
             idempotencyRecords: new IdempotencyService(db.prisma, config),
             settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
           }),
         });
-  const running = worker?.run();
+  const running = workers?.run();
 
   const api = await createApiApp({ config, shutdownHooks: false });
   await api.init();
@@ -119,9 +107,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   return {
     config,
     db,
-    email,
-    accounting,
-    carrier,
+    sims,
+    email: sims.provider('email'),
+    accounting: sims.provider('accounting'),
+    carrier: sims.provider('carrier'),
     api,
     http,
     ops: operator,
@@ -139,13 +128,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     async close() {
       await api.close();
-      worker?.shutdown();
+      workers?.shutdown();
       await running;
       await connection.close();
       await client.connection.close();
-      await email.close();
-      await accounting.close();
-      await carrier.close();
+      await sims.close();
       await db.drop();
     },
   };

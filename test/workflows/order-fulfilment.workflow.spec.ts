@@ -21,9 +21,11 @@ import {
 } from '@temporalio/client';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure, type Duration } from '@temporalio/common';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createOrderWorker } from '../../src/worker/order-worker.js';
+import { createOrderWorkers, type OrderWorkers } from '../../src/worker/order-worker.js';
+import { STEPS } from '../../activities/index.js';
+import { buildPlan } from '../../activities/kit/plan.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
   ORDER_WORKFLOW_TYPE,
@@ -60,7 +62,7 @@ const orders = new Map<string, FakeOrder>();
 const taskQueue = `wf-test-${randomUUID()}`;
 let connection: NativeConnection;
 let client: Client;
-let worker: Worker;
+let worker: OrderWorkers;
 let running: Promise<void>;
 
 const halted = (step: string) => ApplicationFailure.nonRetryable(`${step} refused: halted`, ErrorType.OrderHalted);
@@ -70,24 +72,17 @@ const defaults: Record<string, (o: FakeOrder, arg: Record<string, unknown>) => P
   reserveInventory: async (o) => {
     if (o.halted) throw halted('reserveInventory');
     o.reserved = true;
-    return { orderId: 'x', movements: [] };
+    return { step: 'reserveInventory', performed: true, data: { movements: [] } };
   },
   createInvoice: async (o) => {
     if (o.halted) throw halted('createInvoice');
     if (o.invoice === 'none') o.invoice = 'issued';
-    return {
-      invoiceId: 'inv-1',
-      invoiceNumber: 'INV-000007',
-      currency: 'EUR',
-      totalMinor: 1999,
-      issuedAt: new Date(0).toISOString(),
-      created: true,
-    };
+    return { step: 'createInvoice', performed: true, data: { invoiceNumber: 'INV-000007' } };
   },
   sendOrderConfirmation: async (o) => sendConfirmation(o),
   haltOrder: async (o) => {
-    if (o.claim === 'sent') return { outcome: 'sent', messageId: 'msg_1' };
-    if (o.claim === 'sending') return { outcome: 'unknown', claimOwner: 'someone' };
+    if (o.claim === 'sent') return { outcome: 'sent', step: 'sendOrderConfirmation', providerId: 'msg_1' };
+    if (o.claim === 'sending') return { outcome: 'unknown', step: 'sendOrderConfirmation', claimOwner: 'someone' };
     o.claim = 'cancelled';
     o.halted = true;
     return { outcome: 'halted' };
@@ -96,12 +91,12 @@ const defaults: Record<string, (o: FakeOrder, arg: Record<string, unknown>) => P
     o.halted = true;
     const voided = o.invoice === 'issued';
     if (voided) o.invoice = 'void';
-    return { invoiceNumber: voided ? 'INV-000007' : null, voided };
+    return { compensation: 'voidInvoice', performed: voided };
   },
   releaseInventory: async (o) => {
     o.halted = true;
     if (!o.consumed) o.reserved = false;
-    return { orderId: 'x', movements: [] };
+    return { compensation: 'releaseInventory', performed: true };
   },
   shipOrder: async (o) => {
     if (o.shipments === 0) {
@@ -109,12 +104,12 @@ const defaults: Record<string, (o: FakeOrder, arg: Record<string, unknown>) => P
       o.consumed = true;
       o.reserved = false;
     }
-    return { shipmentId: 'shp_1', trackingNumber: '1ZTEST', idempotencyKey: 'k', shippedNow: true };
+    return { step: 'shipOrder', performed: true, providerId: 'shp_1', key: 'k' };
   },
   syncInvoiceToAccounting: async (o) => {
     if (o.invoice === 'void') throw halted('syncInvoiceToAccounting');
     o.accountingSyncs = 1;
-    return { accountingId: 'acc_1', externalId: 'INV-000007', idempotencyKey: 'k', syncedNow: true };
+    return { step: 'syncInvoiceToAccounting', performed: true, providerId: 'acc_1', key: 'k' };
   },
   setOrderStatus: async (o, a) => {
     o.statuses.push(a.status as string);
@@ -131,7 +126,7 @@ async function sendConfirmation(
   opts: { beforeCall?: Promise<void>; duringCall?: Promise<void> } = {},
 ): Promise<unknown> {
   if (o.halted || o.claim === 'cancelled') throw halted('sendOrderConfirmation');
-  if (o.claim === 'sent') return { messageId: 'msg_1', idempotencyKey: 'k', sentNow: false };
+  if (o.claim === 'sent') return { step: 'sendOrderConfirmation', performed: false, providerId: 'msg_1', key: 'k' };
   const ctx = Context.current();
   const beat = setInterval(() => ctx.heartbeat(), 100);
   try {
@@ -142,7 +137,7 @@ async function sendConfirmation(
     await opts.duringCall; // the provider call: never cut short
     if (o.emails === 0) o.emails = 1;
     o.claim = 'sent';
-    return { messageId: 'msg_1', idempotencyKey: 'k', sentNow: true };
+    return { step: 'sendOrderConfirmation', performed: true, providerId: 'msg_1', key: 'k' };
   } catch (err) {
     if (err instanceof CancelledFailure && o.claim !== 'sent') {
       if (o.claim === 'sending') o.claim = 'failed';
@@ -192,7 +187,7 @@ function start(orderId: string, workflowTaskTimeout?: Duration): Promise<Workflo
   return client.workflow.start(ORDER_WORKFLOW_TYPE, {
     taskQueue,
     workflowId: orderWorkflowId(orderId),
-    args: [{ orderId }],
+    args: [{ orderId, plan: planOf(orderId) }],
     ...(workflowTaskTimeout ? { workflowTaskTimeout } : {}),
   });
 }
@@ -232,12 +227,24 @@ async function statusUpserts(handle: WorkflowHandle): Promise<string[]> {
   });
 }
 
+/** The plan the API would store for a one-line order (the registry's steps now). */
+function planOf(orderId: string) {
+  return buildPlan(STEPS, {
+    orderId,
+    customerEmail: 'ada@example.com',
+    customerName: 'Ada',
+    currency: 'EUR',
+    totalMinor: 1999,
+    lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+  });
+}
+
 /** Starts the order as the API's starter does: with `OrderId` and `OrderStatus` `received` set at start. */
 function startAsTheApi(orderId: string): Promise<WorkflowHandle> {
   return client.workflow.start(ORDER_WORKFLOW_TYPE, {
     taskQueue,
     workflowId: orderWorkflowId(orderId),
-    args: [{ orderId }],
+    args: [{ orderId, plan: planOf(orderId) }],
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
       { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
@@ -325,7 +332,7 @@ beforeAll(async () => {
   const address = inject('temporalAddress');
   connection = await NativeConnection.connect({ address });
   client = new Client({ connection: await Connection.connect({ address }) });
-  worker = await createOrderWorker({ connection, namespace: 'default', taskQueue, activities });
+  worker = await createOrderWorkers({ connection, namespace: 'default', taskQueue, activities });
   running = worker.run();
 });
 
@@ -344,10 +351,13 @@ describe('orderFulfilment workflow', () => {
     expect(result).toEqual({
       orderId,
       status: 'completed',
-      invoiceNumber: 'INV-000007',
-      confirmationMessageId: 'msg_1',
-      trackingNumber: '1ZTEST',
-      accountingId: 'acc_1',
+      steps: {
+        reserveInventory: null,
+        createInvoice: null,
+        sendOrderConfirmation: 'msg_1',
+        shipOrder: 'shp_1',
+        syncInvoiceToAccounting: 'acc_1',
+      },
     });
     expect(names(order)).toEqual([
       'reserveInventory',
@@ -381,7 +391,6 @@ describe('orderFulfilment workflow', () => {
       status: 'invoiced',
       currentStep: 'sendOrderConfirmation',
       completedSteps: ['reserveInventory', 'createInvoice'],
-      invoiceNumber: 'INV-000007',
       pivotPassed: false,
       attention: null,
       cancellation: null,
@@ -405,8 +414,9 @@ describe('orderFulfilment workflow', () => {
     const err = (await outcome(handle.result())) as { ok: false; error: unknown };
     expect(err.error).toBeInstanceOf(WorkflowFailedError);
     expect(causeType(err.error)).toBe(ErrorType.OrderFailed);
-    // Compensations are registered before their steps: they run and are no-ops when nothing was done.
-    expect(names(order)).toEqual(['reserveInventory', 'haltOrder', 'voidInvoice', 'releaseInventory', 'status:failed']);
+    // Only the steps that started are compensated: reserve's compensation runs (a no-op when nothing was done),
+    // createInvoice never started, so voidInvoice does not run.
+    expect(names(order)).toEqual(['reserveInventory', 'haltOrder', 'releaseInventory', 'status:failed']);
     expect(order.calls.at(-1)!.arg.failureReason).toBe(
       'InsufficientStockError: insufficient stock for CAP-RED: requested 4, available 3',
     );
@@ -450,7 +460,9 @@ describe('orderFulfilment workflow', () => {
       });
       const handle = await start(orderId);
       await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
-      expect(names(order).slice(-4)).toEqual(['haltOrder', 'voidInvoice', 'releaseInventory', 'status:failed']);
+      // The step that failed started, so its compensation runs (and every earlier one's), newest first.
+      const undo = step === 'createInvoice' ? ['voidInvoice', 'releaseInventory'] : ['releaseInventory'];
+      expect(names(order).slice(-(undo.length + 2))).toEqual(['haltOrder', ...undo, 'status:failed']);
       expectOneStory(order, 'failed');
     },
   );
@@ -578,7 +590,7 @@ describe('orderFulfilment workflow', () => {
         attempts++;
         if (attempts === 1) throw ApplicationFailure.nonRetryable('401 from accounting', ErrorType.Unauthorized);
         o.accountingSyncs = 1;
-        return { accountingId: 'acc_7', externalId: 'INV-000007', idempotencyKey: 'k', syncedNow: true };
+        return { step: 'syncInvoiceToAccounting', performed: true, providerId: 'acc_7', key: 'k' };
       },
     });
     const handle = await start(orderId);
@@ -596,7 +608,7 @@ describe('orderFulfilment workflow', () => {
     // The same update id is the same Update: no second retry.
     expect(await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-1' })).toEqual(retry);
     const result = (await handle.result()) as OrderCompletedResult;
-    expect(result.accountingId).toBe('acc_7');
+    expect(result.steps.syncInvoiceToAccounting).toBe('acc_7');
     expect(attempts).toBe(2);
     expect(names(order).slice(-3)).toEqual([
       'syncInvoiceToAccounting',
@@ -605,7 +617,8 @@ describe('orderFulfilment workflow', () => {
     ]);
     expect(order.calls.find((c) => c.name === 'setOrderStatus')!.arg).toMatchObject({
       status: 'attention_required',
-      step: 'syncInvoiceToAccounting',
+      // The attention rank of the waiting step: its plan rank (50) - 5.
+      rank: 45,
       failureReason: 'UnauthorizedError: 401 from accounting',
     });
     expectOneStory(order, 'completed');

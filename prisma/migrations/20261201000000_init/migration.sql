@@ -42,6 +42,8 @@ CREATE TABLE "orders" (
     "failure_reason" TEXT,
     "halted_at" TIMESTAMPTZ(3),
     "halt_reason" TEXT,
+    "halted_rank" INTEGER,
+    "plan" JSONB,
     "currency" CHAR(3) NOT NULL,
     "total_minor" INTEGER NOT NULL,
     "client_id" TEXT NOT NULL,
@@ -98,6 +100,16 @@ CREATE TABLE "invoice_counters" (
     "next" INTEGER NOT NULL,
 
     CONSTRAINT "invoice_counters_pkey" PRIMARY KEY ("series")
+);
+
+-- CreateTable
+CREATE TABLE "order_step_results" (
+    "order_id" UUID NOT NULL,
+    "step" TEXT NOT NULL,
+    "result" JSONB NOT NULL,
+    "recorded_at" TIMESTAMPTZ(3) NOT NULL DEFAULT now(),
+
+    CONSTRAINT "order_step_results_pkey" PRIMARY KEY ("order_id","step")
 );
 
 -- CreateTable
@@ -243,6 +255,9 @@ ALTER TABLE "order_lines" ADD CONSTRAINT "order_lines_sku_fkey" FOREIGN KEY ("sk
 
 -- AddForeignKey
 ALTER TABLE "invoices" ADD CONSTRAINT "invoices_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "order_step_results" ADD CONSTRAINT "order_step_results_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 -- AddForeignKey
 ALTER TABLE "shipments" ADD CONSTRAINT "shipments_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE RESTRICT ON UPDATE CASCADE;

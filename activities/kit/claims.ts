@@ -21,10 +21,10 @@
  *  7. Otherwise someone else is sending right now: throw the retryable `ClaimInProgressError`.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { Prisma } from '../prisma/generated/client.js';
-import { ErrorType } from '../workflows/errors.js';
-import { TERMINAL_ORDER_STATUSES } from '../workflows/order-fulfilment.contract.js';
-import type { Db } from './ports.js';
+import { Prisma } from '../../prisma/generated/client.js';
+import { ErrorType } from '../../workflows/errors.js';
+import { TERMINAL_ORDER_STATUSES } from '../../workflows/order-fulfilment.contract.js';
+import type { Db } from '../ports.js';
 
 /** The client or a transaction of it: claims can be taken inside a caller's transaction. */
 export type DbOrTx = Pick<Db, '$executeRaw' | '$queryRaw'>;
@@ -266,27 +266,31 @@ export async function markSideEffectNotPerformed(
     WHERE key = ${key} AND status = 'sending' AND owner = ${ownerToken(owner)}`;
 }
 
-/** What a tombstone attempt found: the effect `sent`, its outcome `unknown`, or now `cancelled` for good. */
-export type TombstoneOutcome =
-  { effect: 'sent'; providerId: string } | { effect: 'unknown'; owner: string } | { effect: 'cancelled' };
+/** A claim row as {@link readSideEffects} returns it. */
+export interface SideEffectRow {
+  key: string;
+  kind: string;
+  status: 'sending' | 'sent' | 'failed' | 'cancelled';
+  owner: string;
+  provider_id: string | null;
+}
+
+/** The claim rows of `keys` that exist (in no particular order). Run it under the order-row lock to act on them. */
+export async function readSideEffects(db: DbOrTx, keys: readonly string[]): Promise<SideEffectRow[]> {
+  if (keys.length === 0) return [];
+  return db.$queryRaw<SideEffectRow[]>`
+    SELECT key, kind, status, owner, provider_id FROM side_effect_claims WHERE key = ANY(${[...keys]})`;
+}
 
 /**
- * Makes sure the side effect `key` is never performed, unless it already was or may have been: inserts a
- * `cancelled` claim, or turns a `failed` one into `cancelled`. Run it inside the transaction that holds the
- * lock every claimant takes first (the order row), so no claim slips in between.
- * @returns `sent` (the effect happened), `unknown` (a `sending` claim: a call may be in flight or have acted),
- *   or `cancelled` (the tombstone is in place; no call was or will be performed).
+ * Makes sure the side effect `key` is never performed: inserts a `cancelled` claim (a tombstone), or turns a `failed`
+ * one into `cancelled`; a `sending` or `sent` claim is left as it is (the caller decided it may be tombstoned after
+ * reading it under the lock every claimant takes first, the order row, so no claim slips in between).
  */
-export async function tombstoneSideEffect(db: DbOrTx, key: string, kind: string): Promise<TombstoneOutcome> {
+export async function tombstoneSideEffect(db: DbOrTx, key: string, kind: string): Promise<void> {
   await db.$executeRaw`
     INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at)
     VALUES (${key}, ${kind}, 'cancelled', 'tombstone', 0, now())
     ON CONFLICT (key) DO UPDATE SET status = 'cancelled', owner = 'tombstone'
       WHERE side_effect_claims.status = 'failed'`;
-  const rows = await db.$queryRaw<Array<{ status: string; owner: string; provider_id: string | null }>>`
-    SELECT status, owner, provider_id FROM side_effect_claims WHERE key = ${key}`;
-  const row = rows[0];
-  if (row?.status === 'sent' && row.provider_id) return { effect: 'sent', providerId: row.provider_id };
-  if (row?.status === 'sending') return { effect: 'unknown', owner: row.owner };
-  return { effect: 'cancelled' };
 }

@@ -3,7 +3,7 @@
  * `Idempotency-Key` and bearer headers on every call, and the mapping of every failure to a
  * {@link ProviderError} kind as `activities/provider-error.ts` documents it.
  */
-import { ProviderError, type ProviderFailureKind } from '../../activities/provider-error.js';
+import { ProviderError, type ProviderFailureKind } from './errors.js';
 
 /** Connection settings of a provider client. */
 export interface ProviderHttpOptions {

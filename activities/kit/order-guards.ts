@@ -5,12 +5,12 @@
  */
 import { activityInfo, Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { ErrorType } from '../workflows/errors.js';
-import { Prisma } from '../prisma/generated/client.js';
-import { isTerminalStatus, TERMINAL_ORDER_STATUSES, type OrderStatus } from '../workflows/order-fulfilment.contract.js';
+import { ErrorType } from '../../workflows/errors.js';
+import { Prisma } from '../../prisma/generated/client.js';
+import { isTerminalStatus, TERMINAL_ORDER_STATUSES } from '../../workflows/order-fulfilment.contract.js';
 import { notFound } from './failures.js';
-import type { SqlQueries } from './ports.js';
-import type { ClaimOwner, DbOrTx } from './side-effect-claims.js';
+import type { SqlQueries } from '../ports.js';
+import type { ClaimOwner, DbOrTx } from './claims.js';
 
 /** A transaction (the argument of `db.$transaction(async (tx) => ...)`). */
 export type Tx = SqlQueries;
@@ -63,14 +63,14 @@ export function refuseUnlessOpen(order: LockedOrder, orderId: string, step: stri
 }
 
 /**
- * Sets the order's tombstone (`halted_at`, database clock; `halt_reason`) if it is not set yet: from then on
- * forward steps refuse the order. Call it under {@link lockOrder}.
+ * Sets the order's tombstone (`halted_at`, database clock; `halt_reason`; `halted_rank`, the rank of the last status
+ * it reached) if it is not set yet: from then on forward steps refuse the order. Call it under {@link lockOrder}.
  * @param reason kept when the order was halted before (the first reason wins), max 1000 chars.
  */
 export async function markHalted(tx: DbOrTx, orderId: string, reason: string): Promise<void> {
   await tx.$executeRaw`
     UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, ${reason.slice(0, 1000)}),
-           updated_at = now()
+           halted_rank = coalesce(halted_rank, status_step), updated_at = now()
     WHERE id = ${orderId}::uuid`;
 }
 
@@ -90,14 +90,16 @@ export async function markHalted(tx: DbOrTx, orderId: string, reason: string): P
 export async function writeStatusOfOpenOrder<Row>(
   tx: DbOrTx,
   orderId: string,
-  status: OrderStatus,
+  status: string,
   rank: number,
   returning: Prisma.Sql,
   extra: Prisma.Sql = Prisma.sql`TRUE`,
 ): Promise<Row | undefined> {
   const rows = await tx.$queryRaw<Row[]>`
     UPDATE orders
-    SET status = ${status}, status_step = ${rank}, failure_reason = NULL, updated_at = now()
+    SET status = ${status}, status_step = ${rank}, failure_reason = NULL,
+        completed_at = CASE WHEN ${status} = 'completed' THEN coalesce(completed_at, now()) ELSE completed_at END,
+        updated_at = now()
     WHERE id = ${orderId}::uuid AND halted_at IS NULL AND status <> ALL(${[...TERMINAL_ORDER_STATUSES]})
       AND (status_step < ${rank} OR (status_step = ${rank} AND status = ${status})) AND ${extra}
     RETURNING ${returning}`;
@@ -111,7 +113,7 @@ export async function writeStatusOfOpenOrder<Row>(
  */
 export function orderStatusUpdate(
   orderId: string,
-  status: OrderStatus,
+  status: string,
   rank: number,
   only: Prisma.Sql = Prisma.sql`TRUE`,
 ): Prisma.Sql {
@@ -141,7 +143,7 @@ export function halted(orderId: string, step: string, why: string): ApplicationF
 export async function writeOrderStatus(
   db: DbOrTx,
   orderId: string,
-  status: OrderStatus,
+  status: string,
   rank: number,
   reason: string | null = null,
 ): Promise<boolean> {

@@ -1,0 +1,232 @@
+/**
+ * A step is a definition: what it is (its activity name, its phase around the pivot, the status it leads to, its
+ * retry profile) and what it does (a database transaction, or a provider call with its idempotency key and how its
+ * answer is recorded), with its compensation beside it. The kit (./run.ts) runs the protocols every step needs:
+ * - the order-row lock and the halt fence (a halted or final order is refused before anything happens);
+ * - for a provider step: claim first, act second under the step's idempotency key (a `side_effect_claims` row
+ *   written before the call, the key sent as `Idempotency-Key` on every attempt), heartbeats during the call,
+ *   definite versus unknown outcomes (a definite refusal frees the claim, an unknown one keeps it for a retry with
+ *   the same key), retries with jitter, and the answer recorded with the status in one transaction;
+ * - for a database step: its transaction under the order-row lock, the status written in it at the step's rank,
+ *   and (unless the step says it is idempotent by nature) its result recorded once in `order_step_results`, so a
+ *   re-run returns the recorded result instead of acting twice;
+ * - compensations: a database compensation runs under the lock after the order is marked halted; a provider
+ *   compensation is a provider call made claim-first like any other effect, only when the forward effect happened.
+ *
+ * The ordered list of steps (activities/steps/index.ts) is the one registry everything else derives from. Inspired
+ * by Medusa's `createStep(name, invoke, compensate)`; ours adds the phase, the idempotency key, claim-first and the
+ * status rank. See docs/extending.md.
+ */
+import type { PlannedRetryProfile } from '../../workflows/order-plan.js';
+import { StepPhase } from '../../workflows/order-plan.js';
+import type { OrderFacts } from '../../workflows/order-plan.js';
+import type { ProviderAnswer, ProviderDefinition, RequestOf, ResponseOf } from '../../providers/kit/define.js';
+import type { Db, SqlQueries } from '../ports.js';
+
+export { StepPhase };
+export type { OrderFacts };
+
+/** What every step's code gets. */
+export interface StepContext {
+  orderId: string;
+  /** The database (outside any transaction), for reads. */
+  db: Db;
+}
+
+/** What a database step's (or a database compensation's) transaction gets: {@link StepContext} and the transaction. */
+export interface TransactionContext extends StepContext {
+  /** The transaction the kit opened; the order row is locked in it. */
+  tx: SqlQueries;
+}
+
+/** What a provider step's `record` gets: the transaction, the request sent and the provider's answer. */
+export interface RecordContext<Req, Res> extends TransactionContext {
+  /** The idempotency key of the call. */
+  key: string;
+  request: Req;
+  answer: ProviderAnswer<Res>;
+}
+
+/** What every step declares about itself. */
+interface StepCommon {
+  /** The activity name: verb + object, camelCase (e.g. `shipOrder`). Unique. */
+  name: string;
+  /**
+   * Where the step sits around the point of no return: `before-pivot` (a failure or a cancel compensates it),
+   * `pivot` (exactly one step: once it acted, nothing compensates), `after-pivot` (a failure waits for an operator).
+   */
+  phase: StepPhase;
+  /** The order status once the step succeeded, snake_case (e.g. `shipped`). The last step writes `completed`. */
+  status: string;
+  /** Human name of the status, for the page and the docs (e.g. `Shipped`). */
+  label: string;
+  /** One line for the docs: what the step does. */
+  description: string;
+  /**
+   * Retry profile (workflows/activity-options.ts). Default: `localDatabaseStep` for database steps (they run as
+   * local activities), `providerCall` for provider steps.
+   */
+  retry?: PlannedRetryProfile;
+  /**
+   * What the Temporal UI shows on the step's activity, from the order (e.g. `shipment of 3 items`). Customer
+   * data here is visible to every operator: mask it (see docs/operations.md). Default: the label.
+   */
+  summary?(order: OrderFacts): string;
+}
+
+/** A compensation that undoes a database step in a transaction. */
+export interface DatabaseCompensation {
+  kind: 'database';
+  /** The activity name: the inverse verb (e.g. `releaseInventory`). */
+  name: string;
+  description: string;
+  /**
+   * Undoes the step's writes. Runs under the order-row lock after the order was marked halted, so no late attempt
+   * of the step acts after it; must be a no-op when the step never acted, and harmless when run twice.
+   */
+  run(ctx: TransactionContext): Promise<unknown>;
+}
+
+/**
+ * A compensation that is itself a provider call (e.g. a cancellation notice after a confirmation), made claim-first
+ * under its own idempotency key. The kit calls it only when the forward effect happened (its claim is `sent`).
+ */
+export interface ProviderCompensation<P extends ProviderDefinition = ProviderDefinition> {
+  kind: 'provider';
+  name: string;
+  description: string;
+  provider: P;
+  operation: keyof P['operations'] & string;
+  /** Idempotency key of the compensation, from the identity of the work (e.g. `cancellation-notice:<orderId>`). */
+  key(orderId: string): string;
+  request(ctx: StepContext): Promise<unknown>;
+}
+
+/** Either kind of compensation. */
+export type Compensation = DatabaseCompensation | ProviderCompensation;
+
+/** A step that writes only to the database, in one transaction. */
+export interface DatabaseStepDefinition<R = unknown> extends StepCommon {
+  kind: 'database';
+  /**
+   * `recorded` (the default protocol): the kit stores the step's result in `order_step_results` in the same
+   * transaction and a re-run returns it without running the transaction again: the step acts exactly once.
+   * `{ byNature }`: the step's own writes make a re-run harmless (deterministic ids, natural keys, absolute
+   * values); say why.
+   */
+  idempotency: 'recorded' | { byNature: string };
+  /**
+   * The step's work, inside the transaction the kit opened after locking the order row (the order is open: not
+   * final, not halted) and writing its status. Throwing rolls everything back.
+   * @returns a JSON-serialisable result (the activity's result).
+   */
+  run(ctx: TransactionContext): Promise<R>;
+  compensation?: DatabaseCompensation;
+}
+
+/** A step whose effect happens at a provider, over HTTP. */
+export interface ProviderStepDefinition<
+  P extends ProviderDefinition = ProviderDefinition,
+  K extends keyof P['operations'] & string = keyof P['operations'] & string,
+> extends StepCommon {
+  kind: 'provider';
+  provider: P;
+  /** The provider operation the step calls (a key of the provider's `operations`). */
+  operation: K;
+  /**
+   * The idempotency key, from the identity of the work, never a fresh random id (e.g. `shipment:<orderId>`): the
+   * claim's key and the `Idempotency-Key` of every attempt. At most 255 characters.
+   */
+  key(orderId: string): string;
+  /**
+   * Builds the request from stored, immutable data only, so every attempt sends the identical body for the key.
+   * @throws ApplicationFailure `NotFoundError` (via `notFound`) when something it needs is missing.
+   */
+  request(ctx: StepContext): Promise<RequestOf<P['operations'][K]>>;
+  /**
+   * Records the answer in the step's own tables, in the transaction that also marks the claim `sent` and writes
+   * the status (optional: the claim already keeps the provider's id). Must tolerate a second run (the claim
+   * completes once, but write with ON CONFLICT anyway).
+   */
+  record?(ctx: RecordContext<RequestOf<P['operations'][K]>, ResponseOf<P['operations'][K]>>): Promise<void>;
+  compensation?: Compensation;
+}
+
+/** Any step (`any`: the variance escape hatch, as for providers' AnyOperation). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type StepDefinition = DatabaseStepDefinition | ProviderStepDefinition<any, any>;
+
+/** Declares a database step (an identity function that keeps the types; the registry validates the rest). */
+export function defineDatabaseStep<R>(step: Omit<DatabaseStepDefinition<R>, 'kind'>): DatabaseStepDefinition<R> {
+  return { kind: 'database', ...step };
+}
+
+/** Declares a provider step (an identity function that keeps the request and answer types of the operation). */
+export function defineProviderStep<P extends ProviderDefinition, K extends keyof P['operations'] & string>(
+  step: Omit<ProviderStepDefinition<P, K>, 'kind'>,
+): ProviderStepDefinition<P, K> {
+  return { kind: 'provider', ...step };
+}
+
+/** Declares a provider compensation. */
+export function defineProviderCompensation<P extends ProviderDefinition>(
+  compensation: Omit<ProviderCompensation<P>, 'kind'>,
+): ProviderCompensation<P> {
+  return { kind: 'provider', ...compensation };
+}
+
+const ACTIVITY_NAME = /^[a-z][A-Za-z0-9]*$/;
+const STATUS = /^[a-z][a-z0-9_]*$/;
+/** Statuses of the lifecycle that no step may take. */
+const RESERVED_STATUSES = ['received', 'completed', 'attention_required', 'failed', 'cancelled'];
+/** Activity names of the kit's own activities. */
+const RESERVED_NAMES = ['haltOrder', 'setOrderStatus', 'planOrder', 'purgeExpiredIdempotencyRecords'];
+
+/**
+ * Checks a registry: unique activity names (steps and compensations), unique statuses, exactly one pivot (a provider
+ * step), phases in
+ * order (every `before-pivot` step before the pivot, every `after-pivot` step after it), no compensation on the
+ * pivot or after it, a provider compensation only on a provider step.
+ * @returns the steps, unchanged.
+ * @throws Error naming every problem, one per line.
+ */
+export function validateSteps<const S extends readonly StepDefinition[]>(steps: S): S {
+  const problems: string[] = [];
+  const names = new Set<string>();
+  const statuses = new Set<string>();
+  const taken = (name: string, what: string) => {
+    if (!ACTIVITY_NAME.test(name)) problems.push(`${what} ${name}: not a camelCase activity name`);
+    if (names.has(name) || RESERVED_NAMES.includes(name)) problems.push(`${what} ${name}: the name is taken`);
+    names.add(name);
+  };
+  const pivots = steps.filter((s) => s.phase === StepPhase.Pivot);
+  if (pivots.length !== 1) problems.push(`exactly one step must be the pivot (found ${pivots.length})`);
+  const pivotAt = steps.findIndex((s) => s.phase === StepPhase.Pivot);
+  // The halt fence tells a passed pivot by its claim: the pivot is an effect at a provider.
+  if (pivotAt >= 0 && steps[pivotAt]!.kind !== 'provider') problems.push('the pivot must be a provider step');
+  steps.forEach((step, i) => {
+    taken(step.name, 'step');
+    if (!STATUS.test(step.status)) problems.push(`step ${step.name}: status ${step.status} is not snake_case`);
+    if (statuses.has(step.status) || RESERVED_STATUSES.includes(step.status)) {
+      problems.push(`step ${step.name}: status ${step.status} is taken`);
+    }
+    statuses.add(step.status);
+    if (step.phase === StepPhase.BeforePivot && pivotAt >= 0 && i > pivotAt) {
+      problems.push(`step ${step.name} is before-pivot but comes after the pivot`);
+    }
+    if (step.phase === StepPhase.AfterPivot && pivotAt >= 0 && i < pivotAt) {
+      problems.push(`step ${step.name} is after-pivot but comes before the pivot`);
+    }
+    if (step.compensation) {
+      taken(step.compensation.name, 'compensation');
+      if (step.phase !== StepPhase.BeforePivot) {
+        problems.push(`step ${step.name}: only a before-pivot step has a compensation (nothing compensates past it)`);
+      }
+    }
+    if (step.kind === 'provider' && step.provider.operations[step.operation] === undefined) {
+      problems.push(`step ${step.name}: provider ${step.provider.name} has no operation ${step.operation}`);
+    }
+  });
+  if (problems.length > 0) throw new Error(`Invalid step registry:\n  ${problems.join('\n  ')}`);
+  return steps;
+}

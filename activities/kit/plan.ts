@@ -1,0 +1,45 @@
+/**
+ * Plans: the registry's steps as one order runs them (workflows/order-plan.ts). Built by the API when an order is
+ * placed (stored in `orders.plan` and passed in the workflow's input), or by the `planOrder` activity for a run
+ * started without one.
+ */
+import { RANK_STEP, type OrderFacts, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
+import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import type { StepDefinition } from './define.js';
+
+/**
+ * The plan of an order over `steps`: each step with its rank (10 × its 1-based position), the status it writes (the
+ * last step writes `completed`), its retry profile, its provider and compensation, and its summary for `order`.
+ */
+export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts): OrderPlan {
+  return {
+    steps: steps.map((step, i): PlannedStep => {
+      const last = i === steps.length - 1;
+      const compensation = step.compensation;
+      return {
+        name: step.name,
+        kind: step.kind,
+        phase: step.phase,
+        status: last ? OrderStatus.Completed : step.status,
+        rank: (i + 1) * RANK_STEP,
+        retry: step.retry ?? (step.kind === 'database' ? 'localDatabaseStep' : 'providerCall'),
+        ...(step.kind === 'provider' ? { provider: step.provider.name } : {}),
+        ...(compensation
+          ? {
+              compensation: {
+                name: compensation.name,
+                ...(compensation.kind === 'provider' ? { provider: compensation.provider.name } : {}),
+              },
+            }
+          : {}),
+        summary: truncate(step.summary?.(order) ?? step.label),
+      };
+    }),
+  };
+}
+
+/** Summaries are one line in the Temporal UI: at most 200 characters. */
+function truncate(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}

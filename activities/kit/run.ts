@@ -1,0 +1,360 @@
+/**
+ * The step kit's runners: the protocols every step runs (see ./define.ts), as code instead of prose.
+ *
+ * Locks, in the order every runner takes them (so two runners wait for each other instead of deadlocking): the order
+ * row first (`FOR UPDATE` by halts and compensations, `FOR NO KEY UPDATE` by the status write of a forward step),
+ * then claim rows, then product rows in SKU order.
+ */
+import { activityInfo } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { Prisma } from '../../prisma/generated/client.js';
+import { ErrorType } from '../../workflows/errors.js';
+import type { ProviderAnswer, ProviderClient } from '../../providers/kit/define.js';
+import { ProviderError } from '../../providers/kit/errors.js';
+import type { ActivityDeps } from '../ports.js';
+import {
+  claimNewSideEffectOfOpenOrder,
+  claimSideEffect,
+  completeSideEffect,
+  markSideEffectNotPerformed,
+  readSideEffects,
+  tombstoneSideEffect,
+} from './claims.js';
+import type {
+  DatabaseCompensation,
+  DatabaseStepDefinition,
+  ProviderCompensation,
+  ProviderStepDefinition,
+  StepDefinition,
+} from './define.js';
+import { StepPhase } from './define.js';
+import { notFound, rethrowProviderError } from './failures.js';
+import {
+  cancellationRequested,
+  currentClaimOwner,
+  halted,
+  lockOrder,
+  markHalted,
+  orderStatusUpdate,
+  refuseUnlessOpen,
+  withHeartbeats,
+  writeOrderStatus,
+  writeStatusOfOpenOrder,
+} from './order-guards.js';
+
+/** Input of every step's activity: the order, and the status and rank its plan gives the step. */
+export interface StepInput {
+  orderId: string;
+  /** The status to write when the step succeeds (from the order's plan: the last step writes `completed`). */
+  status: string;
+  /** Its rank (10 × the step's position in the plan). */
+  rank: number;
+}
+
+/** Result of every step's activity. */
+export interface StepResult {
+  step: string;
+  /** True when this run acted; false when it found the work done by an earlier or concurrent run. */
+  performed: boolean;
+  /** Provider steps: the provider's id of the effect (e.g. `msg_…`), the same on every run. */
+  providerId?: string;
+  /** Provider steps: the idempotency key (claim key and `Idempotency-Key`). */
+  key?: string;
+  /** Database steps: what the step's transaction returned (or the recorded result of the run that acted). */
+  data?: unknown;
+}
+
+/** Input of a compensation's activity. */
+export interface CompensationInput {
+  orderId: string;
+}
+
+/** Result of a compensation's activity. */
+export interface CompensationResult {
+  compensation: string;
+  /** False when there was nothing to undo (the step never acted) or it was undone before. */
+  performed: boolean;
+  providerId?: string;
+  data?: unknown;
+}
+
+/** Input of haltOrder. */
+export interface HaltOrderInput {
+  orderId: string;
+  /** Why the order stops (the cancel reason or the failure), stored in `orders.halt_reason`. */
+  reason: string;
+  /** The provider steps the fence covers, from the order's plan: every step up to and including the pivot. */
+  steps: string[];
+}
+
+/**
+ * Result of haltOrder:
+ * - `halted`: no step's effect was performed or may have been, beyond those the compensations undo; every claim not
+ *   yet sent is tombstoned (never performed, however late an attempt), and the order is marked halted.
+ * - `sent`: the pivot's effect happened: the pivot is passed; nothing was changed, nothing may be compensated.
+ * - `unknown`: a call of `step` is in flight or ended without a known outcome: nothing was changed; a person decides.
+ */
+export type HaltOrderResult =
+  | { outcome: 'halted' }
+  | { outcome: 'sent'; step: string; providerId: string }
+  | { outcome: 'unknown'; step: string; claimOwner: string };
+
+/** The provider's client of a step, or an error naming the missing configuration. */
+function clientOf(deps: ActivityDeps, provider: string): ProviderClient {
+  const client = deps.providers[provider];
+  if (!client) throw new Error(`no client for provider ${provider} (is it in providers/index.ts?)`);
+  return client;
+}
+
+/**
+ * Runs a database step: one transaction under the order-row lock, the status written in it.
+ * - `recorded`: locks the order, returns the recorded result if the step ran before (whatever the order's state);
+ *   else refuses a final or halted order, runs the step, records its result and writes the status.
+ * - `byNature`: writes the status while taking the lock (refusing a final or halted order), then runs the step.
+ * @throws ApplicationFailure `NotFoundError`, `OrderClosedError`, `OrderHaltedError` (non-retryable), or what the
+ *   step throws; the transaction is rolled back then.
+ */
+export async function runDatabaseStep(
+  step: DatabaseStepDefinition,
+  deps: ActivityDeps,
+  input: StepInput,
+): Promise<StepResult> {
+  const { orderId, status, rank } = input;
+  const { db } = deps;
+  return db.$transaction(async (tx) => {
+    if (step.idempotency === 'recorded') {
+      const [row] = await tx.$queryRaw<
+        Array<{
+          status: string;
+          halted_at: Date | null;
+          halt_reason: string | null;
+          recorded: boolean;
+          result: unknown;
+        }>
+      >`
+        SELECT o.status, o.halted_at, o.halt_reason, r.order_id IS NOT NULL AS recorded, r.result
+        FROM orders o LEFT JOIN order_step_results r ON r.order_id = o.id AND r.step = ${step.name}
+        WHERE o.id = ${orderId}::uuid
+        FOR UPDATE OF o`;
+      if (!row) throw notFound('order', orderId);
+      if (row.recorded) return { step: step.name, performed: false, data: row.result };
+      refuseUnlessOpen(
+        { status: row.status, haltedAt: row.halted_at, haltReason: row.halt_reason },
+        orderId,
+        step.name,
+      );
+      const data = (await step.run({ orderId, db, tx })) ?? null;
+      await tx.$executeRaw`
+        WITH recorded AS (
+          INSERT INTO order_step_results (order_id, step, result)
+          VALUES (${orderId}::uuid, ${step.name}, ${JSON.stringify(data)}::jsonb))
+        ${orderStatusUpdate(orderId, status, rank)}`;
+      return { step: step.name, performed: true, data };
+    }
+    const written = await writeStatusOfOpenOrder(tx, orderId, status, rank, Prisma.sql`1 AS written`);
+    if (!written) refuseUnlessOpen(await lockOrder(tx, orderId), orderId, step.name);
+    const data = (await step.run({ orderId, db, tx })) ?? null;
+    return { step: step.name, performed: true, data };
+  });
+}
+
+/** The attempt and retry policy of the running activity (for jittered retries), when there is one. */
+function retryTiming(): { attempt: number; retryPolicy?: ReturnType<typeof activityInfo>['retryPolicy'] } {
+  const info = activityInfo();
+  return { attempt: info.attempt, ...(info.retryPolicy ? { retryPolicy: info.retryPolicy } : {}) };
+}
+
+/**
+ * Runs a provider step, claim first, act second:
+ * 1. Claims the step's key under the order-row lock (refusing a final or halted order unless the effect was
+ *    performed already): one statement for a new claim, else a transaction that applies the claim rules
+ *    (./claims.ts). A `sent` claim returns its provider id, calls nothing; a tombstone refuses (`OrderHaltedError`).
+ * 2. Builds the request, then calls the provider with `Idempotency-Key: <key>` while heartbeating. A cancel request
+ *    that arrives before the call stops the step (nothing called); once under way the call is never cut short.
+ * 3. A definite refusal (the provider did not act) frees the claim; an unknown outcome keeps it `sending` for a
+ *    retry with the same key. Transient failures are retried with jitter.
+ * 4. Marks the claim `sent` with the provider's id and writes the status in one statement, or, when the step
+ *    records the answer, in one transaction with its `record`.
+ * @throws ApplicationFailure `NotFoundError`, `OrderClosedError`, `OrderHaltedError`, `ProviderRejectedError`,
+ *   `UnauthorizedError` (non-retryable); `ProviderUnavailableError` (details `{ status, mayHaveActed }`) or
+ *   `ClaimInProgressError` (retryable); `CancelledFailure` when cancelled before the call.
+ */
+export async function runProviderStep(
+  step: ProviderStepDefinition,
+  deps: ActivityDeps,
+  input: StepInput,
+): Promise<StepResult> {
+  const { orderId, status, rank } = input;
+  const { db } = deps;
+  const key = step.key(orderId);
+  const kind = step.name;
+  if (cancellationRequested()) throw new CancelledFailure(`cancelled before ${step.name} was claimed`);
+
+  const owner = currentClaimOwner();
+  const claim =
+    (await claimNewSideEffectOfOpenOrder(db, orderId, { key, kind, owner })) ??
+    (await db.$transaction(async (tx) => {
+      const order = await lockOrder(tx, orderId);
+      const [existing] = await readSideEffects(tx, [key]);
+      if (existing?.status !== 'sent') refuseUnlessOpen(order, orderId, step.name);
+      const outcome = await claimSideEffect(tx, { key, kind, owner, leaseMs: deps.settings.claimLeaseMs });
+      if (outcome.state === 'done') await writeOrderStatus(tx, orderId, status, rank);
+      return outcome;
+    }));
+  if (claim.state === 'done') return { step: step.name, performed: false, providerId: claim.providerId, key };
+  if (claim.state === 'cancelled') throw halted(orderId, step.name, `its effect ${key} is cancelled`);
+
+  let request: unknown;
+  try {
+    request = await step.request({ orderId, db });
+  } catch (err) {
+    await markSideEffectNotPerformed(db, key, owner, claim.prior);
+    throw err;
+  }
+  if (cancellationRequested()) {
+    await markSideEffectNotPerformed(db, key, owner, claim.prior);
+    throw new CancelledFailure(`cancelled before the ${step.provider.name} provider was called`);
+  }
+
+  const client = clientOf(deps, step.provider.name);
+  let answer: ProviderAnswer;
+  try {
+    answer = await withHeartbeats(() => client[step.operation]!(request, key));
+  } catch (err) {
+    // Definitely not performed: the claim may be taken again, and a halt may tombstone it. Otherwise it stays
+    // `sending`: the provider may have acted, and only a retry with the same key can tell.
+    if (err instanceof ProviderError && !err.mayHaveActed)
+      await markSideEffectNotPerformed(db, key, owner, claim.prior);
+    rethrowProviderError(err, step.provider.title, retryTiming());
+  }
+
+  const alongside = { orderId, alongside: orderStatusUpdate(orderId, status, rank) };
+  const record = step.record;
+  if (!record) {
+    const providerId = await completeSideEffect(db, key, answer.providerId, alongside);
+    return { step: step.name, performed: true, providerId, key };
+  }
+  const providerId = await db.$transaction(async (tx) => {
+    const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
+    await record({ orderId, db, tx, key, request, answer });
+    return stored;
+  });
+  return { step: step.name, performed: true, providerId, key };
+}
+
+/**
+ * Runs a database compensation: under the order-row lock, marks the order halted first (so no late attempt of the
+ * step acts after it), then the compensation's transaction.
+ * @throws ApplicationFailure `NotFoundError` when the order does not exist; what the compensation throws.
+ */
+export async function runDatabaseCompensation(
+  compensation: DatabaseCompensation,
+  deps: ActivityDeps,
+  input: CompensationInput,
+): Promise<CompensationResult> {
+  const { orderId } = input;
+  const { db } = deps;
+  return db.$transaction(async (tx) => {
+    await lockOrder(tx, orderId);
+    await markHalted(tx, orderId, 'compensating');
+    const data = (await compensation.run({ orderId, db, tx })) ?? null;
+    return { compensation: compensation.name, performed: true, data };
+  });
+}
+
+/**
+ * Runs a provider compensation of `step`, claim first like any effect, and only when the step's own effect
+ * happened (its claim is `sent`): otherwise there is nothing to undo.
+ * @throws ApplicationFailure `ClaimInProgressError` (retryable) while the step's own call is still unsettled
+ *   (`sending`); the provider failures of {@link runProviderStep}.
+ */
+export async function runProviderCompensation(
+  step: ProviderStepDefinition,
+  compensation: ProviderCompensation,
+  deps: ActivityDeps,
+  input: CompensationInput,
+): Promise<CompensationResult> {
+  const { orderId } = input;
+  const { db } = deps;
+  const forwardKey = step.key(orderId);
+  const key = compensation.key(orderId);
+  const owner = currentClaimOwner();
+  const claim = await db.$transaction(async (tx) => {
+    await lockOrder(tx, orderId);
+    const [forward] = await readSideEffects(tx, [forwardKey]);
+    if (forward?.status === 'sending') {
+      throw ApplicationFailure.retryable(
+        `${compensation.name} waits: the outcome of ${forwardKey} is not known yet`,
+        ErrorType.ClaimInProgress,
+      );
+    }
+    if (forward?.status !== 'sent') return null;
+    return claimSideEffect(tx, { key, kind: compensation.name, owner, leaseMs: deps.settings.claimLeaseMs });
+  });
+  if (claim === null) return { compensation: compensation.name, performed: false };
+  if (claim.state === 'done')
+    return { compensation: compensation.name, performed: false, providerId: claim.providerId };
+  if (claim.state === 'cancelled') return { compensation: compensation.name, performed: false };
+  let request: unknown;
+  try {
+    request = await compensation.request({ orderId, db });
+  } catch (err) {
+    await markSideEffectNotPerformed(db, key, owner, claim.prior);
+    throw err;
+  }
+  const client = clientOf(deps, compensation.provider.name);
+  let answer: ProviderAnswer;
+  try {
+    answer = await withHeartbeats(() => client[compensation.operation]!(request, key));
+  } catch (err) {
+    if (err instanceof ProviderError && !err.mayHaveActed)
+      await markSideEffectNotPerformed(db, key, owner, claim.prior);
+    rethrowProviderError(err, compensation.provider.title, retryTiming());
+  }
+  const providerId = await completeSideEffect(db, key, answer.providerId);
+  return { compensation: compensation.name, performed: true, providerId };
+}
+
+/**
+ * The fence before any compensation. Under the order-row lock (the lock every claim is taken under), reads the
+ * claims of the fenced provider steps (every step up to and including the pivot), then:
+ * - the pivot's claim is `sent`: the pivot was passed → `sent`, nothing changed;
+ * - a claim is `sending` (a call in flight, or its outcome unknown) → `unknown`, nothing changed;
+ * - otherwise tombstones every claim that is not `sent` (so no attempt, however late, ever performs it), marks the
+ *   order halted (`halted_at`, `halt_reason`, `halted_rank`) → `halted`.
+ * Idempotent.
+ * @throws ApplicationFailure `NotFoundError` when the order does not exist; Error for a step not in the registry.
+ */
+export async function haltOrder(
+  steps: readonly StepDefinition[],
+  deps: ActivityDeps,
+  input: HaltOrderInput,
+): Promise<HaltOrderResult> {
+  const { orderId } = input;
+  const fenced = input.steps.map((name) => {
+    const step = steps.find((s) => s.name === name);
+    if (!step) throw new Error(`haltOrder: step ${name} is not in the registry`);
+    return step;
+  });
+  const providerSteps = fenced.filter((s): s is ProviderStepDefinition => s.kind === 'provider');
+  const keys = providerSteps.map((s) => s.key(orderId));
+  return deps.db.$transaction(async (tx) => {
+    await lockOrder(tx, orderId);
+    const claims = new Map((await readSideEffects(tx, keys)).map((c) => [c.key, c]));
+    const pivot = providerSteps.find((s) => s.phase === StepPhase.Pivot);
+    const pivotClaim = pivot && claims.get(pivot.key(orderId));
+    if (pivot && pivotClaim?.status === 'sent' && pivotClaim.provider_id) {
+      return { outcome: 'sent', step: pivot.name, providerId: pivotClaim.provider_id };
+    }
+    for (const step of providerSteps) {
+      const claim = claims.get(step.key(orderId));
+      if (claim?.status === 'sending') return { outcome: 'unknown', step: step.name, claimOwner: claim.owner };
+    }
+    for (const step of providerSteps) {
+      const claim = claims.get(step.key(orderId));
+      if (claim?.status !== 'sent') await tombstoneSideEffect(tx, step.key(orderId), step.name);
+    }
+    await markHalted(tx, orderId, input.reason);
+    return { outcome: 'halted' };
+  });
+}

@@ -1,0 +1,22 @@
+/**
+ * The step registry: the ordered steps of an order, defined once. Everything that lists steps or statuses derives
+ * from it: the plan each new order runs (and so the workflow's sequence), the worker's activity registration, the
+ * reconciler, the page's step track (through the API), the progress output, the generated docs tables and the
+ * metric labels. `npm run new:step -- <activityName> [--provider <name>] [--after <step>]` adds a step here.
+ * See docs/extending.md.
+ */
+import { validateSteps } from '../kit/define.js';
+import { createInvoice } from './create-invoice.step.js';
+import { reserveInventory } from './reserve-inventory.step.js';
+import { sendOrderConfirmation } from './send-order-confirmation.step.js';
+import { shipOrder } from './ship-order.step.js';
+import { syncInvoiceToAccounting } from './sync-invoice-to-accounting.step.js';
+
+/** Every step, in the order an order runs them. */
+export const STEPS = validateSteps([
+  reserveInventory,
+  createInvoice,
+  sendOrderConfirmation,
+  shipOrder,
+  syncInvoiceToAccounting,
+]);

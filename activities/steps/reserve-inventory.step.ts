@@ -1,0 +1,120 @@
+/**
+ * Reserve inventory: every line of the order, all or nothing, as one `reserve:<orderId>:<sku>` movement per line
+ * with `reserved += quantity` under the condition `on_hand - reserved >= quantity`. Its compensation,
+ * releaseInventory, records `release:<orderId>:<sku>` movements for what was reserved and not shipped.
+ *
+ * Idempotent by nature: a movement's id is the identity of the work, inserted with ON CONFLICT DO NOTHING in the
+ * statement that applies it, so a re-run (or a concurrent run) inserts nothing and changes nothing.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { ErrorType } from '../../workflows/errors.js';
+import { defineDatabaseStep, StepPhase } from '../kit/define.js';
+import { halted } from '../kit/order-guards.js';
+import { notFound } from '../kit/failures.js';
+
+/** One ledger movement of an order. `applied` is true when this run inserted it (false: found). */
+export interface MovementOutcome {
+  id: string;
+  sku: string;
+  /** Signed change of `reserved`, in units. */
+  quantity: number;
+  applied: boolean;
+}
+
+/** A line that could not be reserved, with the stock seen at the time (units). */
+export interface StockShortage {
+  sku: string;
+  requested: number;
+  available: number;
+}
+
+/** The id of the movement that reserves an order line. */
+export function reserveMovementId(orderId: string, sku: string): string {
+  return `reserve:${orderId}:${sku}`;
+}
+
+export const reserveInventory = defineDatabaseStep({
+  name: 'reserveInventory',
+  phase: StepPhase.BeforePivot,
+  status: 'inventory_reserved',
+  label: 'Inventory reserved',
+  description: 'Reserves every line of the order, all or nothing (`reserve:<orderId>:<sku>` movements).',
+  idempotency: { byNature: 'each movement id is the identity of the work (reserve:<orderId>:<sku>)' },
+  summary: (order) => `reserve ${order.lines.reduce((n, l) => n + l.quantity, 0)} units of ${order.lines.length} SKUs`,
+  /**
+   * Lines go in SKU order so concurrent orders lock products in one order (no deadlock). A released reservation is
+   * never "already done": the step refuses it.
+   * @throws ApplicationFailure `OrderHaltedError` (its reservation was released), `NotFoundError` (no lines), or
+   *   `InsufficientStockError` with `StockShortage[]` as details (the transaction leaves no partial reservation).
+   */
+  async run({ orderId, tx }) {
+    const lines = await tx.$queryRaw<Array<{ sku: string; quantity: number; released: boolean }>>`
+      SELECT l.sku, l.quantity,
+             EXISTS (SELECT 1 FROM inventory_movements m WHERE m.order_id = l.order_id AND m.reason = 'release') AS released
+      FROM order_lines l WHERE l.order_id = ${orderId}::uuid ORDER BY l.sku`;
+    if (lines.length === 0) throw notFound('order', orderId);
+    if (lines[0]!.released) throw halted(orderId, 'reserveInventory', 'its reservation was released');
+    const movements: MovementOutcome[] = [];
+    const shortages: StockShortage[] = [];
+    for (const line of lines) {
+      const id = reserveMovementId(orderId, line.sku);
+      const [applied] = await tx.$queryRaw<Array<{ inserted: boolean; updated: boolean; available: number }>>`
+        WITH moved AS (
+          INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+          VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'reservation', 0, ${line.quantity})
+          ON CONFLICT (id) DO NOTHING
+          RETURNING 1),
+        reserved AS (
+          UPDATE products SET reserved = reserved + ${line.quantity}, updated_at = now()
+          WHERE sku = ${line.sku} AND on_hand - reserved >= ${line.quantity} AND EXISTS (SELECT 1 FROM moved)
+          RETURNING 1)
+        SELECT EXISTS (SELECT 1 FROM moved) AS inserted, EXISTS (SELECT 1 FROM reserved) AS updated,
+               (SELECT on_hand - reserved FROM products WHERE sku = ${line.sku}) AS available`;
+      if (applied!.inserted && !applied!.updated) {
+        shortages.push({ sku: line.sku, requested: line.quantity, available: applied!.available ?? 0 });
+      }
+      movements.push({ id, sku: line.sku, quantity: line.quantity, applied: applied!.inserted });
+    }
+    if (shortages.length > 0) {
+      const detail = shortages.map((s) => `${s.sku}: requested ${s.requested}, available ${s.available}`);
+      // Throwing rolls the whole transaction back: no movement and no reservation remain.
+      throw ApplicationFailure.nonRetryable(
+        `insufficient stock for ${detail.join('; ')}`,
+        ErrorType.InsufficientStock,
+        ...shortages,
+      );
+    }
+    return { orderId, movements };
+  },
+  compensation: {
+    kind: 'database',
+    name: 'releaseInventory',
+    description: 'Releases what was reserved and not shipped (`release:<orderId>:<sku>` movements).',
+    /** For each reservation not shipped: `release:<orderId>:<sku>` with `reserved -= quantity`, once. */
+    async run({ orderId, tx }) {
+      const reservations = await tx.$queryRaw<Array<{ sku: string; reserved_delta: number; shipped: boolean }>>`
+        SELECT r.sku, r.reserved_delta,
+               EXISTS (SELECT 1 FROM inventory_movements s
+                       WHERE s.order_id = r.order_id AND s.sku = r.sku AND s.reason = 'shipment') AS shipped
+        FROM inventory_movements r WHERE r.order_id = ${orderId}::uuid AND r.reason = 'reservation' ORDER BY r.sku`;
+      const movements: MovementOutcome[] = [];
+      for (const r of reservations) {
+        if (r.shipped) continue;
+        const id = `release:${orderId}:${r.sku}`;
+        const [applied] = await tx.$queryRaw<Array<{ inserted: boolean }>>`
+          WITH moved AS (
+            INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+            VALUES (${id}, ${r.sku}, ${orderId}::uuid, 'release', 0, ${-r.reserved_delta})
+            ON CONFLICT (id) DO NOTHING
+            RETURNING 1),
+          released AS (
+            UPDATE products SET reserved = reserved - ${r.reserved_delta}, updated_at = now()
+            WHERE sku = ${r.sku} AND EXISTS (SELECT 1 FROM moved)
+            RETURNING 1)
+          SELECT EXISTS (SELECT 1 FROM moved) AS inserted`;
+        movements.push({ id, sku: r.sku, quantity: -r.reserved_delta, applied: applied!.inserted });
+      }
+      return { orderId, movements };
+    },
+  },
+});

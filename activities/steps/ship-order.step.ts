@@ -1,0 +1,88 @@
+/**
+ * Ship the order: the carrier creates one shipment per order (key `shipment:<orderId>`), recorded with the claim in
+ * one transaction: the `shipments` row, one `ship:<orderId>:<sku>` movement per line (consuming the reservation:
+ * `on_hand` and `reserved` both go down) and the `shipped` status.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { carrier } from '../../providers/carrier.provider.js';
+import { ErrorType } from '../../workflows/errors.js';
+import { defineProviderStep, StepPhase } from '../kit/define.js';
+import { notFound } from '../kit/failures.js';
+
+/** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key`. */
+export function shipmentKey(orderId: string): string {
+  return `shipment:${orderId}`;
+}
+
+/** The id of the movement that consumes an order line's reservation when it ships. */
+export function shipMovementId(orderId: string, sku: string): string {
+  return `ship:${orderId}:${sku}`;
+}
+
+export const shipOrder = defineProviderStep({
+  name: 'shipOrder',
+  phase: StepPhase.AfterPivot,
+  status: 'shipped',
+  label: 'Shipped',
+  description: 'Asks the carrier for one shipment and consumes the reservation (`ship:<orderId>:<sku>` movements).',
+  provider: carrier,
+  operation: 'createShipment',
+  key: shipmentKey,
+  summary: (order) => `shipment of ${order.lines.reduce((n, l) => n + l.quantity, 0)} items`,
+  /** Who receives which items, from the stored order only: every attempt sends the identical body. */
+  async request({ orderId, db }) {
+    const [order] = await db.$queryRaw<
+      Array<{ customer_email: string; customer_name: string | null; lines: Array<{ sku: string; quantity: number }> }>
+    >`
+      SELECT o.customer_email, o.customer_name,
+             (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.line_no)
+              FROM order_lines l WHERE l.order_id = o.id) AS lines
+      FROM orders o WHERE o.id = ${orderId}::uuid`;
+    if (!order?.lines) throw notFound('order', orderId);
+    return {
+      reference: orderId,
+      recipient: {
+        email: order.customer_email,
+        ...(order.customer_name === null ? {} : { name: order.customer_name }),
+      },
+      items: order.lines,
+    };
+  },
+  /**
+   * The `shipments` row and, when this run inserted it, one movement per line in SKU order (the order reserve and
+   * release lock products in), applied only when the movement is new.
+   * @throws ApplicationFailure `ValidationError` (non-retryable) when less than a line's quantity is reserved: the
+   *   transaction rolls back and the claim stays `sending` (the carrier acted) for an operator.
+   */
+  async record({ orderId, tx, request, answer }) {
+    const [inserted] = await tx.$queryRaw<Array<{ inserted: boolean }>>`
+      WITH inserted AS (
+        INSERT INTO shipments (order_id, carrier_id, tracking_number)
+        VALUES (${orderId}::uuid, ${answer.response.id}, ${answer.response.trackingNumber})
+        ON CONFLICT (order_id) DO NOTHING
+        RETURNING 1)
+      SELECT EXISTS (SELECT 1 FROM inserted) AS inserted`;
+    if (!inserted!.inserted) return;
+    for (const line of [...request.items].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0))) {
+      const id = shipMovementId(orderId, line.sku);
+      const [applied] = await tx.$queryRaw<Array<{ inserted: boolean; updated: boolean }>>`
+        WITH moved AS (
+          INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+          VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'shipment', ${-line.quantity}, ${-line.quantity})
+          ON CONFLICT (id) DO NOTHING
+          RETURNING 1),
+        consumed AS (
+          UPDATE products
+          SET on_hand = on_hand - ${line.quantity}, reserved = reserved - ${line.quantity}, updated_at = now()
+          WHERE sku = ${line.sku} AND reserved >= ${line.quantity} AND EXISTS (SELECT 1 FROM moved)
+          RETURNING 1)
+        SELECT EXISTS (SELECT 1 FROM moved) AS inserted, EXISTS (SELECT 1 FROM consumed) AS updated`;
+      if (applied!.inserted && !applied!.updated) {
+        throw ApplicationFailure.nonRetryable(
+          `cannot ship ${line.quantity} x ${line.sku} of order ${orderId}: less than that is reserved`,
+          ErrorType.Validation,
+        );
+      }
+    }
+  },
+});

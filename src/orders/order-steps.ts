@@ -1,0 +1,117 @@
+/**
+ * What the API says about steps and statuses, derived from the step registry (activities/steps/index.ts) and each
+ * order's own plan (`orders.plan`): the statuses an order can have, their labels, each order's step track and
+ * whether it may still be cancelled. Nothing here lists a step by name.
+ */
+import { buildPlan } from '../../activities/kit/plan.js';
+import { orderStatuses, STEPS } from '../../activities/index.js';
+import { OrderStatus, isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
+import { attentionRank, StepPhase, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
+
+/** Every status an order can have: `received`, each registered step's, and the lifecycle's. */
+export const ORDER_STATUSES: readonly string[] = orderStatuses(STEPS);
+
+/** Every registered step's activity name, in registry order. */
+export const STEP_NAMES: readonly string[] = STEPS.map((s) => s.name);
+
+/** Human names of the statuses: each step's label for its status, and the lifecycle's. */
+export const STATUS_LABELS: Readonly<Record<string, string>> = {
+  [OrderStatus.Received]: 'Received',
+  ...Object.fromEntries(STEPS.map((s) => [s.status, s.label])),
+  [OrderStatus.Completed]: 'Completed',
+  [OrderStatus.AttentionRequired]: 'Attention required',
+  [OrderStatus.Failed]: 'Failed',
+  [OrderStatus.Cancelled]: 'Cancelled',
+};
+
+/** Human names of the steps, by activity name. */
+const STEP_LABELS: Readonly<Record<string, string>> = Object.fromEntries(STEPS.map((s) => [s.name, s.label]));
+
+/** The plan of the registry as it is now (for orders stored without one): summaries are the labels. */
+const REGISTRY_PLAN: OrderPlan = buildPlan(
+  STEPS.map((s) => ({ ...s, summary: undefined })),
+  {
+    orderId: '',
+    customerEmail: '',
+    customerName: null,
+    currency: '',
+    totalMinor: 0,
+    lines: [],
+  },
+);
+
+/**
+ * Where a step of an order stands:
+ * - `done`: it acted; `current`: it runs (or is next) now; `pending`: not yet;
+ * - `waiting`: it failed for good or its outcome is unknown, and waits for an operator's retry;
+ * - `undone`: it acted and was compensated (the order failed or was cancelled); `skipped`: it never ran.
+ */
+export type StepState = 'done' | 'current' | 'pending' | 'waiting' | 'undone' | 'skipped';
+
+/** One step of an order's track. */
+export interface StepTrackEntry {
+  /** The step's activity name, e.g. `shipOrder`. */
+  name: string;
+  /** Its human name, e.g. `Shipped`. */
+  label: string;
+  /** The status it leads to. */
+  status: string;
+  phase: PlannedStep['phase'];
+  state: StepState;
+}
+
+/** What the track reads of an order row. */
+export interface TrackedOrder {
+  status: string;
+  statusStep: number;
+  haltedRank: number | null;
+  plan: unknown;
+}
+
+/** The order's plan, or the registry's for an order stored without one. */
+export function planOf(order: Pick<TrackedOrder, 'plan'>): OrderPlan {
+  const plan = order.plan as OrderPlan | null;
+  return plan && Array.isArray(plan.steps) ? plan : REGISTRY_PLAN;
+}
+
+/**
+ * The order's step track, from its status, the rank of its last status write and its plan: every step before the
+ * current rank is done; in `attention_required` the step whose attention rank is stored waits; a failed or
+ * cancelled order shows the steps it reached before it was halted as undone (when they have a compensation) and
+ * the rest as skipped.
+ */
+export function stepTrack(order: TrackedOrder): StepTrackEntry[] {
+  const plan = planOf(order);
+  const entry = (step: PlannedStep, state: StepState): StepTrackEntry => ({
+    name: step.name,
+    label: STEP_LABELS[step.name] ?? step.name,
+    status: step.status,
+    phase: step.phase,
+    state,
+  });
+  const rank = order.statusStep;
+  if (order.status === OrderStatus.Failed || order.status === OrderStatus.Cancelled) {
+    const reached = order.haltedRank ?? 0;
+    return plan.steps.map((s) => entry(s, s.rank > reached ? 'skipped' : s.compensation ? 'undone' : 'done'));
+  }
+  if (order.status === OrderStatus.AttentionRequired) {
+    return plan.steps.map((s) => entry(s, attentionRank(s) === rank ? 'waiting' : s.rank < rank ? 'done' : 'pending'));
+  }
+  let current = false;
+  return plan.steps.map((s) => {
+    if (s.rank <= rank) return entry(s, 'done');
+    if (current || isTerminalStatus(order.status)) return entry(s, 'pending');
+    current = true;
+    return entry(s, 'current');
+  });
+}
+
+/**
+ * Whether a cancel can still be honoured: the order is open, does not wait for an operator, was not halted, and
+ * has not reached its pivot's status.
+ */
+export function isCancellable(order: TrackedOrder & { haltedAt?: Date | null }): boolean {
+  if (isTerminalStatus(order.status) || order.status === OrderStatus.AttentionRequired || order.haltedAt) return false;
+  const pivot = planOf(order).steps.find((s) => s.phase === StepPhase.Pivot);
+  return pivot === undefined || order.statusStep < pivot.rank;
+}

@@ -1,0 +1,83 @@
+/**
+ * The plan an order runs: its steps in order, as the step registry (activities/steps/index.ts) described them when
+ * the order was placed. The API builds it (activities/kit/plan.ts), stores it on the order and passes it in the
+ * workflow's input, so each execution runs the plan it started with: adding a step to the registry changes the plan
+ * of new orders only, and a running order (or the replay of its history) keeps its own. See docs/versioning.md.
+ *
+ * Sandbox-safe: plain types and constants, no imports.
+ */
+
+/** Where a step sits around the point of no return. */
+export const StepPhase = {
+  /** Before the pivot: a failure or a cancel halts the order and compensates the step. */
+  BeforePivot: 'before-pivot',
+  /** The point of no return (exactly one step): once it acted, nothing compensates. */
+  Pivot: 'pivot',
+  /** After the pivot: a step that fails for good waits for an operator; nothing compensates. */
+  AfterPivot: 'after-pivot',
+} as const;
+export type StepPhase = (typeof StepPhase)[keyof typeof StepPhase];
+
+/** The retry profiles a plan may name (the keys of `RETRY_PROFILES` in ./activity-options.ts). */
+export type PlannedRetryProfile = 'localDatabaseStep' | 'databaseStep' | 'providerCall';
+
+/** One step of a plan. */
+export interface PlannedStep {
+  /** Activity name, e.g. `shipOrder`. */
+  name: string;
+  /** `database`: a local activity on the order task queue; `provider`: an activity on the provider's task queue. */
+  kind: 'database' | 'provider';
+  phase: StepPhase;
+  /** The status the step writes when it succeeds (the plan's last step writes `completed`). */
+  status: string;
+  /** The rank written with that status: 10 × (1-based position). */
+  rank: number;
+  /** Retry profile of the activity call. */
+  retry: PlannedRetryProfile;
+  /** The provider's name (the task queue suffix), for provider steps. */
+  provider?: string;
+  /** The compensation's activity name and, for a provider compensation, its provider. */
+  compensation?: { name: string; provider?: string };
+  /** What the Temporal UI shows on the activity (user metadata), e.g. `shipment of 3 items`. */
+  summary: string;
+}
+
+/** The plan of one order. */
+export interface OrderPlan {
+  steps: PlannedStep[];
+}
+
+/** What a step's summary may read of an order (the API has it when the order is placed). */
+export interface OrderFacts {
+  orderId: string;
+  customerEmail: string;
+  customerName: string | null;
+  currency: string;
+  /** Minor units. */
+  totalMinor: number;
+  lines: Array<{ sku: string; quantity: number }>;
+}
+
+/** Rank distance between two consecutive steps' statuses. */
+export const RANK_STEP = 10;
+
+/**
+ * Rank of `failed` and `cancelled`: above every step's (a plan has far fewer than 100 000 steps), so nothing
+ * overwrites them.
+ */
+export const FINAL_FAILURE_RANK = 1_000_000;
+
+/** Rank of `received`. */
+export const RECEIVED_RANK = 0;
+
+/** The rank of `attention_required` while `step` waits: just below the status the step leads to. */
+export function attentionRank(step: Pick<PlannedStep, 'rank'>): number {
+  return step.rank - RANK_STEP / 2;
+}
+
+/** The index of the plan's pivot step. @throws Error when the plan has none. */
+export function pivotIndex(plan: OrderPlan): number {
+  const at = plan.steps.findIndex((s) => s.phase === StepPhase.Pivot);
+  if (at < 0) throw new Error('the plan has no pivot step');
+  return at;
+}
