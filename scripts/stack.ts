@@ -12,19 +12,24 @@
  *     with `--cluster` (`npm run start:cluster`), a real Temporal Server on PostgreSQL instead (same ports; its
  *     databases `temporal` and `temporal_visibility` on the PostgreSQL of step 1 unless TEMPORAL_PERSISTENCE_URL
  *     is set), with its UI server: see scripts/lib/temporal-cluster.ts;
- *  4. the email, accounting and carrier simulators (started alongside steps 1-3: they need neither), the worker
- *     (alongside the seed) and the API from `dist/` (each waited for: the HTTP
- *     health endpoints, and the worker's pollers on its task queue);
- * then prints a banner with the URLs and runs until Ctrl-C / SIGTERM, which stops everything in reverse order
+ *  4. the processes of the stack definition (scripts/lib/stack-definition.ts: STACK_PROCESSES) from `dist/`: the
+ *     simulator process, every provider of providers/index.ts under `/<name>` on `SIMULATOR_PORT` (default 4010;
+ *     started alongside steps 1-3: it needs neither), the worker (alongside the seed) and the API, each with the
+ *     environment the stack definition derives (serviceEnvironment / simulatorEnvironment: `SIMULATOR_URL`, each
+ *     provider's development key) and each waited for (the HTTP health endpoints; the worker's pollers on the order
+ *     task queue and on each provider's);
+ * then prints a banner with the URLs (the simulator and each provider's ledger) and runs until Ctrl-C / SIGTERM,
+ * which stops everything in reverse order
  * (SIGTERM, SIGKILL after 10 s) and exits 0. A worker that dies is restarted (at most 5 times a minute). If another
  * process dies unexpectedly, or a step fails, the stack stops
  * and exits 1 with that process's last log lines. `STACK_EXIT_AFTER_READY=1` stops cleanly right after the
  * banner (CI smoke test).
  *
  * Children run in their own process groups (scripts/lib/processes.ts, on execa), so a terminal Ctrl-C reaches only
- * this supervisor, which then stops them in order (the API before the worker, the worker before Temporal and
- * PostgreSQL); a second Ctrl-C kills every group at once. Readiness: the HTTP health endpoints through wait-on, the
- * worker's pollers and Temporal's frontend over gRPC.
+ * this supervisor, which then stops them in order (scripts/lib/supervisor.ts: the API before the worker, the worker
+ * before Temporal and PostgreSQL); a second Ctrl-C kills every group at once. Readiness
+ * (scripts/lib/stack-processes.ts): the HTTP health endpoints through wait-on, the worker's pollers and Temporal's
+ * frontend over gRPC. Ports: scripts/lib/stack-definition.ts (DEFAULT_PORTS, each overridable by its variable).
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
@@ -33,14 +38,29 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
+import { PROVIDER_LIST } from '../providers/index.js';
 import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
 import { ensureTemporalCli, startDevServer, waitForFrontend } from './lib/temporal-cli.js';
 import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
-import { errorMessage, portFromEnv, repoRoot } from './lib/env.js';
+import { errorMessage, repoRoot } from './lib/env.js';
 import { clusterDatabasesFromEnv, ensureClusterBinaries, startTemporalCluster } from './lib/temporal-cluster.js';
 import { createLogLineFormatter } from './lib/log-lines.js';
 import { startEmbeddedPostgres } from './lib/embedded-pg.js';
-import { Child, describeExit, pollUntil, portsInUse, waitForHttp, type ExitInfo } from './lib/processes.js';
+import { Child, describeExit, type ExitInfo } from './lib/processes.js';
+import {
+  devProviderApiKeys,
+  localUrl,
+  PORT_VARIABLES,
+  providerApiKeysFromEnv,
+  providerLedgerUrl,
+  serviceEnvironment,
+  simulatorEnvironment,
+  STACK_PROCESSES,
+  stackPorts,
+  type StackProcess,
+} from './lib/stack-definition.js';
+import { assertBuilt, spawnStackProcess, waitUntilReady } from './lib/stack-processes.js';
+import { assertPortsFree, ShutdownInProgress, Supervisor, type NeededPort } from './lib/supervisor.js';
 
 const ROOT = repoRoot();
 
@@ -51,9 +71,7 @@ const EMBEDDED_PG_USER = 'postgres';
 const EMBEDDED_PG_PASSWORD = 'postgres';
 const DATABASE_NAME = 'order_fulfilment';
 
-/** Timeouts, ms. */
-const HTTP_READY_TIMEOUT_MS = 60_000;
-const WORKER_READY_TIMEOUT_MS = 120_000;
+/** Lines of a child's output kept for the report when it dies. */
 const TAIL_LINES = 40;
 
 // ---------------------------------------------------------------------------------------------------------
@@ -72,12 +90,10 @@ const COLOURS = {
   migrate: '90',
   seed: '90',
   temporal: '35',
-  'email-sim': '36',
-  'accounting-sim': '33',
-  'carrier-sim': '94',
+  simulators: '36',
   worker: '32',
   api: '96',
-} as const;
+} as const satisfies Record<string, string> & Record<StackProcess['name'], string>;
 type ProcessName = keyof typeof COLOURS;
 
 function printLine(name: ProcessName, line: string, stream: 'stdout' | 'stderr' = 'stdout'): void {
@@ -94,82 +110,45 @@ const say = (line: string): void => printLine('stack', `${elapsed()} ${line}`);
 const warn = (line: string): void => printLine('stack', paint('33', `warning: ${line}`), 'stderr');
 
 // ---------------------------------------------------------------------------------------------------------
-// Supervision: everything started is a Resource, stopped in reverse order by shutdown().
-
-interface Resource {
-  name: ProcessName;
-  stop(): Promise<void>;
-  /** SIGKILL at once (the second Ctrl-C). */
-  kill?(): void;
-}
-
-/** Thrown when asked to start something while the stack is shutting down; not an error to report. */
-class ShutdownInProgress extends Error {}
-
-const resources: Resource[] = [];
-/** The resource shutdown() is stopping right now (no longer in `resources`). */
-let stopping: Resource | undefined;
-let shutdownPromise: Promise<never> | undefined;
-let shuttingDown = false;
-
-function register(resource: Resource): void {
-  resources.push(resource);
-}
-
-function unregister(resource: Resource): void {
-  const i = resources.indexOf(resource);
-  if (i >= 0) resources.splice(i, 1);
-}
+// Supervision (scripts/lib/supervisor.ts): everything started is stopped in reverse start order.
 
 /**
- * The start order of the README (PostgreSQL, migrations, Temporal, simulators, seed, worker, API): shutdown() stops
- * the later ones first whatever the moment each became ready (PostgreSQL and Temporal start side by side, and the
- * cluster's Temporal keeps its state in that PostgreSQL).
+ * The start order of the README (PostgreSQL, migrations, Temporal, then the stack definition's processes with the
+ * seed before the worker): the supervisor stops the later ones first whatever the moment each became ready
+ * (PostgreSQL and Temporal start side by side, and the cluster's Temporal keeps its state in that PostgreSQL).
  */
 const START_ORDER: readonly ProcessName[] = [
   'postgres',
   'migrate',
   'temporal',
-  'email-sim',
-  'accounting-sim',
-  'carrier-sim',
+  STACK_PROCESSES.simulators.name,
   'seed',
-  'worker',
-  'api',
+  STACK_PROCESSES.worker.name,
+  STACK_PROCESSES.api.name,
 ];
 
-/** Removes and returns the resource to stop next: the latest in START_ORDER, the last registered among equals. */
-function nextToStop(): Resource | undefined {
-  let pick = -1;
-  const rank = (r: Resource): number => START_ORDER.indexOf(r.name);
-  resources.forEach((r, i) => {
-    if (pick < 0 || rank(r) >= rank(resources[pick]!)) pick = i;
-  });
-  return pick < 0 ? undefined : resources.splice(pick, 1)[0];
-}
+const supervisor = new Supervisor({
+  startOrder: START_ORDER,
+  onStopping: (name) => say(`stopping ${name}…`),
+  onStopError: (name, error) => warn(`stopping ${name} failed: ${errorMessage(error)}`),
+});
+let exiting: Promise<never> | undefined;
 
 /** Stops every resource in reverse start order, then exits with `code`. Idempotent. */
 function shutdown(code: number): Promise<never> {
-  shuttingDown = true;
-  shutdownPromise ??= (async () => {
-    for (let r = nextToStop(); r !== undefined; r = nextToStop()) {
-      say(`stopping ${r.name}…`);
-      stopping = r;
-      try {
-        await r.stop();
-      } catch (error) {
-        warn(`stopping ${r.name} failed: ${errorMessage(error)}`);
-      }
-      stopping = undefined;
-    }
+  exiting ??= supervisor.stopAll().then(() => {
     say(code === 0 ? 'stopped cleanly' : `stopped (exit code ${code})`);
     process.exit(code);
-  })();
-  return shutdownPromise;
+  });
+  return exiting;
 }
 
-function checkNotShuttingDown(): void {
-  if (shuttingDown) throw new ShutdownInProgress('shutting down');
+/** Reports a process that died on its own, with its last log lines, and stops the stack with exit code 1. */
+function failed(name: string, exit: ExitInfo, lastLines?: () => string): void {
+  process.stderr.write(
+    `\n${paint('31', `✖ ${name} exited unexpectedly (${describeExit(exit)})${lastLines ? '. Its last log lines:' : ''}`)}\n${lastLines ? `${lastLines()}\n` : ''}\n`,
+  );
+  void shutdown(1);
 }
 
 /** A child's output as prefixed lines (JSON logs made readable), and its last lines for an error report. */
@@ -189,55 +168,21 @@ function prefixedOutput(name: ProcessName): {
 }
 
 /**
- * Registers a started child: stopped in reverse order (its stop signal, SIGKILL after its timeout), killed by a
- * second Ctrl-C. When it exits and nobody stopped it, `onUnexpectedExit` runs (e.g. to restart it); without one,
- * the stack stops with exit code 1 and the child's last log lines.
+ * Registers a started child with the supervisor: stopped in reverse order, killed by a second Ctrl-C. When it exits
+ * and nobody stopped it, `onUnexpectedExit` runs (e.g. to restart it); without one, the stack stops with exit
+ * code 1 and the child's last log lines.
  */
 function supervise(
   name: ProcessName,
   child: Child,
   lastLines: () => string,
   onUnexpectedExit?: (exit: ExitInfo) => void,
-): Resource {
-  let expected = false;
-  const resource: Resource = {
+): void {
+  supervisor.supervise(child, {
     name,
-    stop: async () => {
-      expected = true;
-      const exit = await child.stop();
-      if (exit.forced) warn(`${name} did not stop within the timeout and was killed`);
-    },
-    kill: () => child.killGroup(),
-  };
-  register(resource);
-  void child.exited.then((exit) => {
-    if (expected || shuttingDown) return;
-    if (onUnexpectedExit) {
-      unregister(resource);
-      onUnexpectedExit(exit);
-      return;
-    }
-    process.stderr.write(
-      `\n${paint('31', `✖ ${name} exited unexpectedly (${describeExit(exit)}). Its last log lines:`)}\n${lastLines()}\n\n`,
-    );
-    void shutdown(1);
+    onUnexpectedExit: onUnexpectedExit ?? ((exit) => failed(name, exit, lastLines)),
+    onForcedStop: () => warn(`${name} did not stop within the timeout and was killed`),
   });
-  return resource;
-}
-
-/** Starts `command` with prefixed output under supervision ({@link supervise}). */
-function startSupervised(
-  name: ProcessName,
-  command: string,
-  args: readonly string[],
-  env: NodeJS.ProcessEnv,
-  onUnexpectedExit?: (exit: ExitInfo) => void,
-): Child {
-  checkNotShuttingDown();
-  const output = prefixedOutput(name);
-  const child = new Child(name, command, args, { cwd: ROOT, env, onLine: output.onLine });
-  supervise(name, child, output.lastLines, onUnexpectedExit);
-  return child;
 }
 
 /**
@@ -250,16 +195,27 @@ async function runToCompletion(
   args: string[],
   env: NodeJS.ProcessEnv,
 ): Promise<void> {
-  checkNotShuttingDown();
+  supervisor.checkNotStopping();
   say(`running ${[command, ...args].join(' ')}`);
   const output = prefixedOutput(name);
   const child = new Child(name, command, args, { cwd: ROOT, env, onLine: output.onLine });
-  const resource: Resource = { name, stop: async () => void (await child.stop()), kill: () => child.killGroup() };
-  register(resource);
-  const exit = await child.exited;
-  unregister(resource);
-  checkNotShuttingDown();
-  if (exit.code !== 0) throw new Error(`${name} failed (${describeExit(exit)}); see its output above`);
+  await supervisor.runToCompletion(child).catch((error: unknown) => {
+    if (error instanceof ShutdownInProgress) throw error;
+    throw new Error(`${errorMessage(error)}; see its output above`);
+  });
+}
+
+/**
+ * Starts a process of the stack definition with prefixed output under supervision.
+ * @throws ShutdownInProgress when the stack is stopping.
+ */
+function startProcess(proc: StackProcess, env: NodeJS.ProcessEnv, onUnexpectedExit?: (exit: ExitInfo) => void): Child {
+  supervisor.checkNotStopping();
+  say(`starting ${proc.name} (node ${proc.entry})`);
+  const output = prefixedOutput(proc.name);
+  const child = spawnStackProcess(proc, { root: ROOT, env, onLine: output.onLine });
+  supervise(proc.name, child, output.lastLines, onUnexpectedExit);
+  return child;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -274,14 +230,6 @@ function redactUrl(url: string): string {
     return url;
   }
 }
-
-const ENTRY_POINTS = {
-  api: 'dist/src/main.js',
-  worker: 'dist/src/worker.js',
-  'email-sim': 'dist/simulators/email/main.js',
-  'accounting-sim': 'dist/simulators/accounting/main.js',
-  'carrier-sim': 'dist/simulators/carrier/main.js',
-} as const;
 
 // ---------------------------------------------------------------------------------------------------------
 // PostgreSQL
@@ -376,71 +324,17 @@ async function startPostgres(port: number): Promise<string> {
     output: { onLine: output.onLine },
     onSpawn: (child) => supervise('postgres', child, output.lastLines),
   });
-  checkNotShuttingDown();
+  supervisor.checkNotStopping();
   const url = `postgresql://${EMBEDDED_PG_USER}:${EMBEDDED_PG_PASSWORD}@127.0.0.1:${port}/${DATABASE_NAME}`;
   await ensureDatabase(url);
   return url;
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Temporal
-
-/**
- * Waits until a worker started at `since` (epoch ms) polls both the workflow and the activity task queue:
- * `DescribeTaskQueue` lists a poller whose last access is not older than the worker process.
- */
-async function waitForWorkerPollers(opts: {
-  address: string;
-  namespace: string;
-  taskQueue: string;
-  worker: Child;
-}): Promise<void> {
-  // The same TLS/API-key options as the API and the worker (TEMPORAL_TLS*, TEMPORAL_API_KEY) for a configured cluster.
-  const connection = await Connection.connect({
-    ...temporalConnectionOptionsFromEnv(process.env, opts.address),
-    connectTimeout: 5000,
-  });
-  try {
-    const since = opts.worker.startedAt - 2000; // tolerate clock rounding between the server and this process
-    await pollUntil(
-      `the worker to poll task queue ${opts.taskQueue}`,
-      async () => {
-        // TaskQueueType: 1 = workflow, 2 = activity. TaskQueueKind: 1 = normal.
-        for (const taskQueueType of [1, 2] as const) {
-          const res = await connection.withDeadline(Date.now() + 2000, () =>
-            connection.workflowService.describeTaskQueue({
-              namespace: opts.namespace,
-              taskQueue: { name: opts.taskQueue, kind: 1 },
-              taskQueueType,
-            }),
-          );
-          const fresh = (res.pollers ?? []).some((poller) => {
-            const ts = poller.lastAccessTime;
-            const ms = ts ? Number(String(ts.seconds ?? 0)) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : 0;
-            return ms >= since;
-          });
-          if (!fresh) return false;
-        }
-        return true;
-      },
-      { timeoutMs: WORKER_READY_TIMEOUT_MS, child: opts.worker },
-    );
-  } finally {
-    await connection.close().catch(() => undefined);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------
 // The stack
 
 async function main(): Promise<void> {
-  const apiPort = portFromEnv('PORT', 3000);
-  const emailPort = portFromEnv('EMAIL_SIMULATOR_PORT', 4010);
-  const accountingPort = portFromEnv('ACCOUNTING_SIMULATOR_PORT', 4020);
-  const carrierPort = portFromEnv('CARRIER_SIMULATOR_PORT', 4030);
-  const embeddedPgPort = portFromEnv('EMBEDDED_PG_PORT', 54329);
-  const temporalPort = portFromEnv('TEMPORAL_PORT', 7233);
-  const temporalUiPort = portFromEnv('TEMPORAL_UI_PORT', 8233);
+  const ports = stackPorts();
   const namespace = process.env.TEMPORAL_NAMESPACE?.trim() || 'default';
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE?.trim() || ORDER_TASK_QUEUE;
   const externalDatabaseUrl = process.env.DATABASE_URL?.trim() || undefined;
@@ -450,35 +344,24 @@ async function main(): Promise<void> {
   let temporalDescription = '';
 
   // Fail fast, before starting anything: the build output and free ports.
-  const missing = Object.values(ENTRY_POINTS).filter((file) => !existsSync(path.join(ROOT, file)));
-  if (missing.length > 0) {
-    throw new Error(`missing ${missing.join(', ')}: run \`npm run build\` first (\`npm start\` does both)`);
-  }
-  const ports: [string, number][] = [
-    ['the API (PORT)', apiPort],
-    ['the email simulator (EMAIL_SIMULATOR_PORT)', emailPort],
-    ['the accounting simulator (ACCOUNTING_SIMULATOR_PORT)', accountingPort],
-    ['the carrier simulator (CARRIER_SIMULATOR_PORT)', carrierPort],
-  ];
-  if (!externalDatabaseUrl) ports.push(['the embedded PostgreSQL (EMBEDDED_PG_PORT)', embeddedPgPort]);
-  if (!externalTemporal) {
-    ports.push(
-      ['the Temporal frontend (TEMPORAL_PORT)', temporalPort],
-      ['the Temporal UI (TEMPORAL_UI_PORT)', temporalUiPort],
-    );
-  }
-  const inUse = new Set(await portsInUse(ports.map(([, port]) => port)));
-  const busy = ports.filter(([, port]) => inUse.has(port)).map(([what, port]) => `  127.0.0.1:${port} (${what})`);
-  if (busy.length > 0) {
-    throw new Error(
-      `these ports are already in use (another stack running? stop it or choose other ports):\n${busy.join('\n')}`,
-    );
-  }
+  assertBuilt(Object.values(STACK_PROCESSES), ROOT);
+  const needed = (what: string, role: keyof typeof ports): NeededPort => ({
+    what: `${what} (${PORT_VARIABLES[role]})`,
+    port: ports[role],
+  });
+  const wanted: NeededPort[] = [needed('the API', 'api'), needed('the simulators', 'simulators')];
+  if (ports.workerMetrics !== 0) wanted.push(needed("the worker's metrics", 'workerMetrics'));
+  if (!externalDatabaseUrl) wanted.push(needed('the embedded PostgreSQL', 'embeddedPostgres'));
+  if (!externalTemporal)
+    wanted.push(needed('the Temporal frontend', 'temporal'), needed('the Temporal UI', 'temporalUi'));
+  await assertPortsFree(wanted);
+  const temporalPort = ports.temporal;
+  const temporalUiPort = ports.temporalUi;
 
   // 1+2. PostgreSQL, migrations and seed, while 3. Temporal starts: the two do not depend on each other (except
   // that the cluster profile keeps Temporal's own databases on the same PostgreSQL).
   const postgres = (async (): Promise<string> => {
-    if (!externalDatabaseUrl) return startPostgres(embeddedPgPort);
+    if (!externalDatabaseUrl) return startPostgres(ports.embeddedPostgres);
     say(`using DATABASE_URL ${redactUrl(externalDatabaseUrl)}`);
     await ensureDatabase(externalDatabaseUrl);
     return externalDatabaseUrl;
@@ -514,7 +397,7 @@ async function main(): Promise<void> {
       const log = (line: string): void => printLine('temporal', line);
       const binaries = await ensureClusterBinaries(log);
       const { persistence, visibility } = clusterDatabasesFromEnv(await postgres);
-      checkNotShuttingDown();
+      supervisor.checkNotStopping();
       say(
         `starting the Temporal cluster (PostgreSQL ${persistence.database} + ${visibility.database}, port ${temporalPort}, UI ${temporalUiPort})`,
       );
@@ -528,7 +411,7 @@ async function main(): Promise<void> {
         namespace,
         log,
       });
-      register({
+      supervisor.add({
         name: 'temporal',
         stop: () => cluster.stop(),
         kill: () => {
@@ -537,11 +420,7 @@ async function main(): Promise<void> {
         },
       });
       void cluster.exited.then(({ which, exit }) => {
-        if (shuttingDown) return;
-        process.stderr.write(
-          `\n${paint('31', `✖ the Temporal ${which} exited unexpectedly (${describeExit(exit)})`)}\n`,
-        );
-        void shutdown(1);
+        if (!supervisor.stopping) failed(`the Temporal ${which}`, exit);
       });
       temporalDescription = `, Temporal Server ${cluster.serverVersion} on ${cluster.persistenceStore}`;
       say(
@@ -550,7 +429,7 @@ async function main(): Promise<void> {
       return { address: cluster.address, uiUrl: cluster.uiUrl };
     }
     const cliPath = await ensureTemporalCli({ log: (line) => printLine('temporal', line) });
-    checkNotShuttingDown();
+    supervisor.checkNotStopping();
     say(`starting the Temporal dev server (.data/temporal/dev.db, port ${temporalPort}, UI ${temporalUiPort})`);
     const server = await startDevServer({
       cliPath,
@@ -560,73 +439,54 @@ async function main(): Promise<void> {
       namespace,
       log: (line) => printLine('temporal', line),
     });
-    register({ name: 'temporal', stop: () => server.stop(), kill: () => server.child?.killGroup() });
+    supervisor.add({ name: 'temporal', stop: () => server.stop(), kill: () => server.child?.killGroup() });
     if (server.child !== undefined) {
       void server.child.exited.then((exit) => {
-        if (shuttingDown) return;
-        process.stderr.write(
-          `\n${paint('31', `✖ the Temporal dev server exited unexpectedly (${describeExit(exit)})`)}\n`,
-        );
-        void shutdown(1);
+        if (!supervisor.stopping) failed('the Temporal dev server', exit);
       });
     }
     say(`Temporal is ready at ${server.address}`);
     return { address: server.address, uiUrl: server.uiUrl };
   };
 
-  // 4. The simulators need neither PostgreSQL nor Temporal: they start meanwhile.
-  const emailUrl = `http://127.0.0.1:${emailPort}`;
-  const accountingUrl = `http://127.0.0.1:${accountingPort}`;
-  const carrierUrl = `http://127.0.0.1:${carrierPort}`;
-  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  // 4. The simulator process needs neither PostgreSQL nor Temporal: it starts meanwhile. Each provider's bearer
+  // token: the one set in the environment (`<NAME>_PROVIDER_API_KEY`), else its development key.
+  const apiUrl = localUrl(ports.api);
+  const simulatorUrl = localUrl(ports.simulators);
+  const providerApiKeys = { ...devProviderApiKeys(PROVIDER_LIST), ...providerApiKeysFromEnv(process.env) };
   const baseEnv: NodeJS.ProcessEnv = {
     ...process.env,
-    PORT: String(apiPort),
-    EMAIL_SIMULATOR_PORT: String(emailPort),
-    ACCOUNTING_SIMULATOR_PORT: String(accountingPort),
-    CARRIER_SIMULATOR_PORT: String(carrierPort),
-    EMAIL_PROVIDER_URL: process.env.EMAIL_PROVIDER_URL?.trim() || emailUrl,
-    ACCOUNTING_PROVIDER_URL: process.env.ACCOUNTING_PROVIDER_URL?.trim() || accountingUrl,
-    CARRIER_PROVIDER_URL: process.env.CARRIER_PROVIDER_URL?.trim() || carrierUrl,
     // Children write to pipes; keep their colours when ours are on.
     ...(useColour && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
   };
-  let childEnv = baseEnv;
-  const node = (name: keyof typeof ENTRY_POINTS, onUnexpectedExit?: (exit: ExitInfo) => void): Child => {
-    checkNotShuttingDown();
-    say(`starting ${name} (node ${ENTRY_POINTS[name]})`);
-    return startSupervised(
-      name,
-      process.execPath,
-      ['--enable-source-maps', ENTRY_POINTS[name]],
-      childEnv,
-      onUnexpectedExit,
-    );
-  };
   const startSimulators = async (): Promise<void> => {
-    const emailSim = node('email-sim');
-    const accountingSim = node('accounting-sim');
-    const carrierSim = node('carrier-sim');
-    await Promise.all([
-      waitForHttp(`${emailUrl}/_sim/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: emailSim }),
-      waitForHttp(`${accountingUrl}/_sim/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: accountingSim }),
-      waitForHttp(`${carrierUrl}/_sim/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: carrierSim }),
-    ]);
+    const sims = startProcess(STACK_PROCESSES.simulators, {
+      ...baseEnv,
+      ...simulatorEnvironment({ port: ports.simulators, providerApiKeys }),
+    });
+    await waitUntilReady(STACK_PROCESSES.simulators, sims, { baseUrl: simulatorUrl });
   };
 
   const [databaseUrl, temporal] = await Promise.all([prepareDatabase(), startTemporal(), startSimulators()]);
   const { address: temporalAddress, uiUrl: temporalUiUrl } = temporal;
-  checkNotShuttingDown();
+  supervisor.checkNotStopping();
   const devKeys = await ensureDevApiKeys({ databaseUrl });
 
-  // 5. Worker (while the seed runs), API
-  childEnv = {
+  // 5. Worker (while the seed runs), API: the environment of the stack definition. A provider URL set in the
+  // environment (`<NAME>_PROVIDER_URL`, e.g. a real provider's sandbox) stays: it wins over `SIMULATOR_URL`.
+  const serviceEnv: NodeJS.ProcessEnv = {
     ...baseEnv,
-    DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporalAddress,
+    ...serviceEnvironment({
+      databaseUrl,
+      temporalAddress,
+      taskQueue,
+      simulatorUrl,
+      providerApiKeys,
+      temporalUiUrl,
+    }),
     TEMPORAL_NAMESPACE: namespace,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    TEMPORAL_UI_URL: temporalUiUrl,
+    PORT: String(ports.api),
+    WORKER_METRICS_PORT: String(ports.workerMetrics),
   };
 
   // The worker is restarted when it dies (a crash, kill -9, OOM): that is the failure the product exists to
@@ -635,7 +495,7 @@ async function main(): Promise<void> {
   // minute stop the stack (a worker that cannot start).
   const workerDeaths: number[] = [];
   const startWorker = (): Child =>
-    node('worker', (exit) => {
+    startProcess(STACK_PROCESSES.worker, serviceEnv, (exit) => {
       const now = Date.now();
       workerDeaths.push(now);
       while (workerDeaths[0]! < now - 60_000) workerDeaths.shift();
@@ -646,7 +506,7 @@ async function main(): Promise<void> {
       }
       warn(`the worker exited unexpectedly (${describeExit(exit)}); restarting it in 1 s`);
       setTimeout(() => {
-        if (shuttingDown) return;
+        if (supervisor.stopping) return;
         try {
           startWorker();
         } catch (error) {
@@ -655,28 +515,38 @@ async function main(): Promise<void> {
       }, 1_000).unref();
     });
 
+  /** Waits for the worker's pollers, on the same TLS/API-key options as the services for a configured cluster. */
+  const workerReady = async (worker: Child): Promise<void> => {
+    const connection = await Connection.connect({
+      ...temporalConnectionOptionsFromEnv(process.env, temporalAddress),
+      connectTimeout: 5000,
+    });
+    try {
+      await waitUntilReady(STACK_PROCESSES.worker, worker, { temporal: { connection, namespace, taskQueue } });
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  };
   const worker = startWorker();
   await Promise.all([
     seed(databaseUrl),
-    waitForWorkerPollers({ address: temporalAddress, namespace, taskQueue, worker }).then(() =>
-      say(`worker is polling task queue ${taskQueue}`),
-    ),
+    workerReady(worker).then(() => say(`worker is polling task queue ${taskQueue} and its providers' queues`)),
   ]);
-  const api = node('api');
-  await waitForHttp(`${apiUrl}/health`, { timeoutMs: HTTP_READY_TIMEOUT_MS, child: api });
-  checkNotShuttingDown();
+  const api = startProcess(STACK_PROCESSES.api, serviceEnv);
+  await waitUntilReady(STACK_PROCESSES.api, api, { baseUrl: apiUrl });
+  supervisor.checkNotStopping();
 
   const bold = (s: string): string => paint('1', s);
+  const label = (text: string): string => text.padEnd(20);
   const banner = [
     '',
     paint('32', bold('Order fulfilment stack is ready')),
-    `  API            ${bold(apiUrl)}   (health ${apiUrl}/health)`,
-    `  OpenAPI docs   ${bold(`${apiUrl}/docs`)}`,
-    `  Temporal UI    ${bold(temporalUiUrl)}   (gRPC ${temporalAddress}, namespace ${namespace}${temporalDescription})`,
-    `  Email ledger   ${emailUrl}/_sim/ledger`,
-    `  Accounting     ${accountingUrl}/_sim/ledger`,
-    `  Carrier        ${carrierUrl}/_sim/ledger`,
-    `  PostgreSQL     ${redactUrl(databaseUrl)}`,
+    `  ${label('API')}${bold(apiUrl)}   (health ${apiUrl}/health)`,
+    `  ${label('OpenAPI docs')}${bold(`${apiUrl}/docs`)}`,
+    `  ${label('Temporal UI')}${bold(temporalUiUrl)}   (gRPC ${temporalAddress}, namespace ${namespace}${temporalDescription})`,
+    `  ${label('Simulators')}${simulatorUrl}   (${PROVIDER_LIST.map((p) => `/${p.name}`).join(', ')}; SIMULATOR_URL)`,
+    ...PROVIDER_LIST.map((p) => `  ${label(`  ${p.name} ledger`)}${providerLedgerUrl(simulatorUrl, p.name)}`),
+    `  ${label('PostgreSQL')}${redactUrl(databaseUrl)}`,
     '',
     ...devApiKeysBanner(apiUrl, devKeys, bold),
     `  Then: ${bold('npm run demo')} places a batch of orders and prints what happened to each.`,
@@ -708,7 +578,7 @@ const onSignal = (signal: NodeJS.Signals): void => {
   if (now - firstSignalAt < SIGNAL_RELAY_WINDOW_MS) return;
   warn('second signal: killing every process now');
   // Each child leads its own process group: SIGKILL to the group takes its own children too.
-  for (const r of [...resources, ...(stopping ? [stopping] : [])]) r.kill?.();
+  supervisor.killAll();
   process.exit(130);
 };
 process.on('SIGINT', onSignal);
@@ -717,7 +587,7 @@ process.on('SIGHUP', onSignal);
 
 main().catch((error: unknown) => {
   // Waits fail when their process is stopped by a shutdown already under way: not news.
-  if (error instanceof ShutdownInProgress || shuttingDown) return;
+  if (error instanceof ShutdownInProgress || supervisor.stopping) return;
   process.stderr.write(`\n${paint('31', `✖ ${errorMessage(error)}`)}\n\n`);
   void shutdown(1);
 });
