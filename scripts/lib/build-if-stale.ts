@@ -1,30 +1,45 @@
 /**
  * `npm start`'s build step: runs `npm run build` (prisma generate + tsc) only when a source changed since the last
- * successful build. "Changed" = the paths and contents of every file tsc and prisma generate read (the folders of
- * tsconfig.build.json, the tsconfigs, package.json, package-lock.json, prisma/schema.prisma) hash differently from
- * the stamp written to dist/.build-stamp after that build, or an entry point in dist/ is missing. Contents, not
- * modification times: `npm install` rewrites package-lock.json (same bytes, new mtime) on every run, so the
- * README's `npm install && npm start` would otherwise rebuild every time.
+ * successful build. "Changed" = the paths and contents of every file tsc and prisma generate read (the folders
+ * tsconfig.build.json includes, prisma/schema.prisma among them, the tsconfigs, prisma.config.ts, package.json and
+ * package-lock.json) hash differently from the stamp written to dist/.build-stamp after that build, or an entry point
+ * the stack runs (STACK_ENTRY_POINTS of ./stack-definition.ts) is missing from dist/. Contents, not modification
+ * times: `npm install` rewrites package-lock.json (same bytes, new mtime) on every run, so the README's
+ * `npm install && npm start` would otherwise rebuild every time.
  * `FORCE_BUILD=1` always builds.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { repoRoot } from './env.js';
+import { STACK_ENTRY_POINTS } from './stack-definition.js';
 
 const ROOT = repoRoot();
 const STAMP = path.join(ROOT, 'dist', '.build-stamp');
-const SOURCE_DIRS = ['src', 'workflows', 'activities', 'simulators', 'scripts', 'prisma'];
-const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
-const ENTRY_POINTS = [
-  'dist/src/main.js',
-  'dist/src/worker.js',
-  'dist/simulators/email/main.js',
-  'dist/simulators/accounting/main.js',
-  'dist/simulators/carrier/main.js',
-];
+/** The source folders when the checkout has no readable tsconfig.build.json. */
+const DEFAULT_SOURCE_DIRS = ['src', 'workflows', 'activities', 'providers', 'simulators', 'scripts', 'prisma'];
+const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'prisma.config.ts', 'package.json', 'package-lock.json'];
+
+/**
+ * The folders the build compiles: the top-level folders of tsconfig.build.json's `include` (`src`, `src/**\/*` and
+ * `src/*.ts` all name `src`), so a new source folder needs no edit here.
+ */
+export function sourceDirs(root = ROOT): string[] {
+  const file = path.join(root, 'tsconfig.build.json');
+  if (!existsSync(file)) return DEFAULT_SOURCE_DIRS;
+  const { config } = ts.readConfigFile(file, ts.sys.readFile) as { config?: { include?: unknown } };
+  const include = Array.isArray(config?.include) ? config.include.filter((i) => typeof i === 'string') : [];
+  const dirs = include.map((i) => i.replace(/^\.\//, '').split('/')[0]!).filter((d) => d && !/[*?]/.test(d));
+  return dirs.length > 0 ? [...new Set(dirs)] : DEFAULT_SOURCE_DIRS;
+}
+
+/** The entry points of the stack (STACK_ENTRY_POINTS) that are missing under `root`. */
+export function missingEntryPoints(root = ROOT): string[] {
+  return STACK_ENTRY_POINTS.filter((f) => !existsSync(path.join(root, f)));
+}
 
 /** Hash of the relative path and contents of every input file (prisma's generated client excluded). */
 export function sourceFingerprint(root = ROOT): string {
@@ -47,7 +62,8 @@ export function sourceFingerprint(root = ROOT): string {
       }
     }
   };
-  for (const dir of SOURCE_DIRS) if (existsSync(path.join(root, dir))) walk(dir);
+  for (const dir of sourceDirs(root))
+    if (existsSync(path.join(root, dir)) && statSync(path.join(root, dir)).isDirectory()) walk(dir);
   for (const file of SOURCE_FILES) if (existsSync(path.join(root, file))) add(file);
   return hash.digest('hex');
 }
@@ -55,7 +71,7 @@ export function sourceFingerprint(root = ROOT): string {
 function main(): void {
   const fingerprint = sourceFingerprint();
   const stamp = existsSync(STAMP) ? readFileSync(STAMP, 'utf8').trim() : '';
-  const missing = ENTRY_POINTS.filter((f) => !existsSync(path.join(ROOT, f)));
+  const missing = missingEntryPoints();
   const force = ['1', 'true', 'yes'].includes((process.env.FORCE_BUILD ?? '').toLowerCase());
   const generatedMissing = !existsSync(path.join(ROOT, 'prisma', 'generated'));
   if (!force && missing.length === 0 && !generatedMissing && stamp === fingerprint) {

@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sourceFingerprint } from '../../scripts/lib/build-if-stale.js';
+import { missingEntryPoints, sourceDirs, sourceFingerprint } from '../../scripts/lib/build-if-stale.js';
+import { STACK_ENTRY_POINTS } from '../../scripts/lib/stack-definition.js';
 
 describe('sourceFingerprint (npm start builds only when it changes)', () => {
   const root = mkdtempSync(path.join(os.tmpdir(), 'fingerprint-'));
@@ -33,5 +34,41 @@ describe('sourceFingerprint (npm start builds only when it changes)', () => {
     expect(sourceFingerprint(root)).toBe(before);
     writeFileSync(path.join(root, 'package-lock.json'), '{"lockfileVersion":2}\n'); // same size, other bytes
     expect(sourceFingerprint(root)).not.toBe(before);
+  });
+});
+
+describe('what npm start checks before it starts', () => {
+  it('waits for the build of every process of the stack definition (STACK_ENTRY_POINTS)', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'entries-'));
+    try {
+      expect(missingEntryPoints(root)).toEqual(STACK_ENTRY_POINTS);
+      expect(STACK_ENTRY_POINTS).toContain('dist/simulators/main.js');
+      for (const entry of STACK_ENTRY_POINTS) {
+        mkdirSync(path.dirname(path.join(root, entry)), { recursive: true });
+        writeFileSync(path.join(root, entry), '');
+      }
+      expect(missingEntryPoints(root)).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("hashes the folders of tsconfig.build.json's include (a new source folder needs no edit)", () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'include-'));
+    try {
+      writeFileSync(
+        path.join(root, 'tsconfig.build.json'),
+        '{\n  // comments are allowed\n  "include": ["src", "./providers/**/*", "scripts/*.ts"]\n}\n',
+      );
+      expect(sourceDirs(root)).toEqual(['src', 'providers', 'scripts']);
+      mkdirSync(path.join(root, 'providers'));
+      writeFileSync(path.join(root, 'providers', 'a.provider.ts'), 'export {};\n');
+      const before = sourceFingerprint(root);
+      writeFileSync(path.join(root, 'providers', 'b.provider.ts'), 'export {};\n');
+      expect(sourceFingerprint(root)).not.toBe(before);
+      expect(sourceDirs(process.cwd())).toEqual(expect.arrayContaining(['src', 'providers', 'simulators']));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
