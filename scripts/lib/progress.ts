@@ -6,24 +6,19 @@
  * is printed only when the counts change, so the log shows each transition once.
  */
 
+import { orderStatuses } from '../../activities/index.js';
+
 /** What the tracker needs of an output stream. */
 export interface ProgressOutput {
   write(text: string): unknown;
   isTTY?: boolean;
 }
 
-/** Statuses in the order they are shown. Others (e.g. `timeout`) come after them. */
-const STATUS_ORDER = [
-  'received',
-  'inventory_reserved',
-  'invoiced',
-  'confirmation_sent',
-  'shipped',
-  'attention_required',
-  'completed',
-  'failed',
-  'cancelled',
-];
+/**
+ * Statuses in the order they are shown, from the step registry (`received`, each step's status in plan order, then
+ * the lifecycle's: `orderStatuses()` of activities/index.ts). Others (e.g. `timeout`) come after them.
+ */
+export const STATUS_ORDER: readonly string[] = orderStatuses();
 
 /** Tracks the latest status of each order of a batch. */
 export class OrderProgress {

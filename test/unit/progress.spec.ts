@@ -3,7 +3,8 @@
  * summary per status with POST-to-final times.
  */
 import { describe, expect, it } from 'vitest';
-import { OrderProgress } from '../../scripts/lib/progress.js';
+import { orderStatuses, STEPS } from '../../activities/index.js';
+import { OrderProgress, STATUS_ORDER } from '../../scripts/lib/progress.js';
 
 describe('OrderProgress', () => {
   it('prints each change once and ends with a summary table', () => {
@@ -25,5 +26,17 @@ describe('OrderProgress', () => {
     expect(summary[1]).toMatch(/^status +orders +median ms +max ms$/);
     expect(summary[3]).toMatch(/^completed +2 +400 +800$/);
     expect(summary[4]).toMatch(/^failed +1 +100 +100$/);
+  });
+
+  it('shows the statuses in the order of the step registry, and unknown ones last', () => {
+    expect(STATUS_ORDER).toEqual(orderStatuses());
+    expect(STATUS_ORDER.slice(1, 1 + STEPS.length)).toEqual(STEPS.map((s) => s.status));
+    const out: string[] = [];
+    const statuses = [...STATUS_ORDER].reverse();
+    const progress = new OrderProgress(statuses.length + 1, () => false, { write: (t) => out.push(t) });
+    progress.update('x', 'timeout');
+    statuses.forEach((status, i) => progress.update(`o${i}`, status));
+    const shown = [...progress.line().matchAll(/([a-z_]+) 1/g)].map((m) => m[1]);
+    expect(shown).toEqual([...STATUS_ORDER, 'timeout']);
   });
 });
