@@ -9,34 +9,40 @@
  *     product (`POST /orders`, 202 + `Location`);
  *  3. polls `GET /orders/:id` until each is `completed` or `failed` (at most 120 s), showing live how many orders
  *     are in each status (scripts/lib/progress.ts), then a summary per final status with POST-to-final times;
- *  4. prints a table: order id, final status, invoice number, failure reason, time from POST to the terminal
- *     status (ms), side effects recorded by the email simulator for `order-confirmation:<id>`, by the carrier
- *     simulator for `shipment:<id>` and by the accounting simulator for `accounting-invoice:<id>`
- *     (`GET /_sim/ledger/<key>`), and the Temporal UI link.
+ *  4. reads every provider's ledger from the simulator process (`<SIMULATOR_URL>/<name>/_sim/ledger`, each provider
+ *     of providers/index.ts) and checks each order's story against its steps (`steps` of `GET /orders/:id`, the
+ *     step registry's idempotency keys): a completed order has every step done; a provider step that acted has
+ *     exactly one effect under its key at its provider, one that never ran none; no key of the order has more;
+ *  5. prints a table: order id, final status, invoice number, failure reason, time from POST to the terminal
+ *     status (ms), the effects each provider recorded for the order, the story check, and the Temporal UI link;
+ *     then, per provider, the whole ledger's check: exactly one effect per key.
  *
  * Every API call sends `Authorization: Bearer <key>`: `API_KEY`, or the first client key (orders:write) of
  * `.data/api-keys.json` (written by `npm start`).
  *
- * Environment: API_URL, API_KEY, EMAIL_PROVIDER_URL (default http://127.0.0.1:4010), ACCOUNTING_PROVIDER_URL (default
- * http://127.0.0.1:4020), CARRIER_PROVIDER_URL (default http://127.0.0.1:4030), DEMO_SKIP_BUILD=1 (start the stack
- * from the existing dist/ without `npm run build`).
- * Exit code 0 when the 4 orders completed and the over-stock order failed; 1 otherwise.
+ * Environment: API_URL, API_KEY, SIMULATOR_URL (default http://127.0.0.1:4010, i.e. `SIMULATOR_PORT` of the stack
+ * definition), DEMO_SKIP_BUILD=1 (start the stack from the existing dist/ without `npm run build`).
+ * Exit code 0 when the 4 orders completed, the over-stock order failed, every order's story holds and every ledger
+ * has exactly one effect per key; 1 otherwise.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
+import { STEPS } from '../activities/steps/index.js';
+import { PROVIDER_LIST } from '../providers/index.js';
 import { apiKeyFor } from './lib/api-keys-file.js';
 import { errorMessage, repoRoot } from './lib/env.js';
+import { checkLedger, describeLedgerCheck, orderEffects, readLedgers, type ProviderLedger } from './lib/ledgers.js';
 import { Child, describeExit } from './lib/processes.js';
 import { OrderProgress } from './lib/progress.js';
+import { localUrl, stackPorts } from './lib/stack-definition.js';
 
 const ROOT = repoRoot();
-const API_URL = trimSlash(process.env.API_URL?.trim() || 'http://127.0.0.1:3000');
-const EMAIL_URL = trimSlash(process.env.EMAIL_PROVIDER_URL?.trim() || 'http://127.0.0.1:4010');
-const ACCOUNTING_URL = trimSlash(process.env.ACCOUNTING_PROVIDER_URL?.trim() || 'http://127.0.0.1:4020');
-const CARRIER_URL = trimSlash(process.env.CARRIER_PROVIDER_URL?.trim() || 'http://127.0.0.1:4030');
+const PORTS = stackPorts();
+const API_URL = trimSlash(process.env.API_URL?.trim() || localUrl(PORTS.api));
+const SIMULATOR_URL = trimSlash(process.env.SIMULATOR_URL?.trim() || localUrl(PORTS.simulators));
 
 /** How long to wait for all orders to reach a terminal status, ms. */
 const ORDERS_TIMEOUT_MS = 120_000;
@@ -68,15 +74,12 @@ interface InventoryItem {
 interface OrderView {
   id: string;
   status: string;
+  /** The order's plan, step by step (`name`: the step's activity name; `state`: done, skipped, ...). */
+  steps?: Array<{ name: string; state: string }>;
   /** The public failure (`{ code, message }`); the internal reason is not in the API. */
   failure?: { code: string; message: string } | null;
   invoiceNumber?: string | null;
   temporalUiUrl?: string | null;
-}
-
-interface LedgerView {
-  key: string;
-  count: number;
 }
 
 /**
@@ -166,9 +169,17 @@ async function startStack(): Promise<StartedStack> {
     `Nothing answers at ${API_URL}/health: starting the stack (log: ${path.relative(process.cwd(), logFile)})…`,
   );
   const started = Date.now();
+  const simulators = new URL(SIMULATOR_URL);
   const child = new Child('stack', process.execPath, [...process.execArgv, path.join(ROOT, 'scripts', 'stack.ts')], {
     cwd: ROOT,
-    env: { ...process.env, PORT: api.port || '80', STACK_EXIT_AFTER_READY: '' },
+    env: {
+      ...process.env,
+      PORT: api.port || '80',
+      ...(['127.0.0.1', 'localhost', '[::1]'].includes(simulators.hostname) && simulators.pathname === '/'
+        ? { SIMULATOR_PORT: simulators.port || '80' }
+        : {}),
+      STACK_EXIT_AFTER_READY: '',
+    },
     logFile,
     // The stack stops its own children (up to 10 s each): give it time before SIGKILL.
     stopTimeoutMs: 90_000,
@@ -221,9 +232,8 @@ interface OrderOutcome {
   invoiceNumber: string;
   failureReason: string;
   elapsedMs?: number;
-  emailEffects: string;
-  shipmentEffects: string;
-  accountingEffects: string;
+  /** The order's steps as the API last showed them. */
+  steps: NonNullable<OrderView['steps']>;
   temporalUiUrl: string;
 }
 
@@ -275,20 +285,6 @@ function planOrders(inventory: InventoryItem[]): PlannedOrder[] {
   return plans;
 }
 
-async function ledgerCount(baseUrl: string, key: string): Promise<string> {
-  try {
-    const { status, json } = await http('GET', `${baseUrl}/_sim/ledger/${encodeURIComponent(key)}`, {
-      timeoutMs: 5000,
-    });
-    if (status === 404) return '0';
-    if (status !== 200) return `HTTP ${status}`;
-    const count = (json as Partial<LedgerView> | undefined)?.count;
-    return typeof count === 'number' ? String(count) : '?';
-  } catch (error) {
-    return `n/a (${errorMessage(error)})`;
-  }
-}
-
 /** Places one order; returns its id and the POST start time, or an outcome describing the rejection. */
 async function placeOrder(
   plan: PlannedOrder,
@@ -309,9 +305,7 @@ async function placeOrder(
       status: `rejected: HTTP ${res.status}`,
       invoiceNumber: '',
       failureReason: describeProblem(res.json),
-      emailEffects: '',
-      shipmentEffects: '',
-      accountingEffects: '',
+      steps: [],
       temporalUiUrl: '',
     };
   }
@@ -342,11 +336,6 @@ async function followOrder(
     }
     await sleep(POLL_INTERVAL_MS);
   }
-  const [emailEffects, shipmentEffects, accountingEffects] = await Promise.all([
-    ledgerCount(EMAIL_URL, `order-confirmation:${id}`),
-    ledgerCount(CARRIER_URL, `shipment:${id}`),
-    ledgerCount(ACCOUNTING_URL, `accounting-invoice:${id}`),
-  ]);
   return {
     planned: plan,
     id,
@@ -354,11 +343,54 @@ async function followOrder(
     invoiceNumber: last?.invoiceNumber ?? '',
     failureReason: last?.failure ? `${last.failure.code}: ${last.failure.message}` : '',
     elapsedMs: terminalAt === undefined ? undefined : terminalAt - postedAt,
-    emailEffects,
-    shipmentEffects,
-    accountingEffects,
+    steps: last?.steps ?? [],
     temporalUiUrl: last?.temporalUiUrl ?? '',
   };
+}
+
+/** The provider steps of the registry by activity name: where each acts and under which key. */
+const PROVIDER_STEPS = new Map(STEPS.flatMap((s) => (s.kind === 'provider' ? [[s.name, s] as const] : [])));
+
+/**
+ * Checks an order's story against the ledgers: a completed order has every step `done`; a provider step that acted
+ * (`done`, or `undone`: acted, then compensated) has exactly one effect under its key at its provider, one that never
+ * ran (`skipped`, `pending`) none; every key of the order at every provider has exactly one effect.
+ * @returns the problems found (none: the story holds).
+ */
+function storyProblems(o: OrderOutcome, ledgers: readonly ProviderLedger[]): string[] {
+  if (o.id === undefined) return [];
+  const id = o.id;
+  const problems: string[] = [];
+  if (o.status === 'completed') {
+    const notDone = o.steps.filter((s) => s.state !== 'done').map((s) => `${s.name} ${s.state}`);
+    if (notDone.length > 0) problems.push(`completed with ${notDone.join(', ')}`);
+  }
+  for (const step of o.steps) {
+    const def = PROVIDER_STEPS.get(step.name);
+    const ledger = def && ledgers.find((l) => l.provider === def.provider.name);
+    if (!def || !ledger) continue;
+    const expected = ['done', 'undone'].includes(step.state)
+      ? 1
+      : ['skipped', 'pending'].includes(step.state)
+        ? 0
+        : undefined;
+    const found = ledger.countsByKey[def.key(id)] ?? 0;
+    if (expected !== undefined && found !== expected) {
+      problems.push(`${step.name} ${step.state} but ${found} effect(s) under ${def.key(id)} at ${ledger.provider}`);
+    }
+  }
+  for (const ledger of ledgers) {
+    for (const [key, count] of Object.entries(orderEffects(ledger, id))) {
+      if (count !== 1) problems.push(`${count} effects under ${key} at ${ledger.provider}`);
+    }
+  }
+  return problems;
+}
+
+/** The number of effects a provider recorded for an order (every key naming it), or `-` when it was not placed. */
+function effectsCell(o: OrderOutcome, ledger: ProviderLedger): string {
+  if (o.id === undefined) return '-';
+  return String(Object.values(orderEffects(ledger, o.id)).reduce((n, c) => n + c, 0));
 }
 
 function truncate(text: string, max: number): string {
@@ -399,6 +431,8 @@ async function runDemo(): Promise<boolean> {
   );
   progress.finish();
 
+  const ledgers = await readLedgers(SIMULATOR_URL, PROVIDER_LIST);
+  const stories = outcomes.map((o) => storyProblems(o, ledgers));
   console.log('');
   printTable(
     [
@@ -409,12 +443,11 @@ async function runDemo(): Promise<boolean> {
       'invoice',
       'failure reason',
       'ms',
-      'email',
-      'shipment',
-      'accounting',
+      ...ledgers.map((l) => l.provider),
+      'story',
       'Temporal UI',
     ],
-    outcomes.map((o) => [
+    outcomes.map((o, i) => [
       o.planned.label,
       o.id ?? '-',
       o.planned.expect,
@@ -422,29 +455,44 @@ async function runDemo(): Promise<boolean> {
       o.invoiceNumber || '-',
       truncate(o.failureReason || '-', 60),
       o.elapsedMs === undefined ? '-' : String(o.elapsedMs),
-      o.emailEffects || '-',
-      o.shipmentEffects || '-',
-      o.accountingEffects || '-',
+      ...ledgers.map((l) => effectsCell(o, l)),
+      o.id === undefined ? '-' : stories[i]!.length === 0 ? 'ok' : 'FAIL',
       o.temporalUiUrl || '-',
     ]),
   );
   console.log('');
   console.log(
-    'email / shipment / accounting: side effects the simulators recorded for the keys order-confirmation:<id>, ' +
-      'shipment:<id> and accounting-invoice:<id> (1 each for a completed order, 0 for a failed one).',
+    `${ledgers.map((l) => l.provider).join(' / ')}: side effects each provider's simulator recorded under the ` +
+      `order's idempotency keys (${[...PROVIDER_STEPS.values()].map((s) => s.key('<id>')).join(', ')}): one per ` +
+      "provider step the order ran, none for a step it never reached. story: the order's steps against those effects.",
   );
   for (const plan of plans) {
     console.log(`  ${plan.label}: ${plan.lines.map((l) => `${l.quantity} × ${l.sku}`).join(', ')}`);
   }
+  const completedIds = new Set(outcomes.filter((o) => o.status === 'completed' && o.id).map((o) => o.id!));
+  const checks = ledgers.map((l) => checkLedger(l, completedIds));
+  console.log('');
+  for (const c of checks)
+    console.log(
+      `  ${c.ok ? 'ok  ' : 'FAIL'} ${describeLedgerCheck(c, completedIds.size)} (${SIMULATOR_URL}/${c.provider}/_sim/ledger)`,
+    );
 
   const unmet = outcomes.filter((o) => o.status !== o.planned.expect);
+  const untold = outcomes.flatMap((o, i) => (stories[i]!.length > 0 ? [{ o, problems: stories[i]! }] : []));
+  const badLedgers = checks.filter((c) => !c.ok);
   console.log('');
-  if (unmet.length === 0) {
-    console.log('✔ every order ended as expected: 4 completed, the over-stock order failed.');
+  if (unmet.length === 0 && untold.length === 0 && badLedgers.length === 0) {
+    console.log(
+      "✔ every order ended as expected (4 completed, the over-stock order failed), every order's story matches the " +
+        `ledgers, and every provider's ledger (${ledgers.map((l) => l.provider).join(', ')}) holds exactly one ` +
+        'effect per key.',
+    );
     return true;
   }
   for (const o of unmet)
     console.log(`✖ ${o.planned.label} (${o.id ?? 'not placed'}): expected ${o.planned.expect}, got ${o.status}`);
+  for (const { o, problems } of untold) console.log(`✖ ${o.planned.label} (${o.id}): ${problems.join('; ')}`);
+  for (const c of badLedgers) console.log(`✖ ${describeLedgerCheck(c, completedIds.size)}`);
   return false;
 }
 
