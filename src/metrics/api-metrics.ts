@@ -12,11 +12,8 @@
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import {
-  isTerminalStatus,
-  OrderStatus,
-  type OrderStatus as OrderStatusValue,
-} from '../../workflows/order-fulfilment.contract.js';
+import { isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
+import { ORDER_STATUSES } from '../orders/order-steps.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { type IdempotencyOutcome, METRICS } from './metric-definitions.js';
@@ -33,7 +30,8 @@ export interface OrderStatusSnapshot {
   oldestAgeSeconds: number;
 }
 
-const ALL_STATUSES = Object.values(OrderStatus) as OrderStatusValue[];
+/** Every status an order can have (from the step registry), so every series exists from the start. */
+const ALL_STATUSES: readonly string[] = ORDER_STATUSES;
 const OPEN_STATUSES = ALL_STATUSES.filter((s) => !isTerminalStatus(s));
 
 @Injectable()

@@ -1,15 +1,16 @@
 /**
  * Orders feature: `POST /orders` (with optional `Idempotency-Key`), `GET /orders/:id`, `GET /orders`, the order
- * actions. Needs PRISMA, APP_CONFIG, TemporalModule and the global guards of AuthModule; imports the IdempotencyModule.
+ * actions, and `GET /steps` (the step registry). Needs PRISMA, APP_CONFIG, TemporalModule and the global guards of AuthModule; imports the IdempotencyModule.
  */
 import { Module } from '@nestjs/common';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
 import { OrderIdempotency, OrdersController } from './orders.controller.js';
 import { OrdersService } from './orders.service.js';
+import { StepsController } from './steps.controller.js';
 
 @Module({
   imports: [IdempotencyModule],
-  controllers: [OrdersController],
+  controllers: [OrdersController, StepsController],
   providers: [OrdersService, OrderIdempotency],
   exports: [OrdersService],
 })

@@ -11,6 +11,7 @@
  */
 import { ErrorType } from '../../workflows/errors.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import { STEPS } from '../../activities/index.js';
 
 /** Public failure codes (stable: clients may switch on them). */
 export const FailureCode = {
@@ -18,7 +19,7 @@ export const FailureCode = {
   InsufficientStock: 'insufficient_stock',
   /** Cancelled before the confirmation (through the API or by an operator); compensated. */
   Cancelled: 'cancelled',
-  /** A service the order depends on (email, carrier, accounting) refused or failed for good; compensated. */
+  /** A service the order depends on (a provider of providers/index.ts) refused or failed for good; compensated. */
   ProviderFailed: 'provider_failed',
   /** An internal error stopped the order; compensated. */
   InternalError: 'internal_error',
@@ -51,8 +52,13 @@ const PROVIDER_TYPES: readonly string[] = [
   'TimeoutFailure',
 ];
 
-/** ` (voidInvoice failed: …; releaseInventory failed: …)` as the workflow appends it to a compensated reason. */
-const COMPENSATION_SUFFIX = / \((?:voidInvoice|releaseInventory) failed: [\s\S]*\)$/;
+/**
+ * ` (voidInvoice failed: …; releaseInventory failed: …)` as the workflow appends it to a compensated reason, for the
+ * compensations of the step registry.
+ */
+const COMPENSATION_SUFFIX = new RegExp(
+  ` \\((?:${STEPS.flatMap((s) => (s.compensation ? [s.compensation.name] : [])).join('|') || '(?!)'}) failed: [\\s\\S]*\\)$`,
+);
 
 /** `CAP-RED: requested 4, available 3` items of the insufficient-stock message. */
 const SHORTAGE = /(.+?): requested (\d+), available (-?\d+)/;

@@ -69,8 +69,7 @@ beforeAll(async () => {
   stack = await startTestStack({ worker: false });
   const port = await getPort();
   workerMetricsUrl = `http://127.0.0.1:${port}/metrics`;
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const [key, value] of Object.entries(stack.config)) if (value !== undefined) env[key] = String(value);
+  const env: NodeJS.ProcessEnv = { ...process.env, ...stack.env };
   Object.assign(env, { WORKER_METRICS_PORT: String(port), HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'info' });
   worker = spawn(process.execPath, ['--import', 'tsx', WORKER_ENTRY], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   createInterface({ input: worker.stdout! }).on('line', (line) => {
@@ -151,8 +150,10 @@ describe('observability', () => {
         retryable: 'false',
       }),
     ).toBe(1);
-    expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'email', how: 'new' })).toBe(1);
-    expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'shipment', how: 'new' })).toBe(1);
+    // The claim's kind is the step's activity name.
+    expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'sendOrderConfirmation', how: 'new' })).toBe(1);
+    expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'shipOrder', how: 'new' })).toBe(1);
+    expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'syncInvoiceToAccounting', how: 'new' })).toBe(1);
     expect(sample(worker, 'temporal_worker_task_slots_available', { worker_type: 'ActivityWorker' })).toBeGreaterThan(
       0,
     );

@@ -11,6 +11,7 @@ import getPort from 'get-port';
 import type { AppConfig } from '../../src/config/config.js';
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { ORDER_WORKFLOW_TYPE, orderWorkflowId, SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import { STEPS } from '../../activities/index.js';
 import { api, ApiSuite, testKeys, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
@@ -222,6 +223,15 @@ describe('POST /orders and GET /orders/:id', () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       completedAt: null,
+      // The order's plan (the step registry now), each step with where it stands: the first is next.
+      steps: STEPS.map((s, i) => ({
+        name: s.name,
+        label: s.label,
+        status: i === STEPS.length - 1 ? 'completed' : s.status,
+        phase: s.phase,
+        state: i === 0 ? 'current' : 'pending',
+      })),
+      cancellable: true,
     });
     expect(created.workflowStartedAt === null || !Number.isNaN(Date.parse(created.workflowStartedAt))).toBe(true);
 

@@ -33,6 +33,11 @@ import { createTestDatabase, type TestDatabase } from './postgres.js';
  */
 export interface TestStack {
   config: AppConfig;
+  /**
+   * The environment the stack's services read (database, Temporal, task queue, simulator URL, provider keys and the
+   * overrides): hand it to a child process (a worker, a fault fixture) to join this stack.
+   */
+  env: Record<string, string>;
   db: TestDatabase;
   /** The simulator server: every provider under `/<name>`. */
   sims: RunningSimulators;
@@ -66,8 +71,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   await seedTestCatalogue(db.prisma);
   const apiKeys = testProviderApiKeys(PROVIDER_LIST);
   const sims = await startSimulators(PROVIDER_LIST, { apiKeys });
-  const config = loadConfig({
-    ...process.env,
+  const env: Record<string, string> = {
     ...serviceEnvironment({
       databaseUrl: db.url,
       temporalAddress: inject('temporalAddress'),
@@ -78,8 +82,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     PROVIDER_TIMEOUT_MS: '2000',
     RECONCILE_INTERVAL_MS: '0',
     LOG_LEVEL: 'warn',
-    ...overrides,
-  });
+    ...(overrides as Record<string, string>),
+  };
+  const config = loadConfig({ ...process.env, ...env });
 
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const workers: OrderWorkers | undefined =
@@ -106,6 +111,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 
   return {
     config,
+    env,
     db,
     sims,
     email: sims.provider('email'),

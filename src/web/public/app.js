@@ -9,25 +9,22 @@ const ORDERS_REFRESH_MS = 2000;
 /** Refresh period of the catalogue, ms. */
 const CATALOGUE_REFRESH_MS = 5000;
 
-/** The forward steps of an order, in order, with their labels. */
-const STEPS = [
-  ['received', 'Received'],
-  ['inventory_reserved', 'Inventory reserved'],
-  ['invoiced', 'Invoiced'],
-  ['confirmation_sent', 'Confirmation sent'],
-  ['shipped', 'Shipped'],
-  ['completed', 'Completed'],
-];
-const STEP_INDEX = new Map(STEPS.map(([status], i) => [status, i]));
 const FINAL = new Set(['completed', 'failed', 'cancelled']);
-/** Statuses before the confirmation email: the order may still be cancelled. */
-const CANCELLABLE = ['received', 'inventory_reserved', 'invoiced'];
-const LABELS = new Map([
-  ...STEPS,
-  ['attention_required', 'Attention required'],
-  ['failed', 'Failed'],
-  ['cancelled', 'Cancelled'],
-]);
+/**
+ * The step registry as `GET /steps` describes it (steps, and every status with its label and whether an order in it
+ * may still be cancelled), loaded with the first valid API key. Nothing on this page lists steps or statuses itself.
+ */
+let registry = { steps: [], statuses: [] };
+const labelOf = (status) => registry.statuses.find((s) => s.status === status)?.label ?? status;
+const cancellableStatuses = () => registry.statuses.filter((s) => s.cancellable).map((s) => s.status);
+
+/** Loads the registry (once it answered, it stays: it does not change while the API runs). */
+async function loadRegistry() {
+  if (registry.statuses.length) return;
+  const res = await api('GET', '/steps');
+  if (!res.ok) throw new Error(`GET /steps: ${problemText(res)}`);
+  registry = res.body;
+}
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -228,27 +225,27 @@ async function submitOrder(event) {
 // Orders
 
 /**
- * The step track of an order. On the forward path: the steps done and the one under way. Off it
- * (attention_required, failed, cancelled) the order's fields prove only some steps (an invoice number: invoiced),
- * so only those are marked done and none is shown as under way; the badge and the reason say the rest.
+ * The step track of an order, from its own plan as the API reports it (`order.steps`, each with its state: done,
+ * current, pending, waiting for an operator, undone by a compensation, skipped), after a first dot for `received`.
  */
 function stepTrack(order) {
-  const index = STEP_INDEX.get(order.status);
-  const offPath = index === undefined;
-  const proven = offPath ? (order.invoiceNumber ? STEP_INDEX.get('invoiced') : 0) : index;
-  const stateOf = (i) => {
-    if (i < proven || (i === proven && (offPath || FINAL.has(order.status)))) return 'done';
-    return i === proven ? 'current' : '';
-  };
+  const offPath = ['attention_required', 'failed', 'cancelled'].includes(order.status);
+  const received = el(
+    'li',
+    { class: 'done', title: labelOf('received'), 'data-step': 'received' },
+    el('span', { class: 'dot' }),
+    el('span', { class: 'step-label' }, labelOf('received')),
+  );
   return el(
     'ol',
     { class: `steps ${offPath ? `off ${order.status}` : ''}`, 'aria-label': 'Steps' },
-    STEPS.map(([status, label], i) =>
+    received,
+    (order.steps ?? []).map((step) =>
       el(
         'li',
-        { class: stateOf(i), title: label, 'data-step': status },
+        { class: step.state, title: `${step.label} (${step.state})`, 'data-step': step.name },
         el('span', { class: 'dot' }),
-        el('span', { class: 'step-label' }, label),
+        el('span', { class: 'step-label' }, step.label),
       ),
     ),
   );
@@ -261,7 +258,7 @@ function reasonText(reason) {
 }
 
 function statusBadge(status) {
-  return el('span', { class: `badge ${status}`, 'data-testid': 'status' }, LABELS.get(status) ?? status);
+  return el('span', { class: `badge ${status}`, 'data-testid': 'status' }, labelOf(status));
 }
 
 function orderRow(order) {
@@ -294,6 +291,7 @@ function orderRow(order) {
 }
 
 async function refreshOrders() {
+  await loadRegistry();
   const res = await api('GET', '/orders?limit=20');
   if (!res.ok) throw new Error(`GET /orders: ${problemText(res)}`);
   const rows = res.body.items.map(orderRow);
@@ -384,7 +382,7 @@ function renderAttention(orders) {
 
 function renderCancellable() {
   const byId = new Map([...waitingCancellable, ...latest].map((o) => [o.id, o]));
-  const orders = [...byId.values()].filter((o) => CANCELLABLE.includes(o.status));
+  const orders = [...byId.values()].filter((o) => o.cancellable);
   $('#cancellable-count').textContent = String(orders.length);
   const list = $('#cancellable-list');
   // Keep a reason being typed: rebuild only when the set of orders changed.
@@ -409,8 +407,9 @@ function renderCancellable() {
 }
 
 async function refreshQueues() {
+  await loadRegistry();
   const [attention, ...waiting] = await Promise.all(
-    ['attention_required', ...CANCELLABLE].map((status) => api('GET', `/orders?status=${status}&limit=50`)),
+    ['attention_required', ...cancellableStatuses()].map((status) => api('GET', `/orders?status=${status}&limit=50`)),
   );
   if (!attention.ok) throw new Error(`GET /orders?status=attention_required: ${problemText(attention)}`);
   renderAttention(attention.body.items);

@@ -1,0 +1,87 @@
+/**
+ * `GET /steps` → 200 {@link StepsView}: the step registry as clients and the web page need it (the steps an order
+ * runs now, in order, and every status with its label), so nothing outside the registry lists steps or statuses.
+ * Any valid API key.
+ */
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { z } from 'zod';
+import { STEPS } from '../../activities/index.js';
+import { isTerminalStatus, OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import { StepPhase } from '../../workflows/order-plan.js';
+import { ApiAuthResponses } from '../auth/api-auth.decorator.js';
+import { ORDER_STATUSES, STATUS_LABELS } from './order-steps.js';
+
+/** The registry as `GET /steps` shows it. */
+export const stepsViewSchema = z
+  .object({
+    steps: z.array(
+      z.object({
+        name: z.string().meta({ description: 'Activity name', example: 'shipOrder' }),
+        label: z.string().meta({ example: 'Shipped' }),
+        description: z.string(),
+        phase: z.enum(['before-pivot', 'pivot', 'after-pivot']),
+        kind: z.enum(['database', 'provider']),
+        provider: z.string().nullable().meta({ description: 'The provider a provider step calls', example: 'carrier' }),
+        status: z.string().meta({ description: 'The status the step leads to (the last step: `completed`)' }),
+        compensation: z.string().nullable().meta({ description: 'The compensation’s activity name, if any' }),
+      }),
+    ),
+    statuses: z.array(
+      z.object({
+        status: z.string(),
+        label: z.string(),
+        final: z.boolean(),
+        cancellable: z.boolean().meta({ description: 'An order in this status may still be cancelled' }),
+      }),
+    ),
+  })
+  .meta({ id: 'Steps' });
+
+/** The body of `GET /steps`. */
+export type StepsView = z.infer<typeof stepsViewSchema>;
+
+/** The registry's view, computed once: the registry does not change while the process runs. */
+function stepsView(): StepsView {
+  const pivotAt = STEPS.findIndex((s) => s.phase === StepPhase.Pivot);
+  const beforePivot = new Set([OrderStatus.Received as string, ...STEPS.slice(0, pivotAt).map((s) => s.status)]);
+  return {
+    steps: STEPS.map((s, i) => ({
+      name: s.name,
+      label: s.label,
+      description: s.description,
+      phase: s.phase,
+      kind: s.kind,
+      provider: s.kind === 'provider' ? s.provider.name : null,
+      status: i === STEPS.length - 1 ? OrderStatus.Completed : s.status,
+      compensation: s.compensation?.name ?? null,
+    })),
+    statuses: ORDER_STATUSES.map((status) => ({
+      status,
+      label: STATUS_LABELS[status] ?? status,
+      final: isTerminalStatus(status),
+      cancellable: beforePivot.has(status),
+    })),
+  };
+}
+
+const VIEW = stepsView();
+
+@ApiTags('orders')
+@ApiAuthResponses()
+@Controller('steps')
+export class StepsController {
+  /** The steps of a new order and every status. */
+  @Get()
+  @ApiOperation({
+    summary: 'The steps an order runs and its statuses',
+    description:
+      'The step registry: each step with its phase around the point of no return (the pivot), the status it leads ' +
+      'to and its compensation; every status with its label. An order placed now runs these steps; each order ' +
+      'shows its own plan in `steps`. Any valid API key.',
+  })
+  @ApiOkResponse({ standardSchema: stepsViewSchema })
+  get(): StepsView {
+    return VIEW;
+  }
+}
