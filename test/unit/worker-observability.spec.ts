@@ -2,7 +2,7 @@
  * The worker's activity interceptor and claim counter (src/worker/worker-observability.ts) under
  * MockActivityEnvironment with a recording metric meter and logger: what each attempt records (duration by outcome,
  * the attempt that succeeded, failures by type and retryability), the log attributes every activity line gets, and
- * the claim decisions reported by activities/side-effect-claims.ts. No database or server needed.
+ * the claim decisions reported by activities/kit/claims.ts. No database or server needed.
  */
 import type { Info } from '@temporalio/activity';
 import { log, sleep } from '@temporalio/activity';
@@ -20,7 +20,7 @@ import {
 } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { claimSideEffect, type DbOrTx } from '../../activities/side-effect-claims.js';
+import { claimSideEffect, type DbOrTx } from '../../activities/kit/claims.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
 import {

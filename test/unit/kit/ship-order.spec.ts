@@ -1,73 +1,65 @@
 /**
- * shipOrder run once, twice, concurrently, after provider failures and against a tombstone: always at most one
- * shipment at the carrier and one record (row, movements, status) in the database. The activity runs under
- * MockActivityEnvironment with the fake carrier; the database is a real PostgreSQL (a fresh migrated database for
- * this suite), because the guarantees under test (unique keys, conditional updates, row locks) live there.
+ * shipOrder (a provider step with a `record`) run once, twice, concurrently, after provider failures and against a
+ * tombstone: always at most one shipment at the carrier and one record (row, movements consuming the reservation,
+ * status) in the database, committed with the claim in one transaction. The activity runs through the kit under
+ * MockActivityEnvironment with the fake carrier derived from its definition; the database is a real PostgreSQL (a
+ * fresh migrated database for this suite), because the guarantees under test (unique keys, conditional updates, row
+ * locks) live there.
  */
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Info } from '@temporalio/activity';
-import { DefaultLogger } from '@temporalio/worker';
+import { type ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  createShippingActivities,
-  type ShipOrderInput,
-  type ShipOrderResult,
-} from '../../../activities/shipping.activities.js';
-import { tombstoneSideEffect } from '../../../activities/side-effect-claims.js';
+import type { StepResult } from '../../../activities/index.js';
+import { tombstoneSideEffect } from '../../../activities/kit/claims.js';
 import { ErrorType } from '../../../workflows/errors.js';
-import { FakeCarrierProvider } from '../../helpers/fake-providers.js';
+import { attentionRank } from '../../../workflows/order-plan.js';
+import type { FakeProvider } from '../../helpers/fake-providers.js';
 import { insertOrder, seedTestCatalogue, stockOf, type TestSku } from '../../helpers/fixtures.js';
+import {
+  activityInfo,
+  failureOf,
+  kitTestBed,
+  mockEnv,
+  plannedStep,
+  stepInput,
+  type KitTestBed,
+} from '../../helpers/kit-test-bed.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.js';
 
 let tdb: TestDatabase;
-let carrier: FakeCarrierProvider;
-let shipOrder: (input: ShipOrderInput) => Promise<ShipOrderResult>;
+let bed: KitTestBed;
+let carrier: FakeProvider;
 
-/** Activity info of attempt `attempt` of activity `activityId` in the order's workflow. */
+/** Activity info of attempt `attempt` of activity `activityId` (default 7) in the order's workflow. */
 function info(orderId: string, attempt = 1, activityId = '7', extra: Partial<Info> = {}): Partial<Info> {
-  return {
-    attempt,
-    activityId,
-    workflowExecution: { workflowId: `order-${orderId}`, runId: 'run-1' },
-    ...extra,
-  } as Partial<Info>;
+  return activityInfo(orderId, attempt, activityId, extra);
 }
 
-/** A mock activity environment that logs only errors (the tests provoke failures on purpose). */
-function mockEnv(activityInfo: Partial<Info>): MockActivityEnvironment {
-  return new MockActivityEnvironment(activityInfo, { logger: new DefaultLogger('ERROR') });
-}
-
-function ship(orderId: string, activityInfo: Partial<Info> = info(orderId)): Promise<ShipOrderResult> {
-  return mockEnv(activityInfo).run(shipOrder, { orderId });
-}
-
-async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ApplicationFailure);
-  return err as ApplicationFailure;
+function ship(orderId: string, activity: Partial<Info> = info(orderId)): Promise<StepResult> {
+  return bed.step('shipOrder', orderId, activity);
 }
 
 type Line = { sku: TestSku; quantity: number };
 
 /**
- * An order past its confirmation: inserted, its stock reserved (the `reserve:` movements and `reserved += q`,
- * as reserveInventory leaves them) and its status `confirmation_sent` (rank 30).
+ * An order past its confirmation: inserted, its stock reserved (the `reserve:` movements and `reserved += q`, as
+ * reserveInventory leaves them; `reserved` overrides the quantity reserved per line) and its status
+ * `confirmation_sent` at the confirmation's planned rank.
  */
-async function confirmedOrder(lines: Line[] = [{ sku: 'MUG-WHT', quantity: 1 }]): Promise<string> {
+async function confirmedOrder(
+  lines: Line[] = [{ sku: 'MUG-WHT', quantity: 1 }],
+  reserved: (line: Line) => number = (l) => l.quantity,
+): Promise<string> {
   const orderId = await insertOrder(tdb.prisma, lines);
+  const { status, rank } = plannedStep('sendOrderConfirmation');
   await tdb.prisma.$transaction(async (tx) => {
     for (const l of lines) {
       await tx.$executeRaw`
         INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
-        VALUES (${`reserve:${orderId}:${l.sku}`}, ${l.sku}, ${orderId}::uuid, 'reservation', 0, ${l.quantity})`;
-      await tx.$executeRaw`UPDATE products SET reserved = reserved + ${l.quantity} WHERE sku = ${l.sku}`;
+        VALUES (${`reserve:${orderId}:${l.sku}`}, ${l.sku}, ${orderId}::uuid, 'reservation', 0, ${reserved(l)})`;
+      await tx.$executeRaw`UPDATE products SET reserved = reserved + ${reserved(l)} WHERE sku = ${l.sku}`;
     }
-    await tx.$executeRaw`UPDATE orders SET status = 'confirmation_sent', status_step = 30 WHERE id = ${orderId}::uuid`;
+    await tx.$executeRaw`UPDATE orders SET status = ${status}, status_step = ${rank} WHERE id = ${orderId}::uuid`;
   });
   return orderId;
 }
@@ -84,14 +76,21 @@ async function shipMovements(orderId: string): Promise<Array<[string, number, nu
   return rows.map((m) => [m.id, m.onHandDelta, m.reservedDelta]);
 }
 
+/** The carrier's answer for the order's shipment key (its first, the one every replay returns). */
+function shipmentAt(orderId: string): { id: string; trackingNumber: string } {
+  const answer = carrier.effects.get(`shipment:${orderId}`);
+  if (!answer) throw new Error(`no shipment at the carrier for ${orderId}`);
+  return answer.response as { id: string; trackingNumber: string };
+}
+
 beforeAll(async () => {
   tdb = await createTestDatabase();
   await seedTestCatalogue(tdb.prisma);
 });
 afterAll(async () => tdb?.drop());
 beforeEach(() => {
-  carrier = new FakeCarrierProvider();
-  ({ shipOrder } = createShippingActivities(tdb.sql, carrier, { claimLeaseMs: 60_000 }));
+  bed = kitTestBed(tdb);
+  carrier = bed.fakes.carrier!;
 });
 
 describe('shipOrder', () => {
@@ -106,11 +105,14 @@ describe('shipOrder', () => {
     const result = await ship(orderId);
 
     const key = `shipment:${orderId}`;
-    const [effect] = carrier.effects.values();
-    expect(result).toEqual({ ...effect, idempotencyKey: key, shippedNow: true });
+    const shipment = shipmentAt(orderId);
+    expect(shipment.id).toMatch(/^shp_[0-9a-f]{24}$/);
+    expect(shipment.trackingNumber).toMatch(/^1Z[0-9A-Z]{16}$/);
+    expect(result).toEqual({ step: 'shipOrder', performed: true, providerId: shipment.id, key });
     expect(carrier.effects.size).toBe(1);
     expect(carrier.calls).toEqual([
       {
+        operation: 'createShipment',
         key,
         request: {
           reference: orderId,
@@ -124,7 +126,7 @@ describe('shipOrder', () => {
     ]);
 
     const row = await tdb.prisma.shipment.findUniqueOrThrow({ where: { orderId } });
-    expect([row.carrierId, row.trackingNumber]).toEqual([result.shipmentId, result.trackingNumber]);
+    expect([row.carrierId, row.trackingNumber]).toEqual([shipment.id, shipment.trackingNumber]);
     const [{ age }] = await tdb.prisma.$queryRaw<[{ age: number }]>`
       SELECT extract(epoch FROM now() - created_at)::float8 AS age FROM shipments WHERE order_id = ${orderId}::uuid`;
     expect(age).toBeGreaterThanOrEqual(0);
@@ -141,7 +143,14 @@ describe('shipOrder', () => {
     const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
     expect([order.status, order.statusStep, order.failureReason]).toEqual(['shipped', 40, null]);
     const claim = await claimOf(orderId);
-    expect([claim?.kind, claim?.status, claim?.providerId]).toEqual(['shipment', 'sent', result.shipmentId]);
+    expect([claim?.kind, claim?.status, claim?.providerId]).toEqual(['shipOrder', 'sent', shipment.id]);
+  });
+
+  it('leaves out a recipient name the order does not have', async () => {
+    const orderId = await confirmedOrder();
+    await tdb.prisma.order.update({ where: { id: orderId }, data: { customerName: null } });
+    await ship(orderId);
+    expect((carrier.calls[0]!.request as { recipient: unknown }).recipient).toEqual({ email: 'ada@example.com' });
   });
 
   it('ships once when run twice in a row', async () => {
@@ -150,14 +159,14 @@ describe('shipOrder', () => {
     const first = await ship(orderId, info(orderId, 1));
     const second = await ship(orderId, info(orderId, 2));
 
-    expect(second).toEqual({ ...first, shippedNow: false });
+    expect(second).toEqual({ ...first, performed: false });
     expect(carrier.calls).toHaveLength(1);
     expect(carrier.effects.size).toBe(1);
     expect(await shipMovements(orderId)).toHaveLength(1);
     expect(await stockOf(tdb.prisma, 'TEE-BLK-M')).toEqual([stock[0] - 3, stock[1] - 3]);
   });
 
-  it('ships once when runs race: a retry racing its first attempt, and another execution', async () => {
+  it('ships once when runs race: a retry racing its first attempt, and a later activity of the workflow', async () => {
     const orderId = await confirmedOrder([{ sku: 'TEE-BLK-M', quantity: 1 }]);
     const stock = await stockOf(tdb.prisma, 'TEE-BLK-M');
     carrier.delayMs = 200;
@@ -168,10 +177,14 @@ describe('shipOrder', () => {
       ship(orderId, info(orderId, 1, '9')),
     ]);
 
+    // A run that takes over an earlier owner's claim re-sends with the same key: the carrier replays, so there is
+    // one shipment whatever the number of calls, and every run that returns reports it.
     expect(carrier.effects.size).toBe(1);
+    expect(new Set(carrier.calls.map((c) => c.key))).toEqual(new Set([`shipment:${orderId}`]));
     const fulfilled = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
-    expect(fulfilled.filter((r) => r.shippedNow)).toHaveLength(1);
-    expect(new Set(fulfilled.map((r) => r.trackingNumber)).size).toBe(1);
+    expect(fulfilled.length).toBeGreaterThanOrEqual(1);
+    expect(fulfilled.filter((r) => r.performed).length).toBeGreaterThanOrEqual(1);
+    expect(new Set(fulfilled.map((r) => r.providerId))).toEqual(new Set([shipmentAt(orderId).id]));
     for (const o of outcomes) {
       if (o.status === 'rejected') {
         const failure = o.reason as ApplicationFailure;
@@ -184,7 +197,7 @@ describe('shipOrder', () => {
 
     // A loser retrying later finds the shipment recorded and calls nothing.
     const calls = carrier.calls.length;
-    expect((await ship(orderId, info(orderId, 2, '9'))).shippedNow).toBe(false);
+    expect((await ship(orderId, info(orderId, 2, '9'))).performed).toBe(false);
     expect(carrier.calls).toHaveLength(calls);
   });
 
@@ -194,14 +207,18 @@ describe('shipOrder', () => {
     carrier.dropNextResponse();
 
     const failure = await failureOf(ship(orderId, info(orderId, 1)));
-    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ProviderUnavailable, false]);
+    expect([failure.type, failure.nonRetryable, failure.details?.[0]]).toEqual([
+      ErrorType.ProviderUnavailable,
+      false,
+      { status: undefined, mayHaveActed: true },
+    ]);
     expect(carrier.effects.size).toBe(1);
     expect((await claimOf(orderId))?.status).toBe('sending'); // the outcome is unknown: the claim stays
     expect(await tdb.prisma.shipment.count({ where: { orderId } })).toBe(0);
     expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(stock);
 
     const retry = await ship(orderId, info(orderId, 2));
-    expect(retry).toMatchObject({ ...carrier.effects.get(`shipment:${orderId}`), shippedNow: true });
+    expect(retry).toMatchObject({ performed: true, providerId: shipmentAt(orderId).id });
     expect(carrier.calls).toHaveLength(2);
     expect(carrier.effects.size).toBe(1);
     expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual([stock[0] - 1, stock[1] - 1]);
@@ -217,7 +234,7 @@ describe('shipOrder', () => {
     expect((await claimOf(orderId))?.status).toBe('failed');
 
     const retry = await ship(orderId, info(orderId, 2));
-    expect(retry.shippedNow).toBe(true);
+    expect(retry.performed).toBe(true);
     expect(carrier.effects.size).toBe(1);
     const claim = await claimOf(orderId);
     expect([claim?.status, claim?.attempts]).toEqual(['sent', 2]);
@@ -237,9 +254,31 @@ describe('shipOrder', () => {
     expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('confirmation_sent');
   });
 
+  it('with less reserved than it ships: ValidationError after the carrier acted, nothing recorded, claim stays sending', async () => {
+    const lines: Line[] = [
+      { sku: 'MUG-WHT', quantity: 1 },
+      { sku: 'TEE-BLK-M', quantity: 2 },
+    ];
+    const orderId = await confirmedOrder(lines, (l) => (l.sku === 'TEE-BLK-M' ? 1 : l.quantity));
+    const stock = [await stockOf(tdb.prisma, 'MUG-WHT'), await stockOf(tdb.prisma, 'TEE-BLK-M')];
+
+    const failure = await failureOf(ship(orderId, info(orderId, 1)));
+    expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.Validation, true]);
+    expect(failure.message).toContain('cannot ship 2 x TEE-BLK-M');
+    // The carrier acted: the claim keeps its owner and stays `sending` for an operator; the record (shipment row,
+    // every movement, the status) rolled back with the claim's completion.
+    expect(carrier.effects.size).toBe(1);
+    const claim = await claimOf(orderId);
+    expect([claim?.status, claim?.providerId]).toEqual(['sending', null]);
+    expect(await tdb.prisma.shipment.count({ where: { orderId } })).toBe(0);
+    expect(await shipMovements(orderId)).toEqual([]);
+    expect([await stockOf(tdb.prisma, 'MUG-WHT'), await stockOf(tdb.prisma, 'TEE-BLK-M')]).toEqual(stock);
+    expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('confirmation_sent');
+  });
+
   it('refuses a tombstoned claim with OrderHaltedError and never calls the carrier', async () => {
     const orderId = await confirmedOrder();
-    await tombstoneSideEffect(tdb.prisma, `shipment:${orderId}`, 'shipment');
+    await tombstoneSideEffect(tdb.sql, `shipment:${orderId}`, 'shipOrder');
 
     const failure = await failureOf(ship(orderId));
     expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.OrderHalted, true]);
@@ -248,25 +287,20 @@ describe('shipOrder', () => {
     expect(await shipMovements(orderId)).toEqual([]);
   });
 
-  it('records a shipment whose claim is sent but whose record is missing, from the carrier replay', async () => {
+  it('a sent claim returns its shipment without calling the carrier, and writes the status', async () => {
     const orderId = await confirmedOrder();
-    const key = `shipment:${orderId}`;
-    const sent = await carrier.createShipment(
-      { reference: orderId, recipient: { email: 'x@example.com' }, items: [] },
-      key,
-    );
     await tdb.prisma.$executeRaw`
       INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at, provider_id, completed_at)
-      VALUES (${key}, 'shipment', 'sent', ${`order-${orderId}/7#1`}, 1, now(), ${sent.shipmentId}, now())`;
+      VALUES (${`shipment:${orderId}`}, 'shipOrder', 'sent', ${`order-${orderId}/7#1`}, 1, now(), 'shp_earlier', now())`;
 
-    const result = await ship(orderId, info(orderId, 2));
-    expect(result).toEqual({ ...sent, idempotencyKey: key, shippedNow: true });
-    expect(carrier.calls).toHaveLength(2);
-    expect(carrier.effects.size).toBe(1);
-    expect((await tdb.prisma.shipment.findUniqueOrThrow({ where: { orderId } })).trackingNumber).toBe(
-      sent.trackingNumber,
-    );
-    expect(await shipMovements(orderId)).toHaveLength(1);
+    expect(await ship(orderId, info(orderId, 2))).toEqual({
+      step: 'shipOrder',
+      performed: false,
+      providerId: 'shp_earlier',
+      key: `shipment:${orderId}`,
+    });
+    expect(carrier.calls).toHaveLength(0);
+    expect((await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } })).status).toBe('shipped');
   });
 
   it("reclaims a dead owner's claim after the lease, re-sending with the same key", async () => {
@@ -274,14 +308,14 @@ describe('shipOrder', () => {
     const key = `shipment:${orderId}`;
     await tdb.prisma.$executeRaw`
       INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at)
-      VALUES (${key}, 'shipment', 'sending', 'order-other/3#1', 1, now() - interval '5 seconds')`;
+      VALUES (${key}, 'shipOrder', 'sending', 'order-other/3#1', 1, now() - interval '5 seconds')`;
     const fresh = await failureOf(ship(orderId));
     expect(fresh.type).toBe(ErrorType.ClaimInProgress);
     expect(carrier.calls).toHaveLength(0);
 
     await tdb.prisma.$executeRaw`
       UPDATE side_effect_claims SET claimed_at = now() - interval '61 seconds' WHERE key = ${key}`;
-    expect((await ship(orderId)).shippedNow).toBe(true);
+    expect((await ship(orderId)).performed).toBe(true);
     expect(carrier.effects.size).toBe(1);
     const claim = await claimOf(orderId);
     expect([claim?.status, claim?.attempts]).toEqual(['sent', 2]);
@@ -305,10 +339,12 @@ describe('shipOrder', () => {
     ).toBe(0);
   });
 
-  it('moves an order waiting in attention_required (rank 35) to shipped and clears the reason', async () => {
+  it('moves an order waiting in attention_required (just below shipped) to shipped and clears the reason', async () => {
     const orderId = await confirmedOrder();
+    const rank = attentionRank(plannedStep('shipOrder'));
+    expect(rank).toBe(35);
     await tdb.prisma.$executeRaw`
-      UPDATE orders SET status = 'attention_required', status_step = 35, failure_reason = 'carrier down'
+      UPDATE orders SET status = 'attention_required', status_step = ${rank}, failure_reason = 'carrier down'
       WHERE id = ${orderId}::uuid`;
     await ship(orderId);
     const order = await tdb.prisma.order.findUniqueOrThrow({ where: { id: orderId } });
@@ -321,7 +357,7 @@ describe('shipOrder', () => {
     const env = mockEnv(info(orderId, 1, '7', { heartbeatTimeoutMs: 10_000 }));
     let beats = 0;
     env.on('heartbeat', () => (beats += 1));
-    await env.run(shipOrder, { orderId });
+    await env.run(bed.acts.shipOrder as never, stepInput('shipOrder', orderId));
     expect(beats).toBeGreaterThanOrEqual(2); // every second of the call
 
     // A call shorter than the interval sends none (the heartbeat timeout runs from the activity's start).
@@ -330,7 +366,7 @@ describe('shipOrder', () => {
     const quickEnv = mockEnv(info(quick, 1, '7', { heartbeatTimeoutMs: 10_000 }));
     let quickBeats = 0;
     quickEnv.on('heartbeat', () => (quickBeats += 1));
-    await quickEnv.run(shipOrder, { orderId: quick });
+    await quickEnv.run(bed.acts.shipOrder as never, stepInput('shipOrder', quick));
     expect(quickBeats).toBe(0);
   });
 
@@ -338,17 +374,19 @@ describe('shipOrder', () => {
     const early = await confirmedOrder();
     const cancelledEnv = mockEnv(info(early));
     cancelledEnv.cancel();
-    await expect(cancelledEnv.run(shipOrder, { orderId: early })).rejects.toBeInstanceOf(CancelledFailure);
+    await expect(cancelledEnv.run(bed.acts.shipOrder as never, stepInput('shipOrder', early))).rejects.toBeInstanceOf(
+      CancelledFailure,
+    );
     expect(carrier.calls).toHaveLength(0);
     expect(await claimOf(early)).toBeNull();
 
     carrier.delayMs = 300;
     const late = await confirmedOrder();
     const env = mockEnv(info(late));
-    const running: Promise<ShipOrderResult> = env.run(shipOrder, { orderId: late });
+    const running = env.run(bed.acts.shipOrder as never, stepInput('shipOrder', late)) as Promise<StepResult>;
     await expect.poll(() => carrier.calls.length).toBe(1);
     env.cancel();
-    expect((await running).shippedNow).toBe(true);
+    expect((await running).performed).toBe(true);
     expect(await tdb.prisma.shipment.count({ where: { orderId: late } })).toBe(1);
   });
 
