@@ -1,0 +1,118 @@
+/**
+ * One sample call per operation of every registered provider (providers/index.ts), for the specs that run each
+ * operation generically (the provider client, the simulators): a valid request and what it must look like on the
+ * wire, a request the provider refuses, and a valid answer. Written by hand on purpose: the expected path and body are
+ * not computed with the code under test. A provider or operation added to the registry without a sample here fails
+ * {@link operationSamples} (and so those specs) until one is written.
+ */
+import { PROVIDER_LIST } from '../../providers/index.js';
+import type { OperationDefinition, ProviderDefinition } from '../../providers/kit/define.js';
+
+/** A sample call of one operation. */
+export interface OperationSample {
+  provider: ProviderDefinition;
+  /** The operation's name in the provider's definition (the client's method). */
+  name: string;
+  operation: OperationDefinition;
+  /** `<provider>.<operation>`, e.g. `email.send`. */
+  id: string;
+  /** The client's settings for this provider (e.g. `{ from }`). */
+  settings: Record<string, string>;
+  /** A valid request, as a step builds it. */
+  request: Record<string, unknown>;
+  /** The JSON body the client must send for it (the settings applied). */
+  body: Record<string, unknown>;
+  /** The path the client must call under its base URL, `:params` filled and percent-encoded. */
+  path: string;
+  /** A request the provider refuses (422), and what the refusal's detail names. */
+  invalid: { request: Record<string, unknown>; detail: RegExp };
+  /** A valid 2xx answer (status and body) and the provider id the client must read from it. */
+  answer: { status: number; body: Record<string, unknown>; providerId: string };
+}
+
+type Sample = Omit<OperationSample, 'provider' | 'operation' | 'id' | 'name'>;
+
+const message = {
+  to: 'ada@example.com',
+  subject: 'Your order 42',
+  text: 'Thanks for your order.',
+  metadata: { orderId: '42' },
+};
+
+const shipment = {
+  reference: 'ord_42',
+  recipient: { email: 'ada@example.com', name: 'Ada Lovelace' },
+  items: [
+    { sku: 'TEE-BLK-M', quantity: 2 },
+    { sku: 'MUG-WHT', quantity: 1 },
+  ],
+};
+
+const invoice = {
+  externalId: 'INV/2026 #4',
+  orderId: 'ord_42',
+  customerEmail: 'ada@example.com',
+  currency: 'EUR',
+  totalMinor: 2_598,
+  issuedAt: '2026-11-29T10:00:00.000Z',
+  lines: [{ sku: 'SKU-1', quantity: 2, unitPriceMinor: 1_299 }],
+};
+
+/** The samples by `<provider>.<operation>`. */
+export const SAMPLES: Readonly<Record<string, Sample>> = {
+  'email.send': {
+    settings: { from: 'orders@shop.example' },
+    request: message,
+    body: { from: 'orders@shop.example', ...message },
+    path: '/v1/messages',
+    invalid: { request: { ...message, to: 'not-an-address' }, detail: /\bto\b/ },
+    answer: { status: 202, body: { id: 'msg_1', status: 'queued', to: message.to }, providerId: 'msg_1' },
+  },
+  'carrier.createShipment': {
+    settings: {},
+    request: shipment,
+    body: shipment,
+    path: '/v1/shipments',
+    invalid: { request: { ...shipment, recipient: { email: 'not-an-address' } }, detail: /recipient/ },
+    answer: {
+      status: 201,
+      body: { id: 'shp_1', trackingNumber: '1Z0000000000000001', status: 'label_created' },
+      providerId: 'shp_1',
+    },
+  },
+  'accounting.upsertInvoice': {
+    settings: {},
+    request: invoice,
+    body: invoice,
+    path: '/v1/invoices/INV%2F2026%20%234',
+    invalid: { request: { ...invoice, currency: 'euro' }, detail: /ISO 4217/ },
+    answer: {
+      status: 201,
+      body: { id: 'acc_inv_1', externalId: invoice.externalId, version: 1 },
+      providerId: 'acc_inv_1',
+    },
+  },
+};
+
+/**
+ * A sample of every operation of `providers`, in registry order.
+ * @throws Error naming each operation that has no sample in {@link SAMPLES}.
+ */
+export function operationSamples(providers: readonly ProviderDefinition[] = PROVIDER_LIST): OperationSample[] {
+  const missing: string[] = [];
+  const samples = providers.flatMap((provider) =>
+    (Object.entries(provider.operations) as Array<[string, OperationDefinition]>).flatMap(([name, operation]) => {
+      const id = `${provider.name}.${name}`;
+      const sample = SAMPLES[id];
+      if (!sample) {
+        missing.push(id);
+        return [];
+      }
+      return [{ ...sample, provider, name, operation, id }];
+    }),
+  );
+  if (missing.length > 0) {
+    throw new Error(`test/helpers/provider-samples.ts has no sample for ${missing.join(', ')}: add one`);
+  }
+  return samples;
+}
