@@ -20,7 +20,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
-import { createOrderWorker } from '../../src/worker/order-worker.js';
+import { createOrderWorkers } from '../../src/worker/order-worker.js';
+import { STEPS } from '../../activities/index.js';
+import { buildPlan } from '../../activities/kit/plan.js';
+import type { OrderPlan } from '../../workflows/order-plan.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
   ORDER_WORKFLOW_TYPE,
@@ -35,33 +38,39 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 
 type Activity = (arg: { orderId: string }) => Promise<unknown>;
 
-const results: Record<string, unknown> = {
-  reserveInventory: { orderId: 'x', movements: [] },
-  releaseInventory: { orderId: 'x', movements: [] },
-  createInvoice: {
-    invoiceId: 'inv',
-    invoiceNumber: 'INV-000001',
+/** A plan of the registry for a recorded order (as the API builds it when the order is placed). */
+function planOf(orderId: string): OrderPlan {
+  return buildPlan(STEPS, {
+    orderId,
+    customerEmail: 'ada@example.com',
+    customerName: 'Ada',
     currency: 'EUR',
     totalMinor: 2499,
-    issuedAt: '2026-11-29T00:00:00.000Z',
-    created: true,
-  },
-  voidInvoice: { invoiceNumber: 'INV-000001', voided: true },
+    lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+  });
+}
+
+/**
+ * What each activity returns by default: every step of the registry succeeds (a provider step with a provider id),
+ * every compensation undoes, the fence halts, the status writes apply.
+ */
+const results: Record<string, unknown> = {
+  ...Object.fromEntries(
+    STEPS.flatMap((step) => [
+      [
+        step.name,
+        step.kind === 'provider'
+          ? { step: step.name, performed: true, providerId: `${step.name}-1`, key: `${step.name}:x` }
+          : { step: step.name, performed: true, data: null },
+      ],
+      ...(step.compensation
+        ? [[step.compensation.name, { compensation: step.compensation.name, performed: true }]]
+        : []),
+    ]),
+  ),
   haltOrder: { outcome: 'halted' },
-  sendOrderConfirmation: { messageId: 'msg_1', idempotencyKey: 'order-confirmation:x', sentNow: true },
-  shipOrder: {
-    shipmentId: 'shp_1',
-    trackingNumber: '1Z0000000000000001',
-    idempotencyKey: 'shipment:x',
-    shippedNow: true,
-  },
-  syncInvoiceToAccounting: {
-    accountingId: 'acc_1',
-    externalId: 'INV-000001',
-    idempotencyKey: 'accounting-invoice:x',
-    syncedNow: true,
-  },
   setOrderStatus: { applied: true },
+  planOrder: planOf('00000000-0000-4000-8000-000000000212'),
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -72,6 +81,8 @@ interface Scenario {
   orderId: string;
   behave?: Partial<Record<string, (attempt: number) => Promise<unknown>>>;
   drive?: (handle: WorkflowHandle) => Promise<void>;
+  /** Start it as a person would from the CLI: no plan in the input (default: the API's plan). */
+  withoutPlan?: boolean;
 }
 
 const rejected = (message: string, type: string, details?: unknown) => () => {
@@ -136,7 +147,7 @@ const scenarios: Scenario[] = [
         await sleep(1_500);
         return results.sendOrderConfirmation;
       },
-      haltOrder: async () => ({ outcome: 'sent', messageId: 'msg_1' }),
+      haltOrder: async () => ({ outcome: 'sent', step: 'sendOrderConfirmation', providerId: 'msg_1' }),
     },
     drive: async (handle) => {
       await until(handle, 'invoiced');
@@ -190,7 +201,7 @@ const scenarios: Scenario[] = [
         rejected('email provider → 500', ErrorType.ProviderRejected, { status: 500, mayHaveActed: true }),
         results.sendOrderConfirmation,
       ),
-      haltOrder: async () => ({ outcome: 'unknown', claimOwner: 'order-x/3#1' }),
+      haltOrder: async () => ({ outcome: 'unknown', step: 'sendOrderConfirmation', claimOwner: 'order-x/3#1' }),
     },
     drive: async (handle) => {
       await until(handle, 'attention_required');
@@ -210,7 +221,7 @@ const scenarios: Scenario[] = [
           mayHaveActed: true,
         });
       },
-      haltOrder: async () => ({ outcome: 'unknown', claimOwner: 'order-x/3#1' }),
+      haltOrder: async () => ({ outcome: 'unknown', step: 'sendOrderConfirmation', claimOwner: 'order-x/3#1' }),
     },
     drive: async (handle) => {
       await until(handle, 'invoiced');
@@ -224,6 +235,12 @@ const scenarios: Scenario[] = [
     name: 'order-closed',
     orderId: id(10),
     behave: { reserveInventory: rejected('already failed', ErrorType.OrderClosed, { status: 'failed' }) },
+  },
+  {
+    // Started by hand (the CLI) without a plan: the run reads it with the planOrder local activity.
+    name: 'started-without-plan',
+    orderId: id(12),
+    withoutPlan: true,
   },
 ];
 
@@ -251,7 +268,7 @@ const env = await TestWorkflowEnvironment.createLocal({
 });
 try {
   const taskQueue = 'record-histories';
-  const worker = await createOrderWorker({
+  const worker = await createOrderWorkers({
     connection: env.nativeConnection,
     namespace: 'default',
     taskQueue,
@@ -262,7 +279,7 @@ try {
       const handle = await env.client.workflow.start(ORDER_WORKFLOW_TYPE, {
         taskQueue,
         workflowId: orderWorkflowId(s.orderId),
-        args: [{ orderId: s.orderId }],
+        args: [s.withoutPlan ? { orderId: s.orderId } : { orderId: s.orderId, plan: planOf(s.orderId) }],
         // As the API's starter (src/temporal/order-workflow-starter.service.ts) starts an order.
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },
