@@ -11,17 +11,22 @@
  * 2. burst: --burst units at once; completions/s = units / (last close − first send), CPU per unit per process
  *    from /proc (dev server, worker, API, PostgreSQL; the bench's own CPU as `client`, simulators as `sims`),
  *    latency of each start (floor) or POST (service), history events per unit (visibility's historyLength);
- * 3. open loop: --open-seconds at R units/s, R = half the service's burst rate (--open-rate to fix it); latency
+ *    the service's orders spread over every SKU, one line each, round-robin;
+ * 2b. flash sale: --flash units at once (default: as many as the burst), the service's orders all for ONE SKU, so
+ *    every reservation meets the same product row; the floor has no rows, its flash burst is a second burst, the
+ *    reference of the S/F ratios. Same figures as the burst, printed beside it (spread vs flash); --open-seconds at R units/s, R = half the service's burst rate (--open-rate to fix it); latency
  *    from each request's intended send time. The floor arms send the raw probe here: one INSERT (pg) + one
  *    workflow start from a bare client. Until a service arm has run, R is unknown and a floor arm skips this;
  * 4. backlog: the worker stopped, --backlog units sent, the worker started: drain time = last close − worker
  *    spawn;
  * 5. checks: every unit completed once (Temporal: one run per unit, all Completed); service: every order row
- *    `completed`, one order per POST, every simulator ledger exactly 1 effect per key and a key for every order.
+ *    `completed`, one order per POST, every provider's ledger (the simulator process, PROVIDER_LIST) exactly 1 effect
+ *    per key and a key for every order, and every product's on-hand and reserved stock equal to the sums of its
+ *    movements (the flash SKU's above all).
  * Prints one table (per arm, and the mean per kind with the ratios S/F0 and S/F5), writes results.csv,
  * units.csv and plot.svg into the run folder (.data/bench/<time>/ unless --out).
  *
- * Usage: npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--warmup 20] [--burst 200]
+ * Usage: npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--warmup 20] [--burst 200] [--flash <burst>]
  *   [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000] [--backlog-concurrency 16] [--backlog-arms F0,S]
  *   [--worker-options '<json>'] [--floor-worker-options '<json>'] [--service-worker-entry <file>]
  *   [--arms F5,S,S,F5] [--only <arm>] [--pg-url <maintenance url>] [--wait-quiet] [--no-build] [--keep]
@@ -44,6 +49,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { PROVIDER_LIST } from '../providers/index.js';
+import { checkLedger, describeLedgerCheck, readLedgers } from '../scripts/lib/ledgers.js';
 import { ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
 import { raiseStock, ROOT, startEnv, type ArmEnv, type ArmKind } from './lib/env.js';
 import { cpuDelta, loadAverage, sampleCpu } from './lib/proc.js';
@@ -60,6 +67,7 @@ const { values: args } = parseArgs({
     floors: { type: 'string' },
     warmup: { type: 'string' },
     burst: { type: 'string' },
+    flash: { type: 'string' },
     'open-seconds': { type: 'string' },
     'open-rate': { type: 'string', default: 'auto' },
     backlog: { type: 'string' },
@@ -89,6 +97,8 @@ const CYCLES = num(args.cycles, 1, 1);
 const FLOORS = (args.floors ?? (quick ? 'F5' : 'F0,F5')).split(',').map((f) => f.trim()) as FloorName[];
 const WARMUP = num(args.warmup, 20, 5);
 const BURST = num(args.burst, 200, 20);
+/** Units of the flash-sale burst (every order for one SKU); 0 skips it. Default: as many as the burst. */
+const FLASH = args.flash !== undefined ? Number(args.flash) : BURST;
 const OPEN_SECONDS = num(args['open-seconds'], 30, 4);
 const BACKLOG = num(args.backlog, 5000, 30);
 const BACKLOG_CONCURRENCY = Number(args['backlog-concurrency']);
@@ -139,6 +149,9 @@ interface ArmResult {
   cycle: number;
   position: number;
   burst: Phase;
+  /** The flash-sale burst (service: every order for {@link ArmResult.flashSku}; floor: a second burst). */
+  flash?: Phase;
+  flashSku?: string;
   open?: Phase & { rate: number; targetRate: number };
   backlog?: Phase & { sendSeconds: number; drainSeconds: number };
   checks: string[];
@@ -156,7 +169,7 @@ function costParts(kind: ArmKind, phase: PhaseName): string[] {
   return phase === 'open' ? ['server', 'worker', 'client', 'postgres'] : ['server', 'worker', 'client'];
 }
 
-type PhaseName = 'burst' | 'open' | 'backlog';
+type PhaseName = 'burst' | 'flash' | 'open' | 'backlog';
 
 function unitCost(kind: ArmKind, cpu: Record<string, number>, phase: PhaseName = 'burst'): number {
   return costParts(kind, phase).reduce((sum, p) => sum + (cpu[p] ?? 0), 0);
@@ -170,8 +183,11 @@ interface Sender {
   workflowType: string;
   /** Sends one unit; resolves with its workflow id. */
   send(): Promise<string>;
-  /** Sends the units of a burst at once; resolves with ids and latencies. */
-  burst(n: number): Promise<{ ids: string[]; latencies: number[] }>;
+  /**
+   * Sends the units of a burst at once; resolves with ids and latencies. `sku`: every order for that SKU (the
+   * flash sale; the floor has none and ignores it).
+   */
+  burst(n: number, sku?: string): Promise<{ ids: string[]; latencies: number[] }>;
   /** The open loop's request: floor = raw probe (INSERT + start), service = POST /orders. */
   probe(): Promise<string>;
   /** HTTP status -> answers that made the client repeat a POST (same Idempotency-Key), so far. */
@@ -238,8 +254,8 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
   if (env.apiKey) headers.authorization = `Bearer ${env.apiKey}`;
   // A client that gets a 5xx (or 409: its own first attempt still in flight) repeats the request with the same
   // Idempotency-Key, up to 5 attempts; the latency counts from the first. Every such answer is counted.
-  const post = async (): Promise<string> => {
-    const sku = skus[seq++ % skus.length]!;
+  const post = async (only?: string): Promise<string> => {
+    const sku = only ?? skus[seq++ % skus.length]!;
     const key = randomUUID();
     const body = JSON.stringify({
       customer: { email: 'bench@example.com', name: 'Bench' },
@@ -264,20 +280,20 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
   return {
     kind: 'service',
     workflowType: ORDER_WORKFLOW_TYPE,
-    send: post,
-    async burst(n) {
+    send: () => post(),
+    async burst(n, sku) {
       const latencies: number[] = [];
       const ids = await Promise.all(
         Array.from({ length: n }, async () => {
           const t = performance.now();
-          const id = await post();
+          const id = await post(sku);
           latencies.push(performance.now() - t);
           return id;
         }),
       );
       return { ids, latencies };
     },
-    probe: post,
+    probe: () => post(),
     answersRepeated: () => Object.fromEntries(retried),
     close: async () => undefined,
   };
@@ -428,7 +444,9 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
   let total = 0;
   try {
     let skus: string[] = [];
-    if (kind === 'service') skus = await raiseStock(env.postgres.url, WARMUP + BURST + 1000 + BACKLOG);
+    // Enough stock on every SKU for every phase, and on the flash SKU for the whole flash sale on top.
+    if (kind === 'service') skus = await raiseStock(env.postgres.url, WARMUP + BURST + FLASH + 1000 + BACKLOG);
+    const flashSku = kind === 'service' ? skus[0] : undefined;
     sender = kind === 'service' ? serviceSender(env, skus) : floorSender(env, arm as FloorName, arm === 'FE');
     const s = sender;
 
@@ -454,6 +472,23 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
         `send p50 ${fmt(percentile(b.latencies, 50), 0)} ms, workflow task wait: first ` +
         `${fmt(mean(burst.wftWait.first), 0)} ms, later ${fmt(mean(burst.wftWait.later), 0)} ms (mean)`,
     );
+
+    // 2b. flash sale: the same burst with every order for one SKU (every reservation meets the same product row);
+    // the floor has no rows, its flash burst is a second burst (the reference of the S/F ratios).
+    let flash: Phase | undefined;
+    if (FLASH > 0) {
+      await sleep(1000);
+      before = await sampleCpu(env.meters);
+      firstSend = Date.now();
+      const f = await s.burst(FLASH, flashSku);
+      total += f.ids.length;
+      flash = await finishPhase(env, s, f.ids, firstSend, before, total, f.latencies);
+      say(
+        `  flash sale: ${FLASH} units${flashSku ? `, every order for ${flashSku}` : ' (floor: a second burst)'}, ` +
+          `${fmt(flash.rate, 2)}/s (spread ${fmt(burst.rate, 2)}/s), CPU ${fmt(unitCost(kind, flash.cpu, 'flash') / FLASH, 0)} ` +
+          `ms/unit (spread ${fmt(unitCost(kind, burst.cpu) / BURST, 0)}), send p50 ${fmt(percentile(f.latencies, 50), 0)} ms`,
+      );
+    }
 
     // 3. open loop at half the service's max rate
     let open: ArmResult['open'];
@@ -516,7 +551,7 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
     }
 
     // 5. checks
-    const checks = await check(env, s, total);
+    const checks = await check(env, s, total, flashSku);
     const checksOk = checks.every((c) => !c.startsWith('FAIL'));
     for (const c of checks) say(`  check: ${c}`);
     return {
@@ -524,6 +559,8 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
       cycle,
       position,
       burst,
+      flash,
+      flashSku,
       open,
       backlog,
       checks,
@@ -540,8 +577,40 @@ async function runArm(arm: ArmName, cycle: number, position: number): Promise<Ar
   }
 }
 
-/** Every unit completed once; for the service, the orders and every simulator's ledger too. */
-async function check(env: ArmEnv, s: Sender, total: number): Promise<string[]> {
+/**
+ * Every product's stock against its movements: on-hand and reserved equal the sums of the product's movements'
+ * deltas, nothing is left reserved once every order completed (the flash sale's one row above all).
+ */
+async function checkStock(env: ArmEnv, flashSku: string | undefined): Promise<string> {
+  const db = new pg.Client({ connectionString: env.postgres.url });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{
+      sku: string;
+      on_hand: number;
+      reserved: number;
+      moved: string;
+      held: string;
+      n: string;
+    }>(
+      `SELECT p.sku, p.on_hand, p.reserved, COALESCE(SUM(m.on_hand_delta), 0) AS moved,
+              COALESCE(SUM(m.reserved_delta), 0) AS held, COUNT(m.id) AS n
+       FROM products p LEFT JOIN inventory_movements m ON m.sku = p.sku GROUP BY p.sku, p.on_hand, p.reserved`,
+    );
+    const off = rows.filter((r) => Number(r.moved) !== r.on_hand || Number(r.held) !== r.reserved || r.reserved !== 0);
+    const flash = rows.find((r) => r.sku === flashSku);
+    return (
+      `${off.length === 0 ? 'ok' : 'FAIL'}: stock of ${rows.length} products = the sums of their movements, none left ` +
+      `reserved${off.length ? ` (off: ${off.map((r) => `${r.sku} on hand ${r.on_hand}/${r.moved}, reserved ${r.reserved}/${r.held}`).join('; ')})` : ''}` +
+      (flash ? `; flash SKU ${flash.sku}: ${flash.n} movements, on hand ${flash.on_hand}` : '')
+    );
+  } finally {
+    await db.end();
+  }
+}
+
+/** Every unit completed once; for the service, the orders, every provider's ledger and the stock too. */
+async function check(env: ArmEnv, s: Sender, total: number, flashSku?: string): Promise<string[]> {
   const out: string[] = [];
   const count = async (query: string): Promise<number> =>
     Number((await env.connection.workflowService.countWorkflowExecutions({ namespace: 'default', query })).count ?? 0);
@@ -571,17 +640,12 @@ async function check(env: ArmEnv, s: Sender, total: number): Promise<string[]> {
   } finally {
     await db.end();
   }
-  const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
-  for (const sim of env.simulators) {
-    const ledger = (await (await fetch(`${sim.url}/_sim/ledger`)).json()) as { countsByKey: Record<string, number> };
-    const counts = Object.entries(ledger.countsByKey);
-    const notOne = counts.filter(([, c]) => c !== 1).length;
-    const covered = new Set(counts.map(([k]) => UUID.exec(k)?.[0]).filter((id) => id && orderIds.has(id)));
-    const ok = notOne === 0 && covered.size === orderIds.size;
-    out.push(
-      `${ok ? 'ok' : 'FAIL'}: ${sim.name} ledger ${counts.length} keys, ${notOne} with ≠ 1 effect, ${covered.size} of ${orderIds.size} orders`,
-    );
+  // Every provider's ledger on the simulator process: exactly one effect per key, a key for every order.
+  for (const ledger of await readLedgers(env.simulatorUrl!, PROVIDER_LIST)) {
+    const c = checkLedger(ledger, orderIds);
+    out.push(`${c.ok ? 'ok' : 'FAIL'}: ${describeLedgerCheck(c, orderIds.size)}`);
   }
+  out.push(await checkStock(env, flashSku));
   return out;
 }
 
@@ -604,6 +668,9 @@ function table(headers: string[], rows: string[][]): string {
   return [line(headers), `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`, ...rows.map(line)].join('\n');
 }
 
+/** The recorded history of a completed order (test/replay/histories): its event count is the design's. */
+const DESIGN_HISTORY = 'order-fulfilment-completed.json';
+
 function cpuCell(pu: Record<string, number>, kind: ArmKind): string {
   const parts = kind === 'floor' ? ['server', 'worker', 'client'] : ['server', 'worker', 'api', 'postgres'];
   return `${fmt(pu.total, 0)} (${parts.map((p) => fmt(pu[p], 0)).join(' / ')})`;
@@ -613,9 +680,9 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
   const lines: string[] = [];
   const designEvents = (() => {
     try {
-      const h = JSON.parse(
-        readFileSync(path.join(ROOT, 'test', 'replay', 'histories', 'order-fulfilment-v4-completed.json'), 'utf8'),
-      ) as { events: unknown[] };
+      const h = JSON.parse(readFileSync(path.join(ROOT, 'test', 'replay', 'histories', DESIGN_HISTORY), 'utf8')) as {
+        events: unknown[];
+      };
       return h.events.length;
     } catch {
       return NaN;
@@ -641,6 +708,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
         'arm',
         'completions/s',
         'CPU ms/unit',
+        'flash /s, CPU ms/unit',
         'pg',
         'client',
         'sims',
@@ -661,6 +729,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
           r.arm,
           fmt(r.burst.rate, 2),
           cpuCell(pu, kind),
+          r.flash ? `${fmt(r.flash.rate, 2)}, ${fmt(perUnit(r.flash, kind, 'flash').total!, 0)}` : '–',
           fmt(pu.postgres, 1),
           fmt(pu.client, 1),
           fmt(pu.sims, 1),
@@ -686,10 +755,13 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
     const pus = rs.map((r) => perUnit(r.burst, kind));
     const m = (k: string): number => meanFinite(pus.map((p) => p[k]!));
     const opens = rs.flatMap((r) => (r.open ? [r.open] : []));
+    const flashes = rs.flatMap((r) => (r.flash ? [r.flash] : []));
     const backlogs = rs.flatMap((r) => (r.backlog ? [r.backlog] : []));
     return {
       rate: meanFinite(rs.map((r) => r.burst.rate)),
       cpu: m('total'),
+      flashRate: meanFinite(flashes.map((f) => f.rate)),
+      flashCpu: meanFinite(flashes.map((f) => unitCost(kind, f.cpu, 'flash') / f.units)),
       server: m('server'),
       worker: m('worker'),
       api: m('api'),
@@ -734,6 +806,10 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
   };
   add('completions/s (burst)', (x) => x.rate, 2, 'S/F0 ≥ 0.8');
   add('CPU ms per unit (burst)', (x) => x.cpu, 0, 'S/F0 ≤ 1.5');
+  if (FLASH > 0) {
+    add('completions/s (flash sale: one SKU)', (x) => x.flashRate, 2);
+    add('CPU ms per unit (flash sale)', (x) => x.flashCpu, 0);
+  }
   add('  dev server', (x) => x.server, 0);
   add('  worker', (x) => x.worker, 0);
   add('  api (floor: its starter, the client)', (x) => (Number.isFinite(x.api) ? x.api : x.client), 0);
@@ -760,6 +836,54 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
   add('backlog CPU ms per unit', (x) => x.drainCpu, 0);
   lines.push('', `Mean per kind (${kinds.map((k) => `${k}: ${A[k].n} arm(s)`).join(', ')})`, '');
   lines.push(table(['figure', ...kinds, ...pairs.map(([a, b]) => `${a}/${b}`), 'target'], rows));
+
+  // The flash sale beside the spread burst: each kind's two bursts, the service's flash/spread, and the S/F ratios of
+  // each (the floor's flash burst is its second burst: it has no product rows).
+  if (FLASH > 0) {
+    const flashSkus = [...new Set(results.flatMap((r) => (r.flashSku ? [r.flashSku] : [])))];
+    const services = kinds.filter((k) => kindOf(k) === 'service');
+    const floorPairs = pairs.filter(([, b]) => kindOf(b) === 'floor');
+    const row = (
+      label: string,
+      spread: (x: ReturnType<typeof agg>) => number,
+      flash: typeof spread,
+      digits: number,
+    ) => [
+      label,
+      ...kinds.flatMap((k) => [fmt(spread(A[k]), digits), fmt(flash(A[k]), digits)]),
+      ...services.map((k) => fmt(flash(A[k]) / spread(A[k]), 2)),
+      ...floorPairs.flatMap(([a, b]) => [fmt(spread(A[a]) / spread(A[b]), 2), fmt(flash(A[a]) / flash(A[b]), 2)]),
+    ];
+    lines.push(
+      '',
+      `Flash sale beside the spread burst: ${FLASH} units at once, every order for one SKU` +
+        `${flashSkus.length ? ` (${flashSkus.join(', ')})` : ''} so every reservation meets the same product row, against ` +
+        `${BURST} spread over every SKU. A floor has no rows: its flash burst is a second burst.`,
+      '',
+      table(
+        [
+          'figure',
+          ...kinds.flatMap((k) => [`${k} spread`, `${k} flash`]),
+          ...services.map((k) => `${k} flash/spread`),
+          ...floorPairs.flatMap(([a, b]) => [`${a}/${b} spread`, `${a}/${b} flash`]),
+        ],
+        [
+          row(
+            'completions/s',
+            (x) => x.rate,
+            (x) => x.flashRate,
+            2,
+          ),
+          row(
+            'CPU ms per unit',
+            (x) => x.cpu,
+            (x) => x.flashCpu,
+            0,
+          ),
+        ],
+      ),
+    );
+  }
   const failed = results.filter((r) => !r.checksOk);
   for (const r of results) {
     for (const c of r.checks.filter((x) => x.startsWith('WARN'))) lines.push(`arm ${r.position} ${r.arm}: ${c}`);
@@ -768,7 +892,7 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
     '',
     failed.length
       ? `CHECKS FAILED in arm(s) ${failed.map((r) => `${r.position}-${r.arm}`).join(', ')}: ${failed.flatMap((r) => r.checks.filter((c) => c.startsWith('FAIL'))).join('; ')}`
-      : `checks: every unit completed once in every arm${results.some((r) => r.arm === 'S') ? '; every order completed, one order per POST, exactly 1 effect per key in every simulator ledger and a key for every order' : ''}`,
+      : `checks: every unit completed once in every arm${results.some((r) => r.arm === 'S') ? '; every order completed, one order per POST, exactly 1 effect per key in every provider ledger and a key for every order, stock = the sums of its movements' : ''}`,
   );
   return lines.join('\n');
 }
@@ -802,6 +926,7 @@ function csv(results: ArmResult[]): string {
     const kind = kindOf(r.arm);
     for (const [phase, p] of [
       ['burst', r.burst],
+      ['flash', r.flash],
       ['open', r.open],
       ['backlog', r.backlog],
     ] as const) {
@@ -895,7 +1020,7 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(' '),
     arms: `${arms.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
-    phases: `warm-up ${WARMUP} (discarded), burst ${BURST}, open loop ${OPEN_SECONDS} s at ${OPEN_RATE ?? '½ the service burst rate'}, backlog ${BACKLOG} (sent with ${BACKLOG_CONCURRENCY} in flight${BACKLOG_ARMS ? `; arms ${BACKLOG_ARMS.join(', ')} only` : ''})`,
+    phases: `warm-up ${WARMUP} (discarded), burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s at ${OPEN_RATE ?? '½ the service burst rate'}, backlog ${BACKLOG} (sent with ${BACKLOG_CONCURRENCY} in flight${BACKLOG_ARMS ? `; arms ${BACKLOG_ARMS.join(', ')} only` : ''})`,
     ...(args['worker-options'] ? { 'service worker options': args['worker-options'] } : {}),
     ...(args['floor-worker-options'] ? { 'floor worker options': args['floor-worker-options'] } : {}),
     ...(args['service-worker-entry'] ? { 'service worker entry': args['service-worker-entry'] } : {}),
@@ -956,6 +1081,7 @@ async function main(): Promise<void> {
         (
           [
             ['burst', r.burst],
+            ['flash', r.flash],
             ['open', r.open],
             ['backlog', r.backlog],
           ] as const

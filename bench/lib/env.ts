@@ -3,11 +3,14 @@
  * file, free ports), a fresh PostgreSQL (embedded, the way `npm start` runs it, in its own data folder; or a fresh
  * database on an external server with --pg-url), and then either
  * - the floor: one bare worker process (bench/floor/worker.ts) with default options, or
- * - the service: the processes `npm start` runs, from `dist/` (migrations and seed, the provider simulators, the
- *   worker, the API), each on a free port with its output in a log file.
+ * - the service: the processes `npm start` runs, from the same stack definition (scripts/lib/stack-definition.ts:
+ *   STACK_PROCESSES from `dist/`, their environment from serviceEnvironment / simulatorEnvironment and the providers'
+ *   development keys): migrations and seed, the simulator process (every provider under `/<name>`), the worker and
+ *   the API, each on a free port with its output in a log file, started and waited for through
+ *   scripts/lib/stack-processes.ts and stopped in reverse order by scripts/lib/supervisor.ts.
  * Every process is a child of the bench, so its CPU time can be read from /proc.
  */
-import { appendFileSync, chmodSync, existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -16,8 +19,24 @@ import getPort from 'get-port';
 import pg from 'pg';
 import { PreconditionError, startEmbeddedPostgres as startPostgresServer } from '../../scripts/lib/embedded-pg.js';
 import { repoRoot } from '../../scripts/lib/env.js';
-import { Child, pollUntil, waitForHttp, type ExitInfo } from '../../scripts/lib/processes.js';
+import { Child, type ExitInfo } from '../../scripts/lib/processes.js';
+import {
+  devProviderApiKeys,
+  localUrl,
+  serviceEnvironment,
+  simulatorEnvironment,
+  STACK_PROCESSES,
+  withoutProviderVariables,
+} from '../../scripts/lib/stack-definition.js';
+import {
+  assertBuilt,
+  spawnStackProcess,
+  waitForWorkerPollers,
+  waitUntilReady,
+} from '../../scripts/lib/stack-processes.js';
+import { Supervisor } from '../../scripts/lib/supervisor.js';
 import { ensureTemporalCli, startDevServer, type DevServer } from '../../scripts/lib/temporal-cli.js';
+import { PROVIDER_LIST } from '../../providers/index.js';
 import { ORDER_TASK_QUEUE } from '../../workflows/order-fulfilment.contract.js';
 import { pidsCpuMs, selfMeter, treeMeter, type CpuMeter } from './proc.js';
 
@@ -27,20 +46,20 @@ const NAMESPACE = 'default';
 
 export type Log = (line: string) => void;
 
-/** A child process whose stdout and stderr go straight to a log file (the bench never reads them). */
+/** How long a process of an arm may take to stop before SIGKILL, ms (a draining worker takes up to 20 s). */
+const STOP_TIMEOUT_MS = 25_000;
+
+/** A child process of an arm, its stdout and stderr straight in a log file (the bench never reads them). */
 export class Proc {
   readonly spawnedAt = Date.now();
   readonly exited: Promise<ExitInfo>;
-  private readonly process: Child;
 
-  constructor(
-    readonly name: string,
-    command: string,
-    args: readonly string[],
-    opts: { env: NodeJS.ProcessEnv; logFile: string; ipc?: boolean; cwd?: string },
-  ) {
-    this.process = new Child(name, command, args, { ...opts, cwd: opts.cwd ?? ROOT, stopTimeoutMs: 25_000 });
-    this.exited = this.process.exited;
+  constructor(private readonly process: Child) {
+    this.exited = process.exited;
+  }
+
+  get name(): string {
+    return this.process.name;
   }
 
   /** The subprocess (a ChildProcess: IPC `send` and `on('message')`). */
@@ -59,7 +78,7 @@ export class Proc {
 
   async stop(): Promise<void> {
     const exit = await this.process.stop();
-    if (exit.forced) throw new Error(`${this.name} did not stop within 25 s and was killed`);
+    if (exit.forced) throw new Error(`${this.name} did not stop within ${STOP_TIMEOUT_MS / 1000} s and was killed`);
   }
 }
 
@@ -202,7 +221,8 @@ export interface ArmEnv {
   postgres: Postgres;
   apiUrl?: string;
   apiKey?: string;
-  simulators: Array<{ name: string; url: string; proc: Proc }>;
+  /** The simulator process's base URL (service arms): each provider's ledger at `<simulatorUrl>/<name>/_sim/ledger`. */
+  simulatorUrl?: string;
   /** CPU meters: server, worker, api, postgres, client (the bench process), sims. */
   meters: CpuMeter[];
   worker(): Proc | undefined;
@@ -215,8 +235,6 @@ export interface ArmEnv {
   stopWorker(): Promise<void>;
   stop(): Promise<void>;
 }
-
-const SERVICE_ENTRIES = { api: 'dist/src/main.js', worker: 'dist/src/worker.js' } as const;
 
 /** Raises every product's stock by `units` (with an adjustment movement, as the ledger requires). */
 export async function raiseStock(databaseUrl: string, units: number): Promise<string[]> {
@@ -286,10 +304,9 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
   await mkdir(logDir, { recursive: true });
   // Run as root, the embedded PostgreSQL runs as user `postgres`, which must reach its data folder.
   for (let d = dir; d.startsWith(ROOT) && d !== ROOT; d = path.dirname(d)) chmodSync(d, 0o755);
-  const stops: Array<() => Promise<void>> = [];
-  const stopAll = async (): Promise<void> => {
-    for (let s = stops.pop(); s; s = stops.pop()) await s().catch((e: unknown) => log(`stop: ${String(e)}`));
-  };
+  // Everything started is stopped again in reverse order, also when starting fails.
+  const supervisor = new Supervisor({ onStopError: (name, e) => log(`stop ${name}: ${String(e)}`) });
+  const stopAll = (): Promise<void> => supervisor.stopAll();
   try {
     // Temporal dev server and PostgreSQL, in parallel.
     const cliPath = await ensureTemporalCli({ log });
@@ -306,14 +323,14 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       ? startExternalDatabase(opts.pgUrl, `bench_${path.basename(dir).replace(/\W/g, '_')}_${process.pid}`)
       : startEmbeddedPostgres(path.join(dir, 'postgres'), logDir);
     const [temporal, postgres] = await Promise.allSettled([temporalStarting, pgStarting]);
-    if (temporal.status === 'fulfilled') stops.push(() => temporal.value.stop());
-    if (postgres.status === 'fulfilled') stops.push(() => postgres.value.stop());
+    if (temporal.status === 'fulfilled') supervisor.add({ name: 'temporal', stop: () => temporal.value.stop() });
+    if (postgres.status === 'fulfilled') supervisor.add({ name: 'postgres', stop: () => postgres.value.stop() });
     if (temporal.status === 'rejected') throw temporal.reason;
     if (postgres.status === 'rejected') throw postgres.reason;
     const server = temporal.value;
     const database = postgres.value;
     const connection = await Connection.connect({ address: server.address });
-    stops.push(() => connection.close());
+    supervisor.add({ name: 'connection', stop: () => connection.close() });
     const client = new Client({ connection, namespace: NAMESPACE });
 
     const meters: CpuMeter[] = [
@@ -322,7 +339,8 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
     ];
     let currentWorker: Proc | undefined;
     const preload = path.join(ROOT, 'bench', 'variants', 'worker-options.mjs');
-    const simulators: ArmEnv['simulators'] = [];
+    let simulatorUrl: string | undefined;
+    let simulatorProc: Proc | undefined;
     let apiUrl: string | undefined;
     let apiKey: string | undefined;
     let startWorker: () => Proc;
@@ -341,10 +359,12 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       };
       startWorker = () =>
         new Proc(
-          'floor-worker',
-          process.execPath,
-          [...nodeArgs(), '--import', 'tsx', path.join(ROOT, 'bench', 'floor', 'worker.ts')],
-          { env, logFile: path.join(logDir, 'worker.log'), ipc: true },
+          new Child(
+            'floor-worker',
+            process.execPath,
+            [...nodeArgs(), '--import', 'tsx', path.join(ROOT, 'bench', 'floor', 'worker.ts')],
+            { env, cwd: ROOT, logFile: path.join(logDir, 'worker.log'), ipc: true, stopTimeoutMs: STOP_TIMEOUT_MS },
+          ),
         );
       // PostgreSQL for the raw probe (one INSERT + one start): one table.
       const db = new pg.Client({ connectionString: database.url });
@@ -352,8 +372,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       await db.query('CREATE TABLE bench_probe (id uuid PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())');
       await db.end();
     } else {
-      const missing = Object.values(SERVICE_ENTRIES).filter((f) => !existsSync(path.join(root, f)));
-      if (missing.length) throw new Error(`missing ${missing.join(', ')}: run \`npm run build\``);
+      assertBuilt(Object.values(STACK_PROCESSES), root);
       const dbEnv = { ...process.env, DATABASE_URL: database.url };
       await run(
         path.join(root, 'node_modules', '.bin', 'prisma'),
@@ -373,106 +392,98 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       }
       apiKey = await apiKeyFor(database.url, dir, log, root);
 
-      // Provider simulators: every dist/simulators/<name>/main.js on <NAME>_SIMULATOR_PORT.
-      const simulatorsDir = path.join(root, 'dist', 'simulators');
-      const providerEnv: NodeJS.ProcessEnv = {};
-      for (const name of readdirSync(simulatorsDir).filter((n) => existsSync(path.join(simulatorsDir, n, 'main.js')))) {
-        const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
-        const port = await getPort();
-        const proc = new Proc(`${name}-sim`, process.execPath, [`dist/simulators/${name}/main.js`], {
-          env: { ...process.env, [`${envName}_SIMULATOR_PORT`]: String(port) },
-          logFile: path.join(logDir, `${name}-sim.log`),
-          cwd: root,
-        });
-        stops.push(() => proc.stop());
-        simulators.push({ name, url: `http://127.0.0.1:${port}`, proc });
-        providerEnv[`${envName}_PROVIDER_URL`] = `http://127.0.0.1:${port}`;
-      }
-      await Promise.all(simulators.map((s) => waitForHttp(`${s.url}/_sim/health`, { child: s.proc.watched })));
+      // The processes of the stack definition, as `npm start` runs them, on free ports. The caller's own provider
+      // variables are dropped: the services reach this arm's simulators.
+      const inherited = withoutProviderVariables(process.env);
+      const providerApiKeys = devProviderApiKeys(PROVIDER_LIST);
+      const spawn = (
+        proc: (typeof STACK_PROCESSES)[keyof typeof STACK_PROCESSES],
+        env: NodeJS.ProcessEnv,
+        extra: { entry?: string; nodeArgs?: string[] } = {},
+      ): Proc =>
+        new Proc(
+          spawnStackProcess(proc, {
+            ...extra,
+            root,
+            env,
+            logFile: path.join(logDir, `${proc.name}.log`),
+            stopTimeoutMs: STOP_TIMEOUT_MS,
+          }),
+        );
+
+      const simulatorPort = await getPort();
+      simulatorUrl = localUrl(simulatorPort);
+      const sims = spawn(STACK_PROCESSES.simulators, {
+        ...inherited,
+        ...simulatorEnvironment({ port: simulatorPort, providerApiKeys }),
+      });
+      supervisor.add({ name: sims.name, stop: () => sims.stop() });
+      simulatorProc = sims;
+      await waitUntilReady(STACK_PROCESSES.simulators, sims.watched, { baseUrl: simulatorUrl });
 
       const serviceEnv: NodeJS.ProcessEnv = {
-        ...process.env,
-        ...providerEnv,
-        DATABASE_URL: database.url,
-        TEMPORAL_ADDRESS: server.address,
+        ...inherited,
+        ...serviceEnvironment({
+          databaseUrl: database.url,
+          temporalAddress: server.address,
+          taskQueue,
+          simulatorUrl,
+          providerApiKeys,
+        }),
         TEMPORAL_NAMESPACE: NAMESPACE,
-        TEMPORAL_TASK_QUEUE: taskQueue,
         NO_COLOR: '1',
         // The bench is one client sending thousands of orders: no per-client rate limit (the `auth` work's).
         RATE_LIMIT_MAX: '0',
       };
-      const workerEntry = opts.serviceWorkerEntry ?? SERVICE_ENTRIES.worker;
       // The worker's Prometheus endpoint stays on (as in `npm start`), on a port of its own.
       const workerMetricsPort = await getPort();
       startWorker = () =>
-        new Proc(
-          'worker',
-          process.execPath,
-          [
-            ...nodeArgs(),
-            ...(opts.workerOptions ? ['--import', preload] : []),
-            ...(workerEntry.endsWith('.ts') ? ['--import', 'tsx'] : []),
-            '--enable-source-maps',
-            workerEntry,
-          ],
+        spawn(
+          STACK_PROCESSES.worker,
           {
-            env: {
-              ...serviceEnv,
-              WORKER_METRICS_PORT: String(workerMetricsPort),
-              ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}),
-              ...profileEnv('worker'),
-            },
-            logFile: path.join(logDir, 'worker.log'),
-            cwd: root,
+            ...serviceEnv,
+            WORKER_METRICS_PORT: String(workerMetricsPort),
+            ...(opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {}),
+            ...profileEnv('worker'),
+          },
+          {
+            entry: opts.serviceWorkerEntry,
+            nodeArgs: [...nodeArgs(), ...(opts.workerOptions ? ['--import', preload] : [])],
           },
         );
 
       const apiPort = await getPort();
-      apiUrl = `http://127.0.0.1:${apiPort}`;
-      const api = new Proc('api', process.execPath, [...nodeArgs(), '--enable-source-maps', SERVICE_ENTRIES.api], {
-        env: { ...serviceEnv, PORT: String(apiPort), ...profileEnv('api') },
-        logFile: path.join(logDir, 'api.log'),
-        cwd: root,
-      });
-      stops.push(() => api.stop());
+      apiUrl = localUrl(apiPort);
+      const api = spawn(
+        STACK_PROCESSES.api,
+        { ...serviceEnv, PORT: String(apiPort), ...profileEnv('api') },
+        { nodeArgs: nodeArgs() },
+      );
+      supervisor.add({ name: api.name, stop: () => api.stop() });
       meters.push(treeMeter('api', () => api.pid));
       apiProc = api;
       // The API waits for nothing from the worker; start it now, wait for it after the worker.
-      apiReady = waitForHttp(`${apiUrl}/health`, { child: api.watched });
+      apiReady = waitUntilReady(STACK_PROCESSES.api, api.watched, { baseUrl: apiUrl });
       apiReady.catch(() => undefined);
     }
     meters.push(database.meter, selfMeter('client'));
-    if (simulators.length) {
-      meters.push({
-        name: 'sims',
-        read: () => simulators.reduce((sum, s) => sum + (treeMeter('', () => s.proc.pid).read() as number), 0),
-      });
-    }
+    if (simulatorProc) meters.push(treeMeter('sims', () => simulatorProc.pid));
 
-    const waitForWorkerPolling = async (proc: Proc): Promise<void> => {
-      const pid = `${proc.child.pid}@`;
-      await pollUntil(
-        `${proc.name} to poll ${taskQueue}`,
-        async () => {
-          for (const taskQueueType of [1, 2] as const) {
-            const res = await connection.workflowService.describeTaskQueue({
-              namespace: NAMESPACE,
-              taskQueue: { name: taskQueue, kind: 1 },
-              taskQueueType,
-            });
-            if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return false;
-          }
-          return true;
-        },
-        { timeoutMs: 120_000, child: proc.watched },
-      );
-    };
+    // The service's worker polls the order task queue and each provider's; the floor's only its own.
+    const waitForWorkerPolling = (proc: Proc): Promise<void> =>
+      waitForWorkerPollers({
+        connection,
+        namespace: NAMESPACE,
+        taskQueue,
+        worker: proc.watched,
+        queues: opts.kind === 'floor' ? [{ name: taskQueue, workflows: true }] : undefined,
+      });
     const stopWorker = async (): Promise<void> => {
       const w = currentWorker;
       currentWorker = undefined;
       if (w) await w.stop();
     };
-    stops.push(stopWorker); // stopped first
+    supervisor.add({ name: 'worker', stop: stopWorker }); // stopped first
     const start = (): Proc => {
       if (currentWorker?.pid !== undefined) throw new Error('the worker is already running');
       currentWorker = startWorker();
@@ -491,7 +502,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       postgres: database,
       apiUrl,
       apiKey,
-      simulators,
+      simulatorUrl,
       meters,
       worker: () => currentWorker,
       toggleProfiles: () => {

@@ -119,6 +119,18 @@ export function providerApiKeysFromEnv(
   );
 }
 
+/**
+ * `env` without any provider's own URL and key (`<NAME>_PROVIDER_URL`, `<NAME>_PROVIDER_API_KEY`), for a launcher
+ * whose services must reach its own simulators (the bench, the scale-out run), whatever the caller's shell exports.
+ */
+export function withoutProviderVariables(
+  env: NodeJS.ProcessEnv,
+  providers: readonly ProviderDefinition[] = PROVIDER_LIST,
+): NodeJS.ProcessEnv {
+  const drop = new Set(providers.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, `${envPrefix(p)}_PROVIDER_API_KEY`]));
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !drop.has(name)));
+}
+
 /** `{ EMAIL_PROVIDER_API_KEY: ..., ... }` for the given keys by provider name. */
 function apiKeyVariables(keys: Readonly<Record<string, string>> | undefined): Record<string, string> {
   if (!keys) return {};
