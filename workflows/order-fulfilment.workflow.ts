@@ -47,7 +47,7 @@ import type {
   StepActivity,
   StepResult,
 } from '../activities/index.js';
-import { attentionWrite, compensation, RETRY_PROFILES } from './activity-options.js';
+import { attentionWrite, compensation, localDatabaseStep, RETRY_PROFILES } from './activity-options.js';
 import { ErrorType } from './errors.js';
 import {
   OrderStatus,
@@ -68,7 +68,7 @@ const kit = proxyActivities<KitActivities>(compensation);
 /** The `attention_required` status write: it outlasts a long database outage. */
 const attention = proxyActivities<KitActivities>(attentionWrite);
 /** The plan of a run started without one: a local activity (recorded as a marker, so replays read the same plan). */
-const planning = proxyLocalActivities<KitActivities>({ ...RETRY_PROFILES.localDatabaseStep });
+const planning = proxyLocalActivities<KitActivities>(localDatabaseStep);
 
 /** The separator of a provider's task queue: `<order task queue>.<provider>` (providers/kit/define.ts). */
 function providerQueue(provider: string): string {

@@ -37,7 +37,7 @@ export const createInvoice = defineDatabaseStep({
   status: 'invoiced',
   label: 'Invoiced',
   description: 'Issues the invoice once per order, numbered from a gap-free series (`INV-000042`).',
-  idempotency: { byNature: 'the order id is the invoice’s natural key (invoices.order_id is unique)' },
+  idempotency: { byNature: 'the order id is the invoice’s natural key (`invoices.order_id` is unique)' },
   summary: (order) => `invoice of ${order.totalMinor} minor units (${order.currency})`,
   /**
    * `issued_at` comes from the database clock. A void invoice is never "already done": the step refuses it.

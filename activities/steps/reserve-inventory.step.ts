@@ -39,7 +39,7 @@ export const reserveInventory = defineDatabaseStep({
   status: 'inventory_reserved',
   label: 'Inventory reserved',
   description: 'Reserves every line of the order, all or nothing (`reserve:<orderId>:<sku>` movements).',
-  idempotency: { byNature: 'each movement id is the identity of the work (reserve:<orderId>:<sku>)' },
+  idempotency: { byNature: 'each movement id is the identity of the work (`reserve:<orderId>:<sku>`)' },
   summary: (order) => `reserve ${order.lines.reduce((n, l) => n + l.quantity, 0)} units of ${order.lines.length} SKUs`,
   /**
    * Lines go in SKU order so concurrent orders lock products in one order (no deadlock). A released reservation is

@@ -4,9 +4,13 @@
  * test/unit/docs-tables.spec.ts fails when a document differs from what this renders.
  *
  * Sections (markers `<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`):
- * - `retry-profiles` (docs/guarantees.md): every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the activities the
- *   workflow calls through it (read from workflows/order-fulfilment.workflow.ts with the TypeScript parser), and
- *   `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
+ * - `steps` (docs/guarantees.md): the step registry (activities/steps/index.ts): each step's phase, kind and
+ *   provider, status, retry profile, compensation, idempotency key or how it is idempotent;
+ * - `retry-profiles` (docs/guarantees.md): every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the
+ *   activities that use it: the registry's steps and compensations, and the calls the workflows make themselves (read
+ *   from workflows/*.workflow.ts with the TypeScript parser); and `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
+ * - `providers` (docs/configuration.md): every provider of providers/index.ts with its operations, limits and
+ *   configuration variables (src/config/provider-config.ts);
  * - `limits` (docs/api.md): request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
  *   length and retention, the movements page, the cancel wait);
  * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts.
@@ -17,6 +21,12 @@ import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
 import * as prettier from 'prettier';
 import ts from 'typescript';
+import { STEPS } from '../../activities/index.js';
+import type { StepDefinition } from '../../activities/kit/define.js';
+import { buildPlan } from '../../activities/kit/plan.js';
+import { PROVIDER_LIST } from '../../providers/index.js';
+import { providerTaskQueue, type OperationDefinition } from '../../providers/kit/define.js';
+import { providerVariableDocs } from '../../src/config/provider-config.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { PERMANENT_ERROR_TYPES } from '../../workflows/errors.js';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
@@ -30,12 +40,14 @@ import { CANCEL_LIMITS } from '../../src/orders/order-actions.dto.js';
 import { repoRoot } from './env.js';
 
 /** Names of the generated sections. */
-export const GENERATED_SECTIONS = ['retry-profiles', 'limits', 'metrics'] as const;
+export const GENERATED_SECTIONS = ['steps', 'retry-profiles', 'limits', 'metrics', 'providers'] as const;
 export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
 
 /** The document (path from the repository's root) that holds each section. */
 export const SECTION_FILES: Record<GeneratedSection, string> = {
+  steps: 'docs/guarantees.md',
   'retry-profiles': 'docs/guarantees.md',
+  providers: 'docs/configuration.md',
   limits: 'docs/api.md',
   metrics: 'docs/operations.md',
 };
@@ -54,8 +66,8 @@ export function sectionsOf(file: string): GeneratedSection[] {
 }
 
 /**
- * The workflows whose `proxyActivities` calls say which activity uses which profile: every `*.workflow.ts` in
- * workflows/ (not workflows/legacy/, whose frozen code keeps copies of its own profiles).
+ * The workflows whose `proxyActivities` calls (assigned to a constant) say which of the workflow's own activities use
+ * which profile: every `*.workflow.ts` in workflows/. The steps' profiles come from the registry.
  */
 export const WORKFLOWS_DIR = path.join(repoRoot(), 'workflows');
 
@@ -139,6 +151,90 @@ export function profileUsage(source: string): Map<string, string[]> {
   return new Map([...usage].map(([profile, set]) => [profile, [...set].sort().map((a) => a + suffix(profile))]));
 }
 
+/**
+ * Which activities of the registry use which profile: each step through its plan's profile (`(local activity)` for a
+ * database step), each compensation through `compensation`.
+ */
+export function registryProfileUsage(steps: readonly StepDefinition[]): Map<string, string[]> {
+  const usage = new Map<string, string[]>();
+  const add = (profile: string, activity: string) =>
+    usage.set(profile, [...new Set([...(usage.get(profile) ?? []), activity])].sort());
+  const plan = buildPlan(steps, {
+    orderId: '',
+    customerEmail: '',
+    customerName: null,
+    currency: '',
+    totalMinor: 0,
+    lines: [],
+  });
+  for (const planned of plan.steps) {
+    add(planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
+    if (planned.compensation) add('compensation', planned.compensation.name);
+  }
+  return usage;
+}
+
+/** The `steps` section: the registry, one row per step, in the order an order runs them. */
+export function renderSteps(steps: readonly StepDefinition[] = STEPS): string {
+  const plan = buildPlan(steps, {
+    orderId: '',
+    customerEmail: '',
+    customerName: null,
+    currency: '',
+    totalMinor: 0,
+    lines: [],
+  });
+  return table(
+    ['#', 'Step (activity)', 'Phase', 'Runs as', 'Status it writes', 'Retry profile', 'Compensation', 'Idempotency'],
+    steps.map((step, i) => {
+      const planned = plan.steps[i]!;
+      const runsAs =
+        step.kind === 'provider'
+          ? `\`${step.provider.name}\` provider call (\`${step.operation}\`), task queue \`${providerTaskQueue('<queue>', step.provider.name)}\``
+          : 'database transaction (local activity)';
+      const idempotency =
+        step.kind === 'provider'
+          ? `claim first, key \`${step.key('<orderId>')}\``
+          : step.idempotency === 'recorded'
+            ? 'result recorded once (`order_step_results`)'
+            : `by nature: ${step.idempotency.byNature}`;
+      return [
+        String(i + 1),
+        `\`${step.name}\``,
+        step.phase,
+        runsAs,
+        `\`${planned.status}\``,
+        `\`${planned.retry}\``,
+        step.compensation ? `\`${step.compensation.name}\`` : '-',
+        idempotency,
+      ];
+    }),
+  );
+}
+
+/** The `providers` section: each provider's operations and limits, then every configuration variable. */
+export function renderProviders(): string {
+  const providers = table(
+    ['Provider', 'Operations', 'Calls per second (all workers)', 'Concurrent calls per worker'],
+    PROVIDER_LIST.map((p) => [
+      `\`${p.name}\` (${p.title})`,
+      (Object.values(p.operations) as OperationDefinition[]).map((o) => `\`${o.method} ${o.path}\``).join(', '),
+      String(p.limits.callsPerSecond),
+      String(p.limits.concurrentCallsPerWorker),
+    ]),
+  );
+  const variables = table(
+    ['Variable', 'Development default', 'Required in production', 'Meaning'],
+    providerVariableDocs(PROVIDER_LIST).map((v) => [
+      `\`${v.variable}\``,
+      v.default,
+      v.requiredInProduction ? 'yes (worker)' : 'no',
+      v.description,
+    ]),
+  );
+  return [providers, '', variables].join('\n');
+}
+
 function table(headers: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
   return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
@@ -149,7 +245,7 @@ function table(headers: string[], rows: string[][]): string {
  * @param workflowSources the TypeScript source of each workflow file.
  */
 export function renderRetryProfiles(...workflowSources: string[]): string {
-  const usage = new Map<string, string[]>();
+  const usage = registryProfileUsage(STEPS);
   for (const source of workflowSources) {
     for (const [profile, activities] of profileUsage(source)) {
       usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
@@ -238,6 +334,8 @@ export function renderMetrics(): string {
 /** Renders every section. */
 export async function renderSections(): Promise<Record<GeneratedSection, string>> {
   return {
+    steps: renderSteps(),
+    providers: renderProviders(),
     'retry-profiles': renderRetryProfiles(
       ...(await Promise.all(
         (await readdir(WORKFLOWS_DIR))

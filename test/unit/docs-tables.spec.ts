@@ -12,6 +12,7 @@ import {
   GENERATED_SECTIONS,
   markers,
   profileUsage,
+  registryProfileUsage,
   renderDocument,
   renderSections,
   replaceSections,
@@ -20,6 +21,8 @@ import {
 } from '../../scripts/lib/docs-tables.js';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
+import { PRODUCTION_REQUIRED } from '../../src/config/config.js';
+import { STEPS } from '../../activities/index.js';
 
 const read = (file: string) => readFile(docPath(file), 'utf8');
 
@@ -36,13 +39,20 @@ function staled(file: string, text: string): string {
 }
 
 describe('docs generated tables', () => {
-  it('put every section in one document: retry profiles, limits and metrics', () => {
+  it('put every section in one document: steps, retry profiles, limits, metrics and providers', () => {
     expect(SECTION_FILES).toEqual({
+      steps: 'docs/guarantees.md',
       'retry-profiles': 'docs/guarantees.md',
       limits: 'docs/api.md',
       metrics: 'docs/operations.md',
+      providers: 'docs/configuration.md',
     });
-    expect(GENERATED_FILES).toEqual(['docs/api.md', 'docs/guarantees.md', 'docs/operations.md']);
+    expect(GENERATED_FILES).toEqual([
+      'docs/api.md',
+      'docs/configuration.md',
+      'docs/guarantees.md',
+      'docs/operations.md',
+    ]);
     expect(GENERATED_FILES.flatMap(sectionsOf).sort()).toEqual([...GENERATED_SECTIONS].sort());
   });
 
@@ -111,5 +121,23 @@ describe('docs generated tables', () => {
       /docs\/api.md has no "<!-- generated:limits/,
     );
     await expect(renderDocument('docs/api.md', '# no markers')).rejects.toThrow(/no "<!-- generated:limits/);
+  });
+
+  it('list every registered step, its compensation and provider, and every provider variable', async () => {
+    const sections = await renderSections();
+    for (const step of STEPS) {
+      expect(sections.steps).toContain(`\`${step.name}\``);
+      if (step.compensation) expect(sections.steps).toContain(`\`${step.compensation.name}\``);
+      if (step.kind === 'provider') expect(sections.steps).toContain(`\`${step.key('<orderId>')}\``);
+    }
+    for (const variable of PRODUCTION_REQUIRED.worker.filter(
+      (v) => !['DATABASE_URL', 'TEMPORAL_ADDRESS'].includes(v),
+    )) {
+      expect(sections.providers).toContain(`\`${variable}\``);
+    }
+    // The steps' profiles come from the registry, not from parsing the workflow.
+    expect(registryProfileUsage(STEPS).get('compensation')).toEqual(
+      STEPS.flatMap((s) => (s.compensation ? [s.compensation.name] : [])).sort(),
+    );
   });
 });
