@@ -1,13 +1,14 @@
 /**
  * Benchmark: how long an order takes from `POST /orders` to `completed`, one at a time and in a burst,
  * against a running stack (`npm start`), over real HTTP. Prints figures; asserts nothing about speed.
- * It does check correctness on the way: every order completes with exactly one email, one shipment and one
- * accounting effect in the simulators' ledgers.
+ * It does check correctness on the way: every order completes with exactly one effect under each provider step's
+ * key (the step registry) in its provider's ledger, and every provider's ledger (the simulator process,
+ * `<SIMULATOR_URL>/<name>/_sim/ledger`) holds exactly one effect per key.
  *
  * Usage: `npm run bench:latency -- [--sequential 20] [--burst 50] [--poll-ms 20]`
- * Env: API_URL (http://127.0.0.1:3000), API_KEY (default: the first client key of `.data/api-keys.json`, which
- * `npm start` writes; mind the per-client rate limit, RATE_LIMIT_MAX), EMAIL_PROVIDER_URL (http://127.0.0.1:4010),
- * ACCOUNTING_PROVIDER_URL (http://127.0.0.1:4020), CARRIER_PROVIDER_URL (http://127.0.0.1:4030).
+ * Env: API_URL, SIMULATOR_URL (default: the stack definition's ports on 127.0.0.1, i.e. PORT and SIMULATOR_PORT or
+ * 3000 and 4010), API_KEY (default: the first client key of `.data/api-keys.json`, which `npm start` writes; mind the
+ * per-client rate limit, RATE_LIMIT_MAX).
  * Two latency figures per order: `client` from just before the POST to the first poll that sees `completed`
  * (carries up to one poll interval), and `server` = completedAt - createdAt of the order (the API's own
  * timestamps, ms precision, independent of polling). Burst orders are polled every --burst-poll-ms (default
@@ -15,7 +16,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { STEPS } from '../activities/steps/index.js';
+import { PROVIDER_LIST } from '../providers/index.js';
 import { apiKeyFor } from '../scripts/lib/api-keys-file.js';
+import { checkLedger, describeLedgerCheck, readLedgers } from '../scripts/lib/ledgers.js';
+import { localUrl, stackPorts } from '../scripts/lib/stack-definition.js';
 
 const { values } = parseArgs({
   options: {
@@ -29,10 +34,9 @@ const SEQUENTIAL = Number(values.sequential);
 const BURST = Number(values.burst);
 const POLL_MS = Number(values['poll-ms']);
 const BURST_POLL_MS = Number(values['burst-poll-ms']);
-const API = (process.env.API_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
-const EMAIL = (process.env.EMAIL_PROVIDER_URL ?? 'http://127.0.0.1:4010').replace(/\/+$/, '');
-const ACCOUNTING = (process.env.ACCOUNTING_PROVIDER_URL ?? 'http://127.0.0.1:4020').replace(/\/+$/, '');
-const CARRIER = (process.env.CARRIER_PROVIDER_URL ?? 'http://127.0.0.1:4030').replace(/\/+$/, '');
+const PORTS = stackPorts();
+const API = (process.env.API_URL?.trim() || localUrl(PORTS.api)).replace(/\/+$/, '');
+const SIMULATOR_URL = (process.env.SIMULATOR_URL?.trim() || localUrl(PORTS.simulators)).replace(/\/+$/, '');
 /** `Authorization` of every API call. */
 const AUTH = { authorization: `Bearer ${await apiKeyFor('orders:write')}` };
 
@@ -82,22 +86,27 @@ function stats(ms: number[]): string {
   return `n=${s.length} min=${s[0]!.toFixed(0)} p50=${q(0.5).toFixed(0)} p95=${q(0.95).toFixed(0)} max=${s.at(-1)!.toFixed(0)} ms`;
 }
 
-async function effects(base: string, key: string): Promise<number> {
-  const body = await json<{ count: number }>(await fetch(`${base}/_sim/ledger/${encodeURIComponent(key)}`));
-  return body.count;
-}
+/** Every provider step of the registry: its provider and its idempotency key. */
+const PROVIDER_STEPS = STEPS.flatMap((s) => (s.kind === 'provider' ? [s] : []));
 
-async function verify(ids: string[]): Promise<void> {
+/**
+ * Checks every provider's ledger: exactly one effect under each provider step's key of every order, and exactly one
+ * effect per key overall.
+ * @throws Error naming the first order or ledger that breaks it.
+ */
+async function verify(ids: string[]): Promise<string[]> {
+  const ledgers = await readLedgers(SIMULATOR_URL, PROVIDER_LIST);
   for (const id of ids) {
-    const [e, s, a] = await Promise.all([
-      effects(EMAIL, `order-confirmation:${id}`),
-      effects(CARRIER, `shipment:${id}`),
-      effects(ACCOUNTING, `accounting-invoice:${id}`),
-    ]);
-    if (e !== 1 || s !== 1 || a !== 1) {
-      throw new Error(`order ${id}: ${e} email, ${s} shipment and ${a} accounting effects (expected 1 each)`);
+    for (const step of PROVIDER_STEPS) {
+      const ledger = ledgers.find((l) => l.provider === step.provider.name);
+      const count = ledger?.countsByKey[step.key(id)] ?? 0;
+      if (count !== 1) throw new Error(`order ${id}: ${count} effects under ${step.key(id)} at ${step.provider.name}`);
     }
   }
+  const checks = ledgers.map((l) => checkLedger(l, new Set(ids)));
+  const bad = checks.find((c) => !c.ok);
+  if (bad) throw new Error(describeLedgerCheck(bad, ids.length));
+  return checks.map((c) => describeLedgerCheck(c, ids.length));
 }
 
 const inventory = await json<Product[]>(await fetch(`${API}/inventory`, { headers: AUTH }));
@@ -131,5 +140,9 @@ console.log(
     `first POST, within one ${BURST_POLL_MS} ms poll)`,
 );
 
-await verify([...seqIds, ...burst.map((r) => r.id)]);
-console.log(`effects: exactly 1 email, 1 shipment and 1 accounting effect for each of ${SEQUENTIAL + BURST} orders`);
+const ledgerLines = await verify([...seqIds, ...burst.map((r) => r.id)]);
+console.log(
+  `effects: exactly 1 effect under each provider step's key (${PROVIDER_STEPS.map((s) => s.key('<id>')).join(', ')}) ` +
+    `for each of ${SEQUENTIAL + BURST} orders`,
+);
+for (const line of ledgerLines) console.log(`  ${line}`);

@@ -4,18 +4,20 @@
  * order completes, and the Web UI finds its workflow by OrderId (through the UI server's own HTTP API, the one
  * its search box calls). Prints one line per check; exits 1 on the first failure.
  *
- * Env: API_URL (http://127.0.0.1:3000), API_KEY (default: the first client key of `.data/api-keys.json`, which
- * `npm start` writes), TEMPORAL_ADDRESS (127.0.0.1:7233), TEMPORAL_UI_URL
- * (http://127.0.0.1:8233), TEMPORAL_NAMESPACE (default).
+ * Env: API_URL, TEMPORAL_ADDRESS, TEMPORAL_UI_URL (default: the stack definition's ports on 127.0.0.1, i.e. PORT,
+ * TEMPORAL_PORT and TEMPORAL_UI_PORT or 3000, 7233 and 8233: scripts/lib/stack-definition.ts), API_KEY (default: the
+ * first client key of `.data/api-keys.json`, which `npm start` writes), TEMPORAL_NAMESPACE (default).
  */
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { apiKeyFor } from './lib/api-keys-file.js';
 import { errorMessage } from './lib/env.js';
+import { localUrl, stackPorts } from './lib/stack-definition.js';
 
-const API = (process.env.API_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '');
-const ADDRESS = process.env.TEMPORAL_ADDRESS?.trim() || '127.0.0.1:7233';
-const UI = (process.env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233').replace(/\/+$/, '');
+const PORTS = stackPorts();
+const API = (process.env.API_URL?.trim() || localUrl(PORTS.api)).replace(/\/+$/, '');
+const ADDRESS = process.env.TEMPORAL_ADDRESS?.trim() || `127.0.0.1:${PORTS.temporal}`;
+const UI = (process.env.TEMPORAL_UI_URL?.trim() || localUrl(PORTS.temporalUi)).replace(/\/+$/, '');
 const NAMESPACE = process.env.TEMPORAL_NAMESPACE?.trim() || 'default';
 
 async function json<T>(res: Response): Promise<T> {

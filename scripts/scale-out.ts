@@ -10,17 +10,18 @@
  * 2. burst: `--orders` orders at once over both APIs (`--concurrency` in flight), plus `--duplicates` repeats
  *    of earlier Idempotency-Keys sent to the other API; worker 1 is SIGKILLed after a third of the burst and
  *    started again after two thirds;
- * 3. drain: `--drain-orders` more orders while the first simulator answers in 3 s, then SIGTERM to worker 2
- *    while its activities wait on it: it must finish them and exit 0 within its shutdownGraceTime (20 s) plus
+ * 3. drain: `--drain-orders` more orders while the first provider a step calls (PROVIDER_LIST order) answers in
+ *    3 s, then SIGTERM to worker 2 while its activities wait on it: it must finish them and exit 0 within its shutdownGraceTime (20 s) plus
  *    5 s; the rest of the work finishes on worker 1.
  *
  * Every API call uses an operator key the run makes in its database (`scale-out` client); the APIs run with no rate
  * limit (RATE_LIMIT_MAX=0), which is not what this run measures.
  *
  * Then it checks every order: `completed`; one order per Idempotency-Key (every repeat got the same order or a
- * 409 while in flight); in Temporal, one workflow run per order and all of them Completed; in every simulator's
- * ledger, exactly one effect per key and at least one key per order. It prints a summary table and exits 1 if
- * any check fails. The order steps may change: the ledger check is generic over the simulators found.
+ * 409 while in flight); in Temporal, one workflow run per order and all of them Completed; in every provider's
+ * ledger (`<simulator URL>/<name>/_sim/ledger`), exactly one effect per key and at least one key per order. It prints
+ * a summary table and exits 1 if any check fails. The order steps may change: the ledger check is generic over the
+ * providers (scripts/lib/ledgers.ts).
  *
  * Usage: `npm run scale-out -- [--orders 100] [--duplicates 20] [--orphans 10] [--drain-orders 20]
  *   [--concurrency 20] [--namespace <existing>] [--allow-dev-server] [--keep]`
@@ -29,7 +30,7 @@
  * own database `scale_out_<time>` is created (and dropped at the end unless --keep).
  */
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,8 +43,28 @@ import { ORDER_TASK_QUEUE, ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfil
 import { ApiKeyStore } from '../src/auth/api-key.store.js';
 import { Scope } from '../src/auth/scopes.js';
 import { createPrismaClient } from '../src/prisma/prisma.js';
+import { PROVIDER_LIST } from '../providers/index.js';
 import { errorMessage, repoRoot } from './lib/env.js';
-import { Child, describeExit, pollUntil, waitForHttp } from './lib/processes.js';
+import { checkLedger, readLedgers } from './lib/ledgers.js';
+import { describeExit, pollUntil, type Child } from './lib/processes.js';
+import {
+  devProviderApiKeys,
+  localUrl,
+  serviceEnvironment,
+  simulatedProviderUrl,
+  simulatorEnvironment,
+  STACK_PROCESSES,
+  withoutProviderVariables,
+  type StackProcess,
+} from './lib/stack-definition.js';
+import {
+  assertBuilt,
+  calledProviders,
+  spawnStackProcess,
+  waitForWorkerPollers,
+  waitUntilReady,
+} from './lib/stack-processes.js';
+import { Supervisor } from './lib/supervisor.js';
 import { ensureNamespace } from './lib/temporal-cluster.js';
 
 const ROOT = repoRoot();
@@ -83,7 +104,12 @@ const say = (line: string): void => {
 // ---------------------------------------------------------------------------------------------------------
 // Processes
 
-/** A `node dist/...` child with its output in `.data/logs/scale-out/<name>.log` (and its lines kept). */
+/** Every process started, stopped in reverse start order at the end (or on Ctrl-C). */
+const supervisor = new Supervisor({ onStopError: (name, e) => say(`stopping ${name} failed: ${errorMessage(e)}`) });
+
+/**
+ * A process of the stack definition with its output in `.data/logs/scale-out/<name>.log` (and its lines kept).
+ */
 class Proc {
   readonly child: Child;
   readonly lines: string[] = [];
@@ -91,22 +117,22 @@ class Proc {
 
   constructor(
     readonly name: string,
-    entry: string,
+    proc: StackProcess,
     env: NodeJS.ProcessEnv,
   ) {
     this.log = createWriteStream(path.join(LOG_DIR, `${name}.log`));
-    this.child = new Child(name, process.execPath, ['--enable-source-maps', entry], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
+    this.child = spawnStackProcess(proc, {
+      name,
+      root: ROOT,
+      env,
       stopTimeoutMs: 25_000,
       onLine: (line) => {
         this.lines.push(line);
         this.log.write(`${line}\n`);
       },
     });
-    running.add(this);
     allProcs.push(this);
-    void this.child.exited.then(() => running.delete(this));
+    supervisor.add({ name, stop: async () => void (await this.child.stop()), kill: () => this.child.killGroup() });
   }
 
   /** JSON log lines (pino) whose `msg` matches. */
@@ -129,11 +155,10 @@ class Proc {
   }
 }
 
-const running = new Set<Proc>();
 const allProcs: Proc[] = [];
 
-async function stopAll(): Promise<void> {
-  await Promise.all([...running].map((p) => p.child.stop()));
+function stopAll(): Promise<void> {
+  return supervisor.stopAll();
 }
 
 /** Runs a one-shot command; its output is in the error when it fails. */
@@ -141,29 +166,14 @@ async function runToCompletion(command: string, argv: string[], env: NodeJS.Proc
   await execa(command, argv, { cwd: ROOT, env, stdin: 'ignore', all: true });
 }
 
-/** Waits until a poller whose identity names the worker's pid polls the workflow and the activity queue. */
+/** Waits until the worker polls the order task queue and each provider's (scripts/lib/stack-processes.ts). */
 async function waitForPoller(
   connection: Connection,
   namespace: string,
   taskQueue: string,
   worker: Proc,
 ): Promise<void> {
-  const pid = `${worker.child.subprocess.pid}@`;
-  await pollUntil(
-    `${worker.name} to poll ${taskQueue}`,
-    async () => {
-      for (const taskQueueType of [1, 2] as const) {
-        const res = await connection.workflowService.describeTaskQueue({
-          namespace,
-          taskQueue: { name: taskQueue, kind: 1 },
-          taskQueueType,
-        });
-        if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(pid))) return false;
-      }
-      return true;
-    },
-    { timeoutMs: 120_000, child: worker.child },
-  );
+  await waitForWorkerPollers({ connection, namespace, taskQueue, worker: worker.child });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -246,8 +256,7 @@ interface Row {
 }
 
 async function main(): Promise<Row[]> {
-  const missing = ['dist/src/main.js', 'dist/src/worker.js'].filter((f) => !existsSync(path.join(ROOT, f)));
-  if (missing.length) throw new Error(`missing ${missing.join(', ')}: run \`npm run build\` first`);
+  assertBuilt(Object.values(STACK_PROCESSES), ROOT);
   await mkdir(LOG_DIR, { recursive: true });
   const rows: Row[] = [];
   const row = (check: string, value: string | number, ok = true): void => {
@@ -290,40 +299,30 @@ async function main(): Promise<Row[]> {
   auth = { authorization: `Bearer ${await createRunKey(databaseUrl)}` };
 
   try {
-    // Simulators: every dist/simulators/<name>/main.js, on <NAME>_SIMULATOR_PORT; services reach it through
-    // <NAME>_PROVIDER_URL (the convention of EMAIL_* and ACCOUNTING_*).
-    const simulatorsDir = path.join(ROOT, 'dist', 'simulators');
-    const simulatorNames = readdirSync(simulatorsDir).filter((name) =>
-      existsSync(path.join(simulatorsDir, name, 'main.js')),
-    );
-    const simulators: Array<{ name: string; url: string; proc: Proc }> = [];
-    const providerEnv: NodeJS.ProcessEnv = {};
-    for (const name of simulatorNames) {
-      const port = await getPort();
-      const envName = name.toUpperCase().replace(/[^A-Z0-9]/g, '_');
-      const proc = new Proc(`${name}-sim`, `dist/simulators/${name}/main.js`, {
-        [`${envName}_SIMULATOR_PORT`]: String(port),
-      });
-      const url = `http://127.0.0.1:${port}`;
-      simulators.push({ name, url, proc });
-      providerEnv[`${envName}_PROVIDER_URL`] = url;
-    }
-    await Promise.all(simulators.map((s) => waitForHttp(`${s.url}/_sim/health`, { child: s.proc.child })));
-    say(`simulators: ${simulators.map((s) => `${s.name} ${s.url}`).join(', ')}`);
+    // The simulator process (every provider under /<name>), and the services' environment from the stack
+    // definition (the caller's own provider variables dropped: the services reach these simulators).
+    const inherited = withoutProviderVariables(process.env);
+    const providerApiKeys = devProviderApiKeys(PROVIDER_LIST);
+    const simulatorPort = await getPort();
+    const simulatorUrl = localUrl(simulatorPort);
+    const sims = new Proc(STACK_PROCESSES.simulators.name, STACK_PROCESSES.simulators, {
+      ...inherited,
+      ...simulatorEnvironment({ port: simulatorPort, providerApiKeys }),
+    });
+    await waitUntilReady(STACK_PROCESSES.simulators, sims.child, { baseUrl: simulatorUrl });
+    say(`simulators: ${simulatorUrl} (${PROVIDER_LIST.map((p) => `/${p.name}`).join(', ')})`);
 
     const serviceEnv: NodeJS.ProcessEnv = {
-      ...providerEnv,
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: ADDRESS,
+      ...inherited,
+      ...serviceEnvironment({ databaseUrl, temporalAddress: ADDRESS, taskQueue, simulatorUrl, providerApiKeys }),
       TEMPORAL_NAMESPACE: namespace,
-      TEMPORAL_TASK_QUEUE: taskQueue,
       LOG_LEVEL: 'info',
       NO_COLOR: '1',
       RATE_LIMIT_MAX: '0',
     };
     // Each worker serves its own Prometheus endpoint: on one host they need distinct ports.
     const startWorker = async (name: string) =>
-      new Proc(name, 'dist/src/worker.js', { ...serviceEnv, WORKER_METRICS_PORT: String(await getPort()) });
+      new Proc(name, STACK_PROCESSES.worker, { ...serviceEnv, WORKER_METRICS_PORT: String(await getPort()) });
     const workers = [await startWorker('worker-1'), await startWorker('worker-2')];
     await Promise.all(workers.map((w) => waitForPoller(connection, namespace, taskQueue, w)));
     const registeredBy = workers.filter((w) => w.logged(/registered search attributes/).length > 0).map((w) => w.name);
@@ -336,14 +335,14 @@ async function main(): Promise<Row[]> {
     const apiPorts = [await getPort(), await getPort()];
     const apis = apiPorts.map(
       (port, i) =>
-        new Proc(`api-${i + 1}`, 'dist/src/main.js', {
+        new Proc(`api-${i + 1}`, STACK_PROCESSES.api, {
           ...serviceEnv,
           PORT: String(port),
           RECONCILE_INTERVAL_MS: '1000',
         }),
     );
-    const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
-    await Promise.all(apis.map((api, i) => waitForHttp(`${apiUrls[i]}/health`, { child: api.child })));
+    const apiUrls = apiPorts.map((port) => localUrl(port));
+    await Promise.all(apis.map((api, i) => waitUntilReady(STACK_PROCESSES.api, api.child, { baseUrl: apiUrls[i] })));
     say(`2 APIs with reconcilers: ${apiUrls.join(', ')}`);
     row('API processes (reconciler every 1 s)', 2);
 
@@ -380,7 +379,7 @@ async function main(): Promise<Row[]> {
     if (ORPHANS > 0) {
       const downPort = await getPort();
       const deadTemporal = `127.0.0.1:${await getPort()}`;
-      const down = new Proc('api-temporal-down', 'dist/src/main.js', {
+      const down = new Proc('api-temporal-down', STACK_PROCESSES.api, {
         ...serviceEnv,
         PORT: String(downPort),
         TEMPORAL_ADDRESS: deadTemporal,
@@ -467,15 +466,16 @@ async function main(): Promise<Row[]> {
     );
     await waitForPoller(connection, namespace, taskQueue, workers[0]!);
 
-    // 3. Drain: SIGTERM worker 2 while its activities wait on a slow provider (every call of the first simulator
-    // answers after 3 s); it must finish them and exit 0 within its grace time.
-    const slow = simulators[0]!;
-    const fault = await fetch(`${slow.url}/_sim/faults`, {
+    // 3. Drain: SIGTERM worker 2 while its activities wait on a slow provider (every call of the first provider a
+    // step calls answers after 3 s); it must finish them and exit 0 within its grace time.
+    const slow = calledProviders()[0]!;
+    const faults = `${simulatedProviderUrl(simulatorUrl, slow.name)}/_sim/faults`;
+    const fault = await fetch(faults, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ mode: 'slow', delayMs: 3000, times: DRAIN_ORDERS }),
     });
-    if (!fault.ok) throw new Error(`POST ${slow.url}/_sim/faults answered ${fault.status}`);
+    if (!fault.ok) throw new Error(`POST ${faults} answered ${fault.status}`);
     const drainKeys = Array.from({ length: DRAIN_ORDERS }, () => randomUUID());
     drainKeys.forEach((key, i) => keySku.set(key, skuFor(i)));
     const drainResults = await pool(
@@ -561,22 +561,20 @@ async function main(): Promise<Row[]> {
       orphanIds.length === ORPHANS && orphansStarted === ORPHANS,
     );
 
-    // Ledgers: exactly one effect per key in every simulator, and every order has at least one key in each.
-    const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
-    for (const sim of simulators) {
-      const ledger = (await (await fetch(`${sim.url}/_sim/ledger`)).json()) as { countsByKey: Record<string, number> };
-      const counts = Object.entries(ledger.countsByKey);
-      const effects = counts.reduce((n, [, c]) => n + c, 0);
-      const repeated = counts.filter(([, c]) => c !== 1);
-      const covered = new Set(
-        counts.map(([key]) => UUID.exec(key)?.[0]).filter((id) => id !== undefined && orderIds.has(id)),
+    // Ledgers: exactly one effect per key at every provider, and every order has at least one key at each provider
+    // a step calls.
+    for (const ledger of await readLedgers(simulatorUrl, PROVIDER_LIST)) {
+      const c = checkLedger(ledger, orderIds);
+      row(
+        `${c.provider} ledger: keys / effects / keys ≠ 1 effect`,
+        `${c.keys} / ${c.effects} / ${c.notOnce}`,
+        c.notOnce === 0,
       );
       row(
-        `${sim.name} ledger: keys / effects / keys ≠ 1 effect`,
-        `${counts.length} / ${effects} / ${repeated.length}`,
-        repeated.length === 0,
+        `${c.provider} ledger: orders with an effect`,
+        `${c.ordersCovered} of ${ids.length}${c.coverageRequired ? '' : ' (no step calls it)'}`,
+        !c.coverageRequired || c.ordersCovered === ids.length,
       );
-      row(`${sim.name} ledger: orders with an effect`, `${covered.size} of ${ids.length}`, covered.size === ids.length);
     }
     return rows;
   } finally {
