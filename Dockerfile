@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 #
-# One image for the api, the worker and the two provider simulators (docker-compose.yml picks the command),
+# One image for the api, the worker and the simulator process (every provider of providers/index.ts under /<name>;
+# docker-compose.yml picks the command; adding a provider changes nothing here),
 # plus the `build` stage, which docker-compose.yml's one-shot `migrate` service uses (it needs the Prisma CLI,
 # tsx and the sources: `prisma migrate deploy` + `tsx prisma/seed.ts`).
 #
@@ -29,6 +30,7 @@ COPY tsconfig.json tsconfig.build.json prisma.config.ts ./
 COPY prisma ./prisma
 COPY workflows ./workflows
 COPY activities ./activities
+COPY providers ./providers
 COPY src ./src
 COPY simulators ./simulators
 COPY scripts ./scripts
@@ -53,5 +55,5 @@ COPY --from=build --chown=node:node /app/dist ./dist
 COPY --from=build --chown=node:node /app/src/web/public ./dist/src/web/public
 USER node
 EXPOSE 3000
-# Overridden per service in docker-compose.yml: dist/src/worker.js, dist/simulators/{email,accounting,carrier}/main.js.
+# Overridden per service in docker-compose.yml: dist/src/worker.js, dist/simulators/main.js.
 CMD ["node", "--enable-source-maps", "dist/src/main.js"]
