@@ -65,13 +65,13 @@ export interface KitActivities {
   /**
    * Sets `orders.status` to `status` if its rank is above the stored one (or equal with the same status); sets
    * `completed_at` on `completed` (database clock).
-   * @throws ApplicationFailure `NotFoundError` (non-retryable) when the order does not exist.
+   * @throws ApplicationFailure `RecordNotFoundError` (non-retryable) when the order does not exist.
    */
   setOrderStatus(input: SetOrderStatusInput): Promise<SetOrderStatusResult>;
   /**
    * The order's stored plan (`orders.plan`); for an order stored without one, the registry's plan for it, stored
    * now (so every later run reads the same).
-   * @throws ApplicationFailure `NotFoundError` (non-retryable) when the order does not exist.
+   * @throws ApplicationFailure `RecordNotFoundError` (non-retryable) when the order does not exist.
    */
   planOrder(input: PlanOrderInput): Promise<OrderPlan>;
 }

@@ -9,8 +9,12 @@
 export const ErrorType = {
   /** Input that can never become valid (malformed order, bad quantity). Permanent. */
   Validation: 'ValidationError',
-  /** A record the step needs does not exist (order, product, invoice). Permanent. */
-  NotFound: 'NotFoundError',
+  /**
+   * A record the step needs does not exist (order, product, invoice). Permanent. Not `NotFoundError`: that is the
+   * type the Temporal SDK gives an activity no worker has registered (retryable: during a rolling deploy a new step
+   * may reach an old worker), and listing it as non-retryable would fail such an order for good.
+   */
+  NotFound: 'RecordNotFoundError',
   /** Not enough available stock for at least one line. Permanent for this order. */
   InsufficientStock: 'InsufficientStockError',
   /** The provider rejected our credentials (HTTP 401/403). Permanent until reconfigured. */

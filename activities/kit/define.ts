@@ -140,7 +140,7 @@ export interface ProviderStepDefinition<
   key(orderId: string): string;
   /**
    * Builds the request from stored, immutable data only, so every attempt sends the identical body for the key.
-   * @throws ApplicationFailure `NotFoundError` (via `notFound`) when something it needs is missing.
+   * @throws ApplicationFailure `RecordNotFoundError` (via `notFound`) when something it needs is missing.
    */
   request(ctx: StepContext): Promise<RequestOf<P['operations'][K]>>;
   /**

@@ -26,7 +26,7 @@ export interface LockedOrder {
  * Locks the order row (`SELECT ... FOR UPDATE`) for the rest of the transaction. Every forward step and every
  * halt takes this lock first, so a halt and a forward step never interleave: either the step acts before
  * the halt (and the compensation that follows undoes it), or it sees the tombstone and refuses.
- * @throws ApplicationFailure `NotFoundError` when there is no such order.
+ * @throws ApplicationFailure `RecordNotFoundError` when there is no such order.
  */
 export async function lockOrder(tx: DbOrTx, orderId: string): Promise<LockedOrder> {
   const rows = await tx.$queryRaw<Array<{ status: string; halted_at: Date | null; halt_reason: string | null }>>`
@@ -40,7 +40,7 @@ export async function lockOrder(tx: DbOrTx, orderId: string): Promise<LockedOrde
  * {@link lockOrder}, then refuses a forward step on an order that is final or halted.
  * @param step name of the step, for the message.
  * @throws ApplicationFailure `OrderClosedError` (final: completed, failed or cancelled; details `{ status }`),
- *   `OrderHaltedError` (halted for compensation; details `{ haltReason }`), `NotFoundError`. All non-retryable.
+ *   `OrderHaltedError` (halted for compensation; details `{ haltReason }`), `RecordNotFoundError`. All non-retryable.
  */
 export async function lockOrderForForwardStep(tx: DbOrTx, orderId: string, step: string): Promise<LockedOrder> {
   return refuseUnlessOpen(await lockOrder(tx, orderId), orderId, step);

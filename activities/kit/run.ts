@@ -111,7 +111,7 @@ function clientOf(deps: ActivityDeps, provider: string): ProviderClient {
  * - `recorded`: locks the order, returns the recorded result if the step ran before (whatever the order's state);
  *   else refuses a final or halted order, runs the step, records its result and writes the status.
  * - `byNature`: writes the status while taking the lock (refusing a final or halted order), then runs the step.
- * @throws ApplicationFailure `NotFoundError`, `OrderClosedError`, `OrderHaltedError` (non-retryable), or what the
+ * @throws ApplicationFailure `RecordNotFoundError`, `OrderClosedError`, `OrderHaltedError` (non-retryable), or what the
  *   step throws; the transaction is rolled back then.
  */
 export async function runDatabaseStep(
@@ -175,7 +175,7 @@ function retryTiming(): { attempt: number; retryPolicy?: ReturnType<typeof activ
  *    retry with the same key. Transient failures are retried with jitter.
  * 4. Marks the claim `sent` with the provider's id and writes the status in one statement, or, when the step
  *    records the answer, in one transaction with its `record`.
- * @throws ApplicationFailure `NotFoundError`, `OrderClosedError`, `OrderHaltedError`, `ProviderRejectedError`,
+ * @throws ApplicationFailure `RecordNotFoundError`, `OrderClosedError`, `OrderHaltedError`, `ProviderRejectedError`,
  *   `UnauthorizedError` (non-retryable); `ProviderUnavailableError` (details `{ status, mayHaveActed }`) or
  *   `ClaimInProgressError` (retryable); `CancelledFailure` when cancelled before the call.
  */
@@ -245,7 +245,7 @@ export async function runProviderStep(
 /**
  * Runs a database compensation: under the order-row lock, marks the order halted first (so no late attempt of the
  * step acts after it), then the compensation's transaction.
- * @throws ApplicationFailure `NotFoundError` when the order does not exist; what the compensation throws.
+ * @throws ApplicationFailure `RecordNotFoundError` when the order does not exist; what the compensation throws.
  */
 export async function runDatabaseCompensation(
   compensation: DatabaseCompensation,
@@ -323,7 +323,7 @@ export async function runProviderCompensation(
  * - otherwise tombstones every claim that is not `sent` (so no attempt, however late, ever performs it), marks the
  *   order halted (`halted_at`, `halt_reason`, `halted_rank`) → `halted`.
  * Idempotent.
- * @throws ApplicationFailure `NotFoundError` when the order does not exist; Error for a step not in the registry.
+ * @throws ApplicationFailure `RecordNotFoundError` when the order does not exist; Error for a step not in the registry.
  */
 export async function haltOrder(
   steps: readonly StepDefinition[],

@@ -44,7 +44,7 @@ export const reserveInventory = defineDatabaseStep({
   /**
    * Lines go in SKU order so concurrent orders lock products in one order (no deadlock). A released reservation is
    * never "already done": the step refuses it.
-   * @throws ApplicationFailure `OrderHaltedError` (its reservation was released), `NotFoundError` (no lines), or
+   * @throws ApplicationFailure `OrderHaltedError` (its reservation was released), `RecordNotFoundError` (no lines), or
    *   `InsufficientStockError` with `StockShortage[]` as details (the transaction leaves no partial reservation).
    */
   async run({ orderId, tx }) {

@@ -24,7 +24,7 @@ export const syncInvoiceToAccounting = defineProviderStep({
   summary: (order) => `invoice sync (${order.lines.length} lines)`,
   /**
    * The invoice from the stored order and invoice only (every attempt sends the identical body).
-   * @throws ApplicationFailure `NotFoundError` (order or invoice missing), `OrderHaltedError` (the invoice is void).
+   * @throws ApplicationFailure `RecordNotFoundError` (order or invoice missing), `OrderHaltedError` (the invoice is void).
    */
   async request({ orderId, db }) {
     const [order] = await db.$queryRaw<

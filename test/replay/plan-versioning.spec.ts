@@ -142,4 +142,48 @@ describe('adding a step to the registry', () => {
       /[Nn]ondetermin/,
     );
   });
+
+  it('an order whose plan names a step its workers do not know yet waits for a worker that does (rolling deploy)', async () => {
+    // Workers of the old deploy (they know only BEFORE's steps) on their own task queue; the API already plans AFTER.
+    const queue = `plan-rollout-${randomUUID()}`;
+    const old = await createOrderWorkers({
+      connection,
+      namespace: 'default',
+      taskQueue: queue,
+      activities: activitiesByTaskQueue(
+        Object.fromEntries(Object.entries(scripted()).filter(([name]) => name !== ADDED.name)),
+        AFTER,
+      ),
+    });
+    const oldRunning = old.run();
+    const orderId = randomUUID();
+    const handle = await client.workflow.start(ORDER_WORKFLOW_TYPE, {
+      taskQueue: queue,
+      workflowId: orderWorkflowId(orderId),
+      args: [{ orderId, plan: planFor(AFTER, orderId) } satisfies OrderFulfilmentInput],
+    });
+    // The SDK fails an unregistered activity with the retryable type NotFoundError, which no profile lists as
+    // permanent (ours is RecordNotFoundError): the step is retried, the order neither fails nor waits for a person.
+    for (let i = 0; ; i++) {
+      const pending = (await handle.describe()).raw.pendingActivities ?? [];
+      const added = pending.find((a) => a.activityType?.name === ADDED.name);
+      if (added && (added.attempt ?? 0) >= 2) {
+        expect(added.lastFailure?.applicationFailureInfo?.type).toBe('NotFoundError');
+        break;
+      }
+      if (i > 200) throw new Error('the added step was not retried');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // The new deploy's workers replace the old ones: the order completes with the added step.
+    old.shutdown();
+    await oldRunning;
+    const fresh = await createOrderWorkers({
+      connection,
+      namespace: 'default',
+      taskQueue: queue,
+      activities: activitiesByTaskQueue(scripted(), AFTER),
+    });
+    await fresh.runUntil(() => handle.result());
+    expect(scheduledActivities(await handle.fetchHistory())).toContain(ADDED.name);
+  }, 90_000);
 });
