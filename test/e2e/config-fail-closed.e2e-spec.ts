@@ -1,27 +1,46 @@
 /**
  * The production processes refuse to start on a missing variable (issue 7, input 11): the API without
- * DATABASE_URL, the worker without EMAIL_PROVIDER_API_KEY. Each is the real entry point (`src/main.ts`,
- * `src/worker.ts`) run by Node with tsx; neither gets as far as a connection.
+ * DATABASE_URL, the worker without EMAIL_PROVIDER_API_KEY and CARRIER_PROVIDER_URL. Each is the real entry point
+ * (`src/main.ts`, `src/worker.ts`) run by Node with tsx; neither gets as far as a connection. The provider variables
+ * come from the provider registry, as the configuration derives them.
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { PROVIDER_LIST } from '../../providers/index.js';
 import { PRODUCTION_REQUIRED } from '../../src/config/config.js';
+import { providerVariables } from '../../src/config/provider-config.js';
+
+/** Every provider's variables: its URL, key and settings (e.g. EMAIL_FROM). */
+const PROVIDER_VARIABLES = PROVIDER_LIST.map(providerVariables);
 
 /** Every variable the processes read, so the test's own environment cannot fill a gap. */
-const ALL_VARIABLES = [...new Set([...PRODUCTION_REQUIRED.api, ...PRODUCTION_REQUIRED.worker])];
+const ALL_VARIABLES = [
+  ...new Set([
+    ...PRODUCTION_REQUIRED.api,
+    ...PRODUCTION_REQUIRED.worker,
+    ...PROVIDER_VARIABLES.flatMap((v) => [v.url, v.apiKey, ...Object.values(v.settings)]),
+    'SIMULATOR_URL',
+  ]),
+];
+
+/** Production values of the provider settings that need a specific format (others get their default). */
+const SETTING_VALUES: Record<string, string> = { EMAIL_FROM: 'orders@example.org' };
 
 const complete: Record<string, string> = {
   DATABASE_URL: 'postgresql://app@127.0.0.1:1/never',
   TEMPORAL_ADDRESS: '127.0.0.1:1',
   TEMPORAL_UI_URL: 'https://temporal.example',
-  EMAIL_PROVIDER_URL: 'https://mail.example',
-  EMAIL_PROVIDER_API_KEY: 'live-email',
-  EMAIL_FROM: 'orders@example.org',
-  ACCOUNTING_PROVIDER_URL: 'https://books.example',
-  ACCOUNTING_PROVIDER_API_KEY: 'live-books',
-  CARRIER_PROVIDER_URL: 'https://carrier.example',
-  CARRIER_PROVIDER_API_KEY: 'live-carrier',
   CUSTOMER_ID_SECRET: 'a-production-secret-of-32-chars!!',
+  ...Object.fromEntries(
+    PROVIDER_LIST.flatMap((provider) => {
+      const vars = providerVariables(provider);
+      return [
+        [vars.url, `https://${provider.name}.example`],
+        [vars.apiKey, `live-${provider.name}`],
+        ...Object.values(provider.settings ?? {}).map((s) => [s.env, SETTING_VALUES[s.env] ?? s.default]),
+      ];
+    }),
+  ),
 };
 
 /** Runs `node --import tsx <entry>` with NODE_ENV=production and `env`; resolves with its exit code and stderr. */
@@ -56,6 +75,8 @@ describe('NODE_ENV=production fails closed', () => {
   });
 
   it('the worker without EMAIL_PROVIDER_API_KEY (and CARRIER_PROVIDER_URL) exits 1 naming both', async () => {
+    expect(complete).toHaveProperty('EMAIL_PROVIDER_API_KEY');
+    expect(complete).toHaveProperty('CARRIER_PROVIDER_URL');
     const { EMAIL_PROVIDER_API_KEY: _a, CARRIER_PROVIDER_URL: _b, ...env } = complete;
     const { code, stderr } = await run('src/worker.ts', env);
     expect(code).toBe(1);
