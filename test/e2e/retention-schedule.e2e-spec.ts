@@ -6,16 +6,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { loadConfig } from '../../src/config/config.js';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';
-import { createOrderWorker } from '../../src/worker/order-worker.js';
+import { createOrderWorkers, type OrderWorkers } from '../../src/worker/order-worker.js';
 import { ensureRetentionSchedule } from '../../src/worker/retention-schedule.js';
 import { PURGE_WORKFLOW_TYPE } from '../../workflows/idempotency-retention.contract.js';
-import { FakeAccountingProvider, FakeCarrierProvider, FakeEmailProvider } from '../helpers/fake-providers.js';
+import { fakeProviders } from '../helpers/fake-providers.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { testKeys } from '../helpers/api-keys.js';
 
@@ -25,7 +25,7 @@ const scheduleId = `purge-idempotency-records-test-${randomUUID()}`;
 let db: TestDatabase;
 let client: Client;
 let connection: NativeConnection;
-let worker: Worker;
+let workers: OrderWorkers;
 let running: Promise<void>;
 
 beforeAll(async () => {
@@ -33,20 +33,18 @@ beforeAll(async () => {
   const config = loadConfig({ DATABASE_URL: db.url, TEMPORAL_TASK_QUEUE: taskQueue });
   client = new Client({ connection: await Connection.connect({ address: inject('temporalAddress') }) });
   connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-  worker = await createOrderWorker({
+  workers = await createOrderWorkers({
     connection,
     namespace: 'default',
     taskQueue,
     activities: createActivities({
       db: db.sql,
-      email: new FakeEmailProvider(),
-      accounting: new FakeAccountingProvider(),
-      carrier: new FakeCarrierProvider(),
+      providers: fakeProviders().clients,
       idempotencyRecords: new IdempotencyService(db.prisma, config),
       settings: { claimLeaseMs: 60_000 },
     }),
   });
-  running = worker.run();
+  running = workers.run();
 });
 
 afterAll(async () => {
@@ -54,7 +52,7 @@ afterAll(async () => {
     .getHandle(scheduleId)
     .delete()
     .catch(() => undefined);
-  worker?.shutdown();
+  workers?.shutdown();
   await running;
   await connection?.close();
   await client?.connection.close();
