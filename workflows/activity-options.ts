@@ -44,8 +44,8 @@ export const localDatabaseStep: LocalActivityOptions = {
 };
 
 /**
- * Calls to external providers (email, carrier, accounting) over HTTP: longer attempts (the client's own HTTP
- * timeout is 10 s by default) and enough of them to ride out a provider outage of about 10 minutes
+ * Calls to external providers (every provider step, on its provider's task queue) over HTTP: longer attempts (the
+ * client's own HTTP timeout is 10 s by default) and enough of them to ride out a provider outage of about 10 minutes
  * before the order is given up on. The activities heartbeat every second during the call, so a worker that
  * dies mid-call is noticed after the 10 s heartbeat timeout, not the 30 s start-to-close.
  * 15 attempts x 30 s + backoff 2+4+8+16+32+60x9 s = 450 + 602 = 1052 s <= 1200 s.

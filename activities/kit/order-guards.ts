@@ -18,6 +18,8 @@ export type Tx = SqlQueries;
 /** The order row as the guards read it. */
 export interface LockedOrder {
   status: string;
+  /** The rank of the status (`orders.status_step`). */
+  statusStep: number;
   haltedAt: Date | null;
   haltReason: string | null;
 }
@@ -29,11 +31,13 @@ export interface LockedOrder {
  * @throws ApplicationFailure `RecordNotFoundError` when there is no such order.
  */
 export async function lockOrder(tx: DbOrTx, orderId: string): Promise<LockedOrder> {
-  const rows = await tx.$queryRaw<Array<{ status: string; halted_at: Date | null; halt_reason: string | null }>>`
-    SELECT status, halted_at, halt_reason FROM orders WHERE id = ${orderId}::uuid FOR UPDATE`;
+  const rows = await tx.$queryRaw<
+    Array<{ status: string; status_step: number; halted_at: Date | null; halt_reason: string | null }>
+  >`
+    SELECT status, status_step, halted_at, halt_reason FROM orders WHERE id = ${orderId}::uuid FOR UPDATE`;
   const row = rows[0];
   if (!row) throw notFound('order', orderId);
-  return { status: row.status, haltedAt: row.halted_at, haltReason: row.halt_reason };
+  return { status: row.status, statusStep: row.status_step, haltedAt: row.halted_at, haltReason: row.halt_reason };
 }
 
 /**
@@ -43,14 +47,20 @@ export async function lockOrder(tx: DbOrTx, orderId: string): Promise<LockedOrde
  *   `OrderHaltedError` (halted for compensation; details `{ haltReason }`), `RecordNotFoundError`. All non-retryable.
  */
 export async function lockOrderForForwardStep(tx: DbOrTx, orderId: string, step: string): Promise<LockedOrder> {
-  return refuseUnlessOpen(await lockOrder(tx, orderId), orderId, step);
+  const order = await lockOrder(tx, orderId);
+  refuseUnlessOpen(order, orderId, step);
+  return order;
 }
 
 /**
  * The check of {@link lockOrderForForwardStep} on an order row read under the order-row lock.
  * @throws ApplicationFailure `OrderClosedError` or `OrderHaltedError` (non-retryable).
  */
-export function refuseUnlessOpen(order: LockedOrder, orderId: string, step: string): LockedOrder {
+export function refuseUnlessOpen(
+  order: Pick<LockedOrder, 'status' | 'haltedAt' | 'haltReason'>,
+  orderId: string,
+  step: string,
+): Pick<LockedOrder, 'status' | 'haltedAt' | 'haltReason'> {
   if (isTerminalStatus(order.status)) {
     throw ApplicationFailure.nonRetryable(
       `${step} refused: order ${orderId} is already ${order.status}`,

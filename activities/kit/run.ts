@@ -54,7 +54,11 @@ export interface StepInput {
 /** Result of every step's activity. */
 export interface StepResult {
   step: string;
-  /** True when this run acted; false when it found the work done by an earlier or concurrent run. */
+  /**
+   * False when this run found the work done by an earlier or concurrent run and did nothing (a provider step's `sent`
+   * claim, a recorded database step's result); true otherwise. A database step idempotent by nature always reports
+   * true (the kit cannot tell: its own writes decide, and its `data` may say, e.g. `created: false`).
+   */
   performed: boolean;
   /** Provider steps: the provider's id of the effect (e.g. `msg_…`), the same on every run. */
   providerId?: string;
@@ -110,7 +114,8 @@ function clientOf(deps: ActivityDeps, provider: string): ProviderClient {
  * Runs a database step: one transaction under the order-row lock, the status written in it.
  * - `recorded`: locks the order, returns the recorded result if the step ran before (whatever the order's state);
  *   else refuses a final or halted order, runs the step, records its result and writes the status.
- * - `byNature`: writes the status while taking the lock (refusing a final or halted order), then runs the step.
+ * - `byNature`: writes the status while taking the lock (refusing a final or halted order, unless its status is the
+ *   one this step writes at this rank: a re-run of the step that made it so), then runs the step.
  * @throws ApplicationFailure `RecordNotFoundError`, `OrderClosedError`, `OrderHaltedError` (non-retryable), or what the
  *   step throws; the transaction is rolled back then.
  */
@@ -152,7 +157,13 @@ export async function runDatabaseStep(
       return { step: step.name, performed: true, data };
     }
     const written = await writeStatusOfOpenOrder(tx, orderId, status, rank, Prisma.sql`1 AS written`);
-    if (!written) refuseUnlessOpen(await lockOrder(tx, orderId), orderId, step.name);
+    if (!written) {
+      const order = await lockOrder(tx, orderId);
+      // The status this very step writes (e.g. `completed` when it is the plan's last step) is its own work done,
+      // not a reason to refuse: the re-run goes on, idempotent by nature. Any other final or halted state refuses.
+      const ownStatus = order.status === status && order.statusStep === rank;
+      if (!ownStatus) refuseUnlessOpen(order, orderId, step.name);
+    }
     const data = (await step.run({ orderId, db, tx })) ?? null;
     return { step: step.name, performed: true, data };
   });

@@ -144,7 +144,7 @@ export interface ProviderSetting {
 export interface ProviderDefinition<Ops extends Record<string, AnyOperation> = Record<string, AnyOperation>> {
   /** Lower-case name, `[a-z][a-z0-9]*`: the simulator path `/<name>`, the env prefix `<NAME>_`, the task queue suffix. */
   name: string;
-  /** Human name, e.g. `Parcel carrier`. */
+  /** Human name, e.g. `Email provider`. */
   title: string;
   operations: Ops;
   reads?: Record<string, ReadDefinition>;

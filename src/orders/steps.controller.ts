@@ -22,7 +22,7 @@ export const stepsViewSchema = z
         description: z.string(),
         phase: z.enum(['before-pivot', 'pivot', 'after-pivot']),
         kind: z.enum(['database', 'provider']),
-        provider: z.string().nullable().meta({ description: 'The provider a provider step calls', example: 'carrier' }),
+        provider: z.string().nullable().meta({ description: 'The provider a provider step calls', example: 'email' }),
         status: z.string().meta({ description: 'The status the step leads to (the last step: `completed`)' }),
         compensation: z.string().nullable().meta({ description: 'The compensation’s activity name, if any' }),
       }),
