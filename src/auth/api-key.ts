@@ -83,7 +83,12 @@ export type BearerCredentials =
   | { kind: 'absent' }
   /** `Bearer <token>` (the token is not checked here). */
   | { kind: 'bearer'; token: string }
-  /** Another scheme, no token, several header lines, or a token that is not an RFC 6750 b64token. */
+  /**
+   * Another authentication scheme (e.g. `Basic`): RFC 6750 §3.1 treats it like no credentials ("attempted using an
+   * unsupported authentication method": 401, no error code).
+   */
+  | { kind: 'other-scheme'; reason: string }
+  /** A bearer header without a valid RFC 6750 b64token, or several header lines: `invalid_request` (400). */
   | { kind: 'malformed'; reason: string };
 
 /** RFC 6750 §2.1: `b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`. */
@@ -91,7 +96,7 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
 
 /**
  * Reads `Authorization` from its header lines as received (`req.headersDistinct.authorization`).
- * @returns `absent`, the bearer token, or `malformed` with a reason safe to show.
+ * @returns `absent`, the bearer token, `other-scheme`, or `malformed`, each with a reason safe to show.
  */
 export function parseAuthorization(lines: readonly string[] | undefined): BearerCredentials {
   if (lines === undefined || lines.length === 0) return { kind: 'absent' };
@@ -100,5 +105,5 @@ export function parseAuthorization(lines: readonly string[] | undefined): Bearer
   const match = BEARER.exec(value);
   if (match) return { kind: 'bearer', token: match[1]! };
   if (/^Bearer\b/i.test(value)) return { kind: 'malformed', reason: 'The bearer token is missing or malformed' };
-  return { kind: 'malformed', reason: 'Use the Bearer scheme: Authorization: Bearer <API key>' };
+  return { kind: 'other-scheme', reason: 'Use the Bearer scheme: Authorization: Bearer <API key>' };
 }

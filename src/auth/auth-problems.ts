@@ -11,8 +11,10 @@ export const AUTH_REALM = 'order-fulfilment';
 
 /** Problem types of this layer. */
 export const AuthProblemType = {
-  /** 401: no API key, a malformed `Authorization` header, or a key that is unknown or revoked. */
+  /** 401: no API key (or another scheme than Bearer), or a key that is unknown or revoked. */
   Unauthorized: `${PROBLEM_TYPE_BASE}unauthorized`,
+  /** 400: a malformed `Authorization: Bearer` header, or several of them (RFC 6750 §3.1 `invalid_request`). */
+  InvalidAuthorization: `${PROBLEM_TYPE_BASE}invalid-authorization`,
   /** 403: the key is valid but lacks the scope the route requires (extension `requiredScope`). */
   Forbidden: `${PROBLEM_TYPE_BASE}forbidden`,
   /** 429: the client sent more requests than its limit allows; wait `Retry-After` seconds. */
@@ -20,22 +22,38 @@ export const AuthProblemType = {
 } as const;
 export type AuthProblemType = (typeof AuthProblemType)[keyof typeof AuthProblemType];
 
-/** RFC 6750 §3.1 error codes used in the challenge. */
-export type BearerErrorCode = 'invalid_request' | 'invalid_token';
+/** The `WWW-Authenticate` challenge: with `error="…"` (and its description) when there is an error code. */
+function challenge(error: 'invalid_request' | 'invalid_token' | undefined, detail: string): string {
+  return error === undefined
+    ? `Bearer realm="${AUTH_REALM}"`
+    : `Bearer realm="${AUTH_REALM}", error="${error}", error_description="${detail.replace(/["\\]/g, '')}"`;
+}
 
 /**
  * 401 `unauthorized`. `challenge` is the `WWW-Authenticate` value the guard sets: without an error code when no
- * credentials were sent (RFC 6750 §3.1), with `error="…"` otherwise.
+ * credentials were sent or another scheme was used (RFC 6750 §3.1), with `error="invalid_token"` for a key that is
+ * unknown, revoked or not one of ours.
  */
 export class UnauthorizedProblem extends ProblemException {
   readonly challenge: string;
 
-  constructor(detail: string, error?: BearerErrorCode) {
+  constructor(detail: string, error?: 'invalid_token') {
     super({ status: 401, type: AuthProblemType.Unauthorized, title: 'Authentication required', detail });
-    this.challenge =
-      error === undefined
-        ? `Bearer realm="${AUTH_REALM}"`
-        : `Bearer realm="${AUTH_REALM}", error="${error}", error_description="${detail.replace(/["\\]/g, '')}"`;
+    this.challenge = challenge(error, detail);
+  }
+}
+
+/**
+ * 400 `invalid-authorization`: RFC 6750 §3.1 `invalid_request` ("the request is … otherwise malformed": a bearer
+ * header without a token, a token that is not a b64token, several Authorization headers). "The resource server
+ * SHOULD respond with the HTTP 400 (Bad Request) status code", with the challenge.
+ */
+export class InvalidAuthorizationProblem extends ProblemException {
+  readonly challenge: string;
+
+  constructor(detail: string) {
+    super({ status: 400, type: AuthProblemType.InvalidAuthorization, title: 'Invalid Authorization header', detail });
+    this.challenge = challenge('invalid_request', detail);
   }
 }
 

@@ -3,9 +3,10 @@
  * `Authorization: Bearer <API key>` (RFC 6750 §2.1) unless it is {@link Public}; a route's {@link RequireScope}
  * is checked against the key's scopes (`operator` has them all).
  *
- * - no key on a non-public route → 401 `unauthorized`, `WWW-Authenticate: Bearer realm="order-fulfilment"`;
- * - a malformed header, an unknown, revoked or malformed key → 401 with `error="invalid_token"` (or
- *   `invalid_request`), the same answer whatever the reason;
+ * - no key (or another scheme than Bearer) on a non-public route → 401 `unauthorized`,
+ *   `WWW-Authenticate: Bearer realm="order-fulfilment"` (RFC 6750 §3.1: no error code);
+ * - a malformed bearer header or several Authorization headers → 400 `invalid-authorization`, `error="invalid_request"`;
+ * - an unknown, revoked or malformed key → 401 with `error="invalid_token"`, the same answer whatever the reason;
  * - a valid key without the scope → 403 `forbidden`, `error="insufficient_scope"`.
  * On success the caller is `req.apiClient` (see auth.decorators.ts). Either way the lines logged while handling the
  * request get `client` (the client id, or `anonymous`) through nestjs-pino's request-scoped logger.
@@ -17,7 +18,7 @@ import { PinoLogger } from 'nestjs-pino';
 import { requestClient } from '../common/request-client.js';
 import { parseAuthorization } from './api-key.js';
 import { ApiKeyStore } from './api-key.store.js';
-import { ForbiddenProblem, UnauthorizedProblem } from './auth-problems.js';
+import { ForbiddenProblem, InvalidAuthorizationProblem, UnauthorizedProblem } from './auth-problems.js';
 import { PUBLIC_ROUTE, REQUIRED_SCOPE } from './auth.decorators.js';
 import { hasScope, type Scope } from './scopes.js';
 
@@ -45,10 +46,14 @@ export class ApiKeyAuthGuard implements CanActivate {
         if (isPublic) return true;
         throw new UnauthorizedProblem('This operation needs an API key: send Authorization: Bearer <API key>');
       }
-      if (credentials.kind === 'malformed') {
-        // A public route (health probes, metrics scrapes, the page) answers as if no key was sent.
+      // A public route (health probes, metrics scrapes, the page) answers as if no key was sent.
+      if (credentials.kind === 'other-scheme') {
         if (isPublic) return true;
-        throw new UnauthorizedProblem(credentials.reason, 'invalid_request');
+        throw new UnauthorizedProblem(credentials.reason);
+      }
+      if (credentials.kind === 'malformed') {
+        if (isPublic) return true;
+        throw new InvalidAuthorizationProblem(credentials.reason);
       }
       const client = await this.keys.authenticate(credentials.token);
       if (!client && isPublic) return true;
@@ -58,7 +63,11 @@ export class ApiKeyAuthGuard implements CanActivate {
       if (required !== undefined && !hasScope(client.scopes, required)) throw new ForbiddenProblem(required);
       return true;
     } catch (err) {
-      if (err instanceof UnauthorizedProblem || err instanceof ForbiddenProblem) {
+      if (
+        err instanceof UnauthorizedProblem ||
+        err instanceof InvalidAuthorizationProblem ||
+        err instanceof ForbiddenProblem
+      ) {
         res.setHeader('WWW-Authenticate', err.challenge);
       }
       throw err;

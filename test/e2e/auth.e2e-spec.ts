@@ -54,26 +54,42 @@ describe('401 without valid credentials', () => {
     expect(res.body).toMatchObject({ type: `${PROBLEMS}unauthorized`, status: 401, instance: path });
   });
 
-  it('a malformed header, another scheme, an unknown or a revoked key → 401 invalid_*', async () => {
+  it('another scheme → 401 without an error code; an unknown or a revoked key → 401 invalid_token', async () => {
     const store = new ApiKeyStore(suite.db.prisma);
     const revoked = await store.createKey({ clientId: 'revoked-shop', scopes: CLIENT_SCOPES });
     expect((await api(app, revoked.key).get('/orders')).status).toBe(200);
     await store.revokeKey(revoked.id);
 
     const fake = keys().shop.key.slice(0, -4) + 'AAAA';
-    for (const [authorization, error] of [
-      ['Basic dXNlcjpwYXNz', 'invalid_request'],
-      ['Bearer', 'invalid_request'],
-      ['Bearer not-a-key', 'invalid_token'],
-      [bearer(fake), 'invalid_token'],
-      [bearer(revoked.key), 'invalid_token'],
-    ] as const) {
+    // RFC 6750 §3.1: "attempted using an unsupported authentication method" → no error code.
+    const basic = await api(app).get('/orders').set('Authorization', 'Basic dXNlcjpwYXNz');
+    expect(basic.status).toBe(401);
+    expect(basic.headers['www-authenticate']).toBe('Bearer realm="order-fulfilment"');
+    expect(basic.body.type).toBe(`${PROBLEMS}unauthorized`);
+    for (const authorization of ['Bearer not-a-key', bearer(fake), bearer(revoked.key)]) {
       const res = await api(app).get('/orders').set('Authorization', authorization);
       expect(res.status, authorization).toBe(401);
       expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
-      expect(res.headers['www-authenticate']).toContain(`error="${error}"`);
+      expect(res.headers['www-authenticate']).toContain('error="invalid_token"');
       expect(res.body.type).toBe(`${PROBLEMS}unauthorized`);
     }
+  });
+
+  it('a malformed bearer header or two Authorization headers → 400 invalid_request (RFC 6750 §3.1)', async () => {
+    for (const authorization of ['Bearer', 'Bearer two tokens', 'Bearer ä-not-b64']) {
+      const res = await api(app).get('/orders').set('Authorization', authorization);
+      expect(res.status, authorization).toBe(400);
+      expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+      expect(res.headers['www-authenticate']).toContain('error="invalid_request"');
+      expect(res.body.type).toBe(`${PROBLEMS}invalid-authorization`);
+    }
+    // Two header lines (Node sends one line per array element).
+    const twice = await api(app)
+      .get('/orders')
+      .set('Authorization', [bearer(keys().shop.key), bearer(keys().shop.key)] as unknown as string);
+    expect([twice.status, twice.body.type]).toEqual([400, `${PROBLEMS}invalid-authorization`]);
+    // Nothing changed: the same key alone still works.
+    expect((await api(app, keys().shop.key).get('/orders')).status).toBe(200);
   });
 
   it('records when a key was last used', async () => {
