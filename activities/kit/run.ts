@@ -161,7 +161,7 @@ export async function runDatabaseStep(
       const order = await lockOrder(tx, orderId);
       // The status this very step writes (e.g. `completed` when it is the plan's last step) is its own work done,
       // not a reason to refuse: the re-run goes on, idempotent by nature. Any other final or halted state refuses.
-      const ownStatus = order.status === status && order.statusStep === rank;
+      const ownStatus = order.haltedAt === null && order.status === status && order.statusStep === rank;
       if (!ownStatus) refuseUnlessOpen(order, orderId, step.name);
     }
     const data = (await step.run({ orderId, db, tx })) ?? null;

@@ -390,3 +390,76 @@ describe("a 'recorded' database step", () => {
     expect(runs).toBe(0);
   });
 });
+
+describe("a 'byNature' database step with a compensation", () => {
+  // No guard of its own against re-acting after its compensation (unlike reserveInventory's `released` check or
+  // createInvoice's `void` check): the kit's halt fence is all that stops a late re-run.
+  const awardPoints = defineDatabaseStep({
+    name: 'awardPoints',
+    phase: StepPhase.BeforePivot,
+    status: 'points_awarded',
+    label: 'Points awarded',
+    description: 'Awards loyalty points once per order.',
+    idempotency: { byNature: 'the order id is the natural key of test_points' },
+    async run({ orderId, tx }) {
+      const inserted = await tx.$executeRaw`
+        INSERT INTO test_points (order_id, points) VALUES (${orderId}::uuid, 10) ON CONFLICT (order_id) DO NOTHING`;
+      return { awarded: inserted === 1 };
+    },
+    compensation: {
+      kind: 'database',
+      name: 'revokePoints',
+      description: 'Revokes the points.',
+      async run({ orderId, tx }) {
+        return { revoked: (await tx.$executeRaw`DELETE FROM test_points WHERE order_id = ${orderId}::uuid`) === 1 };
+      },
+    },
+  });
+  const steps = validateSteps([
+    awardPoints,
+    defineProviderStep({
+      name: 'notifyCustomer',
+      phase: StepPhase.Pivot,
+      status: 'notified',
+      label: 'Notified',
+      description: 'Emails the customer.',
+      provider: email,
+      operation: 'send',
+      key: (orderId) => `notify:${orderId}`,
+      request: async () => ({ to: 'ada@example.com', subject: 'Hello', text: 'Points.' }),
+    }),
+  ]);
+  let points: KitTestBed;
+
+  beforeAll(async () => {
+    await tdb.prisma.$executeRaw`CREATE TABLE test_points (order_id uuid PRIMARY KEY, points int NOT NULL)`;
+  });
+  beforeEach(() => {
+    points = kitTestBed(tdb, { steps });
+  });
+
+  const pointsOf = async (orderId: string) =>
+    (
+      await tdb.prisma.$queryRaw<Array<{ points: number }>>`
+        SELECT points FROM test_points WHERE order_id = ${orderId}::uuid`
+    ).map((r) => r.points);
+
+  it('re-runs as a no-op while the order is open', async () => {
+    const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
+    expect((await points.step('awardPoints', orderId, info(orderId, 1))).data).toEqual({ awarded: true });
+    expect((await points.step('awardPoints', orderId, info(orderId, 2))).data).toEqual({ awarded: false });
+    expect(await pointsOf(orderId)).toEqual([10]);
+  });
+
+  it('a late re-run after its compensation is refused by the halt fence and does not act again', async () => {
+    const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
+    await points.step('awardPoints', orderId, info(orderId, 1));
+    expect((await points.compensate('revokePoints', orderId)).data).toEqual({ revoked: true });
+    expect(await pointsOf(orderId)).toEqual([]);
+
+    // e.g. an attempt that waited for the order-row lock while the compensation held it
+    const late = await failureOf(points.step('awardPoints', orderId, info(orderId, 2)));
+    expect([late.type, late.nonRetryable]).toEqual([ErrorType.OrderHalted, true]);
+    expect(await pointsOf(orderId)).toEqual([]);
+  });
+});

@@ -170,6 +170,23 @@ describe('validateSteps', () => {
     ).toEqual(['step packBox: only a before-pivot step has a compensation (nothing compensates past it)']);
   });
 
+  // Known gap, reported: validateSteps documents "a provider compensation only on a provider step" but does not check
+  // it. The types enforce it for defineDatabaseStep; a registry assembled without them slips through, and then
+  // buildPlan plans a compensation activity that createActivities never registers (it registers a provider
+  // compensation only on a provider step). Drop `.fails` once validateSteps checks the rule.
+  it.fails('refuses a provider compensation on a database step', () => {
+    const notice = defineProviderCompensation({
+      name: 'sendNotice',
+      description: 'undo',
+      provider: email,
+      operation: 'send',
+      key: (orderId) => `notice:${orderId}`,
+      request: async () => ({ to: 'ada@example.com', subject: 'Sorry', text: 'Cancelled' }),
+    });
+    const untyped = dbStep('holdStock', StepPhase.BeforePivot, { compensation: notice } as Partial<StepDefinition>);
+    expect(problemsOf([untyped, emailStep('notify')])).toHaveLength(1);
+  });
+
   it("requires a provider step's operation to exist at its provider", () => {
     expect(problemsOf([emailStep('notify', StepPhase.Pivot, { operation: 'fax' } as Partial<StepDefinition>)])).toEqual(
       ['step notify: provider email has no operation fax'],
