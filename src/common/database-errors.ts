@@ -8,8 +8,9 @@
  * - any error whose `meta.driverAdapterError.cause.kind` is `DatabaseNotReachable`, `ConnectionClosed`,
  *   `SocketTimeout`, `TooManyConnections` or `TlsConnectionError`, or `postgres` with one of the SQLSTATEs below;
  * - a `pg` or socket error with `code` `ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, `EHOSTUNREACH`, `ENOTFOUND`, or a
- *   SQLSTATE of class 08 (connection exception), `57P01`/`57P02`/`57P03` (shutdown, crash, cannot connect now) or
- *   `53300` (too many connections) — https://www.postgresql.org/docs/current/errcodes-appendix.html
+ *   SQLSTATE of class 08 (connection exception), `57P01`/`57P02`/`57P03` (shutdown, crash, cannot connect now),
+ *   `53300` (too many connections), `55P03` (a lock not obtained within `lock_timeout`) or `57014` (cancelled by
+ *   `statement_timeout`) — https://www.postgresql.org/docs/current/errcodes-appendix.html
  * - an error whose message says so without a code: `pg`'s "Client has encountered a connection error and is not
  *   queryable" (a query on a connection PostgreSQL ended), "Connection terminated", and PostgreSQL's "database … is
  *   not currently accepting connections" (SQLSTATE 55000, which also covers unrelated states).
@@ -24,7 +25,12 @@ const ADAPTER_KINDS = new Set([
   'TlsConnectionError',
 ]);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
-const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/**
+ * Unavailable for now: shutdown, crash, cannot connect now, too many connections; and busy: a lock not obtained
+ * within `lock_timeout` (55P03) or a statement cancelled by `statement_timeout` (57014) (src/prisma/prisma.ts
+ * PG_SESSION_LIMITS): nothing was done, a repeat may pass.
+ */
+const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '55P03', '57014']);
 /** Messages of unavailability that come without a usable code. */
 const UNAVAILABLE_MESSAGES =
   /Client has encountered a connection error and is not queryable|Connection terminated|is not currently accepting connections/;

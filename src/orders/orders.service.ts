@@ -273,17 +273,19 @@ export class OrdersService {
    *   {@link ServiceUnavailableProblem} 503 when Temporal is unavailable.
    */
   async cancel(id: string, request: CancelOrderRequest, options: OrderActionOptions): Promise<OrderActionResponse> {
+    // The bound holds from the request's arrival: every wait below (the order, the start, the Update) fits in it.
+    const deadline = Date.now() + this.config.CANCEL_WAIT_MS;
     const order = await this.get(id, options.access);
     if (order.status === OrderStatus.Cancelled) return { status: 200, order };
     if (isTerminalStatus(order.status)) {
       throw notCancellable(order, `Order ${id} is already ${order.status}; a final order cannot be cancelled`);
     }
-    if (order.workflowStartedAt === null) await this.startForAction(id);
+    if (order.workflowStartedAt === null) await this.startForAction(id, deadline);
 
     const outcome = await this.actions.cancel(
       id,
       { reason: request.reason },
-      { updateId: `cancel:${options.actionKey ?? randomUUID()}`, waitMs: this.config.CANCEL_WAIT_MS },
+      { updateId: `cancel:${options.actionKey ?? randomUUID()}`, deadline },
     );
     switch (outcome.kind) {
       case 'cancelled':
@@ -359,12 +361,16 @@ export class OrdersService {
     }
   }
 
-  /** Starts the workflow of an order that has none yet. @throws ServiceUnavailableProblem when Temporal is down. */
-  private async startForAction(id: string): Promise<void> {
+  /**
+   * Starts the workflow of an order that has none yet, by `deadline` (epoch ms) at the latest.
+   * @throws ServiceUnavailableProblem when Temporal is down or the start did not finish in time (nothing was asked of
+   *   the workflow: the client repeats the request).
+   */
+  private async startForAction(id: string, deadline: number): Promise<void> {
     try {
-      await this.starter.start(id);
+      await this.starter.start(id, undefined, deadline);
     } catch (err) {
-      if (isTemporalUnavailable(err)) throw temporalUnavailable(err);
+      if (isTemporalUnavailable(err) || Date.now() >= deadline) throw temporalUnavailable(err);
       throw err;
     }
   }

@@ -89,8 +89,8 @@ export type RetryStepOutcome =
 export interface CancelOrderOptions {
   /** Update id; the same id for a repeated request returns the first Update's outcome. */
   updateId: string;
-  /** How long to wait for the outcome, ms (accepted, then completed), before answering `pending`. */
-  waitMs: number;
+  /** Epoch ms until which to wait for the outcome (accepted, then completed), before answering `pending`. */
+  deadline: number;
 }
 
 @Injectable()
@@ -100,18 +100,18 @@ export class OrderWorkflowActions {
   constructor(@Inject(TEMPORAL_CLIENT) private readonly client: Client) {}
 
   /**
-   * Sends the `cancelOrder` Update to `order-<orderId>` and waits up to `waitMs` for its outcome:
-   * `startUpdate(..., { waitForStage: ACCEPTED })`, then the handle's `result()`, both under one deadline.
-   * Before that, one `describe` (within {@link TEMPORAL_CALL_TIMEOUT_MS}) tells an unreachable Temporal, a
-   * missing and a closed execution apart from a slow one.
+   * Sends the `cancelOrder` Update to `order-<orderId>` and waits until `options.deadline` for its outcome:
+   * `startUpdate(..., { waitForStage: ACCEPTED })`, then the handle's `result()`, both under the caller's deadline.
+   * Before that, one `describe` (within {@link TEMPORAL_CALL_TIMEOUT_MS} and the deadline) tells an unreachable
+   * Temporal, a missing and a closed execution apart from a slow one.
    * @throws the client's error for anything not listed in {@link CancelOrderOutcome} (a bug, a refused request).
    */
   async cancel(orderId: string, input: CancelOrderInput, options: CancelOrderOptions): Promise<CancelOrderOutcome> {
     const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
-    const unreachable = await this.checkRunning(handle);
+    const { deadline } = options;
+    const unreachable = await this.checkRunning(handle, deadline);
     if (unreachable) return unreachable;
 
-    const deadline = Date.now() + options.waitMs;
     try {
       const update = await this.client.withDeadline(deadline, () =>
         handle.startUpdate(cancelOrderUpdate, {
@@ -177,10 +177,14 @@ export class OrderWorkflowActions {
    * One `describe` of the execution: null when it is running, otherwise why an action cannot reach it.
    * @throws the client's error when it is neither "not found" nor "unavailable".
    */
-  private async checkRunning(handle: WorkflowHandle): Promise<WorkflowUnreachableOutcome | null> {
+  private async checkRunning(
+    handle: WorkflowHandle,
+    deadline = Date.now() + TEMPORAL_CALL_TIMEOUT_MS,
+  ): Promise<WorkflowUnreachableOutcome | null> {
     try {
-      const description = await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
-        handle.describe(),
+      const description = await this.client.withDeadline(
+        Math.min(deadline, Date.now() + TEMPORAL_CALL_TIMEOUT_MS),
+        () => handle.describe(),
       );
       const status = description.status.name;
       return status === 'RUNNING' || status === 'PAUSED' ? null : { kind: 'closed', workflowStatus: status };

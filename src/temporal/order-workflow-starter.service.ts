@@ -54,10 +54,15 @@ export class OrderWorkflowStarter {
    * (its job is done).
    * @param orderId UUID of a committed order.
    * @param known the order's customer email and plan when the caller read them already (else they are read here).
+   * @param deadline epoch ms by which the start must be done (default and cap: {@link WORKFLOW_START_TIMEOUT_MS}).
    * @throws the client's error when Temporal is unreachable (after {@link WORKFLOW_START_TIMEOUT_MS} ms at
    *   most) or rejects the request; `orders.workflow_started_at` then stays null for the reconciler.
    */
-  async start(orderId: string, known?: { customerEmail: string; plan: unknown }): Promise<StartOrderWorkflowResult> {
+  async start(
+    orderId: string,
+    known?: { customerEmail: string; plan: unknown },
+    deadline = Date.now() + WORKFLOW_START_TIMEOUT_MS,
+  ): Promise<StartOrderWorkflowResult> {
     const workflowId = orderWorkflowId(orderId);
     const order =
       known ??
@@ -65,7 +70,7 @@ export class OrderWorkflowStarter {
     const customerId = order && customerSearchId(order.customerEmail, this.config.CUSTOMER_ID_SECRET);
     let alreadyStarted = false;
     try {
-      await this.client.withDeadline(Date.now() + WORKFLOW_START_TIMEOUT_MS, () =>
+      await this.client.withDeadline(Math.min(deadline, Date.now() + WORKFLOW_START_TIMEOUT_MS), () =>
         this.client.workflow.start<OrderFulfilmentWorkflow>(ORDER_WORKFLOW_TYPE, {
           taskQueue: this.config.TEMPORAL_TASK_QUEUE,
           workflowId,
@@ -85,12 +90,18 @@ export class OrderWorkflowStarter {
       alreadyStarted = true;
     }
     // One statement (one implicit transaction): the intent goes, the start time is recorded if still unset
-    // (`updated_at` moves with it, as Prisma's @updatedAt would).
+    // (`updated_at` moves with it, as Prisma's @updatedAt would). It never waits for the order row: when someone
+    // holds its lock (a long report, an open psql session), the start time is left for the reconciler (the intent is
+    // gone, the workflow runs; the reconciler's repeated start is a no-op that records it), so one locked order
+    // never holds up the starts of the others.
     const now = new Date();
     await this.prisma.$executeRaw`
-      WITH intent AS (DELETE FROM workflow_start_intents WHERE order_id = ${orderId}::uuid)
+      WITH intent AS (DELETE FROM workflow_start_intents WHERE order_id = ${orderId}::uuid),
+      free AS (
+        SELECT id FROM orders WHERE id = ${orderId}::uuid AND workflow_started_at IS NULL
+        FOR NO KEY UPDATE SKIP LOCKED)
       UPDATE orders SET workflow_started_at = ${now}, updated_at = ${now}
-      WHERE id = ${orderId}::uuid AND workflow_started_at IS NULL`;
+      WHERE id IN (SELECT id FROM free)`;
     return { workflowId, alreadyStarted };
   }
 }

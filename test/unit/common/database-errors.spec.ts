@@ -6,7 +6,7 @@ import getPort from 'get-port';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../../src/common/database-errors.js';
-import { createPgPool, createPrismaClient } from '../../../src/prisma/prisma.js';
+import { createPgPool, createPrismaClient, PG_SESSION_LIMITS } from '../../../src/prisma/prisma.js';
 
 const closed = async () => {
   const port = await getPort();
@@ -71,6 +71,33 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(Object.assign(new Error(notAccepting), { code: '55000' }))).toBe(true);
     expect(isDatabaseUnavailable(sqlstate('55000'))).toBe(false); // object_not_in_prerequisite_state, in general
   });
+
+  it('is true for a lock not obtained within lock_timeout and a statement cancelled by statement_timeout', async () => {
+    // The service's pools bound every session (src/prisma/prisma.ts PG_SESSION_LIMITS): a real lock wait fails fast.
+    const pool = createPgPool(inject('pgAdminUrl'), 2, () => undefined);
+    const holder = await pool.connect();
+    const waiter = await pool.connect();
+    try {
+      // An advisory lock: lock_timeout bounds every lock wait, without touching any table of anyone else's.
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock(424242)');
+      await waiter.query('BEGIN');
+      const started = Date.now();
+      const err = await waiter.query('SELECT pg_advisory_xact_lock(424242)').catch((e: unknown) => e);
+      expect((err as { code?: string }).code).toBe('55P03');
+      expect(Date.now() - started).toBeLessThan(PG_SESSION_LIMITS.lockTimeoutMs + 2_000);
+      expect(isDatabaseUnavailable(err)).toBe(true);
+      await waiter.query('ROLLBACK');
+      const slow = await waiter.query('SELECT pg_sleep(30)').catch((e: unknown) => e);
+      expect((slow as { code?: string }).code).toBe('57014');
+      expect(isDatabaseUnavailable(slow)).toBe(true);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+      waiter.release();
+      await pool.end();
+    }
+  }, 30_000);
 
   it('a connection PostgreSQL ends (57P01) while checked out between queries does not crash the process', async () => {
     const errors: Error[] = [];
