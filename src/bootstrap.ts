@@ -1,6 +1,8 @@
 /**
  * Builds and configures the Nest HTTP application, shared by `main.ts` and the e2e tests:
  * - the nestjs-pino logger (level `LOG_LEVEL`),
+ * - security headers on every response (src/common/security-headers.ts: CSP, frame-ancestors 'none',
+ *   X-Frame-Options DENY, nosniff, Referrer-Policy no-referrer),
  * - the JSON body parser with its size limit ({@link JSON_BODY_LIMIT_BYTES}; 413 above it), in non-strict mode:
  *   any JSON value is parsed, and the schema says what is wrong with a body that is valid JSON but not an object
  *   (`null`, `42`), instead of the parser calling it invalid JSON,
@@ -21,6 +23,7 @@ import { API_KEY_SECURITY } from './auth/api-auth.decorator.js';
 import { JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
 import { addGlobalProblemResponses, addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
 import { installClientErrorHandler } from './common/client-error.js';
+import { securityHeaders } from './common/security-headers.js';
 import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
@@ -48,6 +51,8 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
   });
   app.useLogger(app.get(Logger));
   app.disable('x-powered-by');
+  // First, so every response carries them: pages, API answers, errors, the OpenAPI UI.
+  app.use(securityHeaders('/docs'));
   installClientErrorHandler(app.getHttpServer());
   // Non-strict: `null` or `42` is parsed (it is valid JSON) and refused by validation as "expected object".
   // No urlencoded parser: the JsonContentTypeGuard answers other media types 415 anyway.

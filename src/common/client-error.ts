@@ -9,6 +9,7 @@
  * the listener owns the socket; it writes a raw HTTP response only while the socket is writable and no response has
  * started, and must close it.
  */
+import { RAW_SECURITY_HEADERS } from './security-headers.js';
 import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { PROBLEM_JSON, type ProblemDetails, ProblemType, defaultTitle } from './problem-details.js';
@@ -39,7 +40,7 @@ const PARSER_ERRORS: Readonly<Record<string, { status: number; detail: string }>
 
 /**
  * The raw HTTP/1.1 response for a parser error: status line, `Content-Type: application/problem+json`,
- * `Content-Length`, `Connection: close`, and the problem document (type `malformed-request`, `parserError` the
+ * `Content-Length`, the security headers of every response (./security-headers.ts), `Connection: close`, and the problem document (type `malformed-request`, `parserError` the
  * parser's code).
  */
 export function clientErrorResponse(err: ClientError): string {
@@ -57,6 +58,7 @@ export function clientErrorResponse(err: ClientError): string {
     `HTTP/1.1 ${status} ${defaultTitle(status)}\r\n` +
     `Content-Type: ${PROBLEM_JSON}; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    RAW_SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join('') +
     'Connection: close\r\n' +
     '\r\n' +
     body

@@ -194,3 +194,40 @@ describe('OpenAPI document switch', () => {
     expect((await api(suite.app).get('/docs-json')).status).toBe(200);
   });
 });
+
+describe('security headers on every answer (issue 16, finding 5)', () => {
+  /** The headers every response must carry. */
+  const expectSecure = (headers: Record<string, string | undefined>, what: string) => {
+    expect(headers['content-security-policy'], what).toContain("frame-ancestors 'none'");
+    expect(headers['content-security-policy'], what).toContain("default-src 'self'");
+    expect(headers['x-frame-options'], what).toBe('DENY');
+    expect(headers['x-content-type-options'], what).toBe('nosniff');
+    expect(headers['referrer-policy'], what).toBe('no-referrer');
+  };
+
+  it('the page, an API answer, a problem, a 401, the OpenAPI UI and its document', async () => {
+    const answers = {
+      page: await api(suite.app).get('/'),
+      orders: await api(suite.app).get('/orders'),
+      notFound: await api(suite.app).get('/nowhere'),
+      unauthorized: await api(suite.app, 'of_dev_wrong').get('/orders'),
+      health: await api(suite.app).get('/health'),
+      docs: await api(suite.app).get('/docs'),
+      docsJson: await api(suite.app).get('/docs-json'),
+    };
+    for (const [what, res] of Object.entries(answers)) expectSecure(res.headers, what);
+    expect(answers.unauthorized.status).toBe(401);
+    // Only the OpenAPI UI (Swagger UI's inline styles) relaxes style-src; scripts stay the origin's own everywhere.
+    expect(answers.page.headers['content-security-policy']).toContain("style-src 'self';");
+    expect(answers.docs.headers['content-security-policy']).toContain("style-src 'self' 'unsafe-inline'");
+    for (const res of Object.values(answers)) {
+      expect(res.headers['content-security-policy']).toContain("script-src 'self';");
+    }
+  });
+
+  it('the raw answer to a request Node refuses carries them too', async () => {
+    const res = parseRaw(await rawRequest('GET /orders HTTP/9.x\r\n\r\n'));
+    expect(res.status).toBe(400);
+    expectSecure(res.headers, 'parser error');
+  });
+});

@@ -80,6 +80,12 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
     });
     page = browser.pages()[0] ?? (await browser.newPage());
     page.on('pageerror', (err) => pageErrors.push(err.message));
+    // A Content-Security-Policy violation is a console error ("Refused to load/execute/apply ...").
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content Security Policy|Refused to/.test(message.text())) {
+        pageErrors.push(message.text());
+      }
+    });
     // The operator key, as if typed into the page's API key field (it keeps it in sessionStorage).
     await page.addInitScript(
       `sessionStorage.setItem('orderFulfilment.apiKey', ${JSON.stringify(testKeys().operator.key)})`,
@@ -148,5 +154,54 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
     await mkdir(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: path.join(ARTIFACTS, 'web-page.png'), fullPage: true });
     expect(pageErrors).toEqual([]);
+  });
+
+  it('serves the page with its security headers: own scripts and styles only, never in a frame', async () => {
+    const response = await page.request.get(`${baseUrl}/`);
+    const headers = response.headers();
+    expect(headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(headers['content-security-policy']).toContain("script-src 'self'");
+    expect(headers['content-security-policy']).toContain("style-src 'self';");
+    expect(headers['x-frame-options']).toBe('DENY');
+    expect(headers['x-content-type-options']).toBe('nosniff');
+    expect(headers['referrer-policy']).toBe('no-referrer');
+
+    // Another site that frames the page (clickjacking the Retry and Cancel buttons) gets nothing of it.
+    const framing = await browser.newPage();
+    try {
+      const blocked: string[] = [];
+      framing.on('console', (m) => blocked.push(m.text()));
+      await framing.setContent(`<iframe id="victim" src="${baseUrl}/" width="800" height="600"></iframe>`);
+      await framing.waitForTimeout(1_500);
+      const frame = framing.frames().find((f) => f !== framing.mainFrame());
+      const loaded = frame
+        ? await frame
+            .locator('[data-testid="catalogue"]')
+            .count()
+            .catch(() => 0)
+        : 0;
+      expect(loaded).toBe(0);
+      expect(blocked.join('\n')).toMatch(/frame-ancestors|Refused to (frame|display)/);
+    } finally {
+      await framing.close();
+    }
+  });
+
+  it('renders the OpenAPI UI at /docs under its policy, without violations', async () => {
+    const docs = await browser.newPage();
+    const violations: string[] = [];
+    docs.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|Refused to/.test(m.text())) violations.push(m.text());
+    });
+    docs.on('pageerror', (err) => violations.push(err.message));
+    try {
+      const response = await docs.goto(`${baseUrl}/docs`);
+      expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+      await docs.locator('.swagger-ui .opblock').first().waitFor({ timeout: 20_000 });
+      expect(await docs.locator('.swagger-ui .opblock').count()).toBeGreaterThan(5);
+      expect(violations).toEqual([]);
+    } finally {
+      await docs.close();
+    }
   });
 });
