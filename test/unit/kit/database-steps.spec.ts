@@ -230,6 +230,8 @@ describe("a 'recorded' database step", () => {
   let runs = 0;
   let failNext = false;
   let slowMs = 0;
+  /** Called once the step's transaction holds the order-row lock (it runs after the kit locked the row). */
+  let onLocked: (() => void) | undefined;
   const stampOrder = defineDatabaseStep({
     name: 'stampOrder',
     phase: StepPhase.BeforePivot,
@@ -239,6 +241,7 @@ describe("a 'recorded' database step", () => {
     idempotency: 'recorded',
     async run({ orderId, tx }) {
       runs += 1;
+      onLocked?.();
       const [stamp] = await tx.$queryRaw<Array<{ id: number }>>`
         INSERT INTO test_stamps (order_id) VALUES (${orderId}::uuid) RETURNING id`;
       if (slowMs) await tx.$queryRaw`SELECT pg_sleep(${slowMs / 1000}::float8)`;
@@ -272,6 +275,7 @@ describe("a 'recorded' database step", () => {
     runs = 0;
     failNext = false;
     slowMs = 0;
+    onLocked = undefined;
     stamps = kitTestBed(tdb, { steps });
   });
 
@@ -283,6 +287,17 @@ describe("a 'recorded' database step", () => {
       )[0]!.n,
     );
   const recorded = (orderId: string) => tdb.prisma.orderStepResult.findMany({ where: { orderId } });
+
+  /** Runs attempt 1, and attempt 2 once attempt 1 holds the order-row lock (for `slowMs` more), as they race. */
+  async function race(orderId: string) {
+    slowMs = 300;
+    const locked = new Promise<void>((resolve) => (onLocked = resolve));
+    const first = stamps.step('stampOrder', orderId, info(orderId, 1));
+    await locked;
+    onLocked = undefined;
+    const second = stamps.step('stampOrder', orderId, info(orderId, 2));
+    return Promise.allSettled([first, second]);
+  }
 
   it('acts once; a re-run returns the recorded result without running its transaction again', async () => {
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
@@ -350,11 +365,7 @@ describe("a 'recorded' database step", () => {
 
   it('acts once when two runs race: one commits, the other rolls back and its retry returns the recorded result', async () => {
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
-    slowMs = 200; // the first holds the order-row lock while the second waits for it
-    const outcomes = await Promise.allSettled([
-      stamps.step('stampOrder', orderId, info(orderId, 1)),
-      stamps.step('stampOrder', orderId, info(orderId, 2)),
-    ]);
+    const outcomes = await race(orderId);
     const results = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
     const winner = results.find((r) => r.performed);
     expect(results.filter((r) => r.performed)).toHaveLength(1);
@@ -375,12 +386,8 @@ describe("a 'recorded' database step", () => {
   // once (the test above). Drop `.fails` once the kit re-reads the recorded result after taking the lock.
   it.fails('a run that waited for the lock returns the recorded result without running the step again', async () => {
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
-    slowMs = 200;
-    const results = await Promise.all([
-      stamps.step('stampOrder', orderId, info(orderId, 1)),
-      stamps.step('stampOrder', orderId, info(orderId, 2)),
-    ]);
-    expect(results.map((r) => r.performed).sort()).toEqual([false, true]);
+    const outcomes = await race(orderId);
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.performed : o.reason))).toEqual([true, false]);
     expect(runs).toBe(1);
   });
 

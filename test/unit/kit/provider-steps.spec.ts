@@ -366,13 +366,25 @@ describe('syncInvoiceToAccounting', () => {
   it('makes one effect when two attempts race: same key, same body, one record', async () => {
     const orderId = await invoiced();
     accounting.delayMs = 100;
-    const [a, b] = await Promise.all([
+    const outcomes = await Promise.allSettled([
       bed.step('syncInvoiceToAccounting', orderId, info(orderId, 1)),
       bed.step('syncInvoiceToAccounting', orderId, info(orderId, 2)),
     ]);
-    expect(a!.providerId).toBe(b!.providerId);
+    // Attempt 2 takes over attempt 1's claim and re-sends with the same key; attempt 1 defers to attempt 2's claim
+    // (retryable ClaimInProgressError) when attempt 2 claimed first.
+    const fulfilled = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+    expect(fulfilled.length).toBeGreaterThanOrEqual(1);
+    for (const o of outcomes) {
+      if (o.status === 'rejected') {
+        const failure = o.reason as ApplicationFailure;
+        expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.ClaimInProgress, false]);
+      }
+    }
     expect(accounting.effects.size).toBe(1);
+    expect(new Set(accounting.calls.map((c) => c.key))).toEqual(new Set([syncKey(orderId)]));
     expect(new Set(accounting.calls.map((c) => JSON.stringify(c.request))).size).toBe(1);
+    const sync = await tdb.prisma.accountingSync.findUniqueOrThrow({ where: { orderId } });
+    expect(new Set(fulfilled.map((r) => r.providerId))).toEqual(new Set([sync.accountingId]));
     expect(await tdb.prisma.accountingSync.count({ where: { orderId } })).toBe(1);
   });
 
