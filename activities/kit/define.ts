@@ -219,6 +219,9 @@ export function validateSteps<const S extends readonly StepDefinition[]>(steps: 
     }
     if (step.compensation) {
       taken(step.compensation.name, 'compensation');
+      if (step.compensation.kind === 'provider' && step.kind !== 'provider') {
+        problems.push(`step ${step.name}: a provider compensation belongs to a provider step (it undoes its effect)`);
+      }
       if (step.phase !== StepPhase.BeforePivot) {
         problems.push(`step ${step.name}: only a before-pivot step has a compensation (nothing compensates past it)`);
       }

@@ -28,7 +28,7 @@ import type {
   StepDefinition,
 } from './define.js';
 import { StepPhase } from './define.js';
-import { notFound, rethrowProviderError } from './failures.js';
+import { rethrowProviderError } from './failures.js';
 import {
   cancellationRequested,
   currentClaimOwner,
@@ -112,7 +112,7 @@ function clientOf(deps: ActivityDeps, provider: string): ProviderClient {
 
 /**
  * Runs a database step: one transaction under the order-row lock, the status written in it.
- * - `recorded`: locks the order, returns the recorded result if the step ran before (whatever the order's state);
+ * - `recorded`: locks the order, then returns the recorded result if the step ran before (whatever the order's state);
  *   else refuses a final or halted order, runs the step, records its result and writes the status.
  * - `byNature`: writes the status while taking the lock (refusing a final or halted order, unless its status is the
  *   one this step writes at this rank: a re-run of the step that made it so), then runs the step.
@@ -128,26 +128,14 @@ export async function runDatabaseStep(
   const { db } = deps;
   return db.$transaction(async (tx) => {
     if (step.idempotency === 'recorded') {
-      const [row] = await tx.$queryRaw<
-        Array<{
-          status: string;
-          halted_at: Date | null;
-          halt_reason: string | null;
-          recorded: boolean;
-          result: unknown;
-        }>
-      >`
-        SELECT o.status, o.halted_at, o.halt_reason, r.order_id IS NOT NULL AS recorded, r.result
-        FROM orders o LEFT JOIN order_step_results r ON r.order_id = o.id AND r.step = ${step.name}
-        WHERE o.id = ${orderId}::uuid
-        FOR UPDATE OF o`;
-      if (!row) throw notFound('order', orderId);
-      if (row.recorded) return { step: step.name, performed: false, data: row.result };
-      refuseUnlessOpen(
-        { status: row.status, haltedAt: row.halted_at, haltReason: row.halt_reason },
-        orderId,
-        step.name,
-      );
+      // The lock first, then the recorded result in a statement of its own: a statement that waited for the lock
+      // sees the newest order row but the rest from its snapshot, taken before the wait, so a result recorded by the
+      // run that held the lock would be invisible to it.
+      const order = await lockOrder(tx, orderId);
+      const [recorded] = await tx.$queryRaw<Array<{ result: unknown }>>`
+        SELECT result FROM order_step_results WHERE order_id = ${orderId}::uuid AND step = ${step.name}`;
+      if (recorded) return { step: step.name, performed: false, data: recorded.result };
+      refuseUnlessOpen(order, orderId, step.name);
       const data = (await step.run({ orderId, db, tx })) ?? null;
       await tx.$executeRaw`
         WITH recorded AS (

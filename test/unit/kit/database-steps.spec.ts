@@ -379,12 +379,9 @@ describe("a 'recorded' database step", () => {
     expect(retry).toEqual({ ...winner, performed: false });
   });
 
-  // Known defect, reported: the run that waited for the order-row lock does not see the result the first run
-  // recorded meanwhile (its SELECT ... LEFT JOIN order_step_results ... FOR UPDATE OF o re-checks only the order row
-  // after the wait), so it runs the step's transaction a second time and fails on the primary key of
-  // order_step_results (a raw unique violation) instead of returning the recorded result. Committed effects stay
-  // once (the test above). Drop `.fails` once the kit re-reads the recorded result after taking the lock.
-  it.fails('a run that waited for the lock returns the recorded result without running the step again', async () => {
+  // The run that waited for the order-row lock reads the recorded result after the wait (in a statement of its own,
+  // whose snapshot is taken after the lock), so it returns it instead of running the step's transaction again.
+  it('a run that waited for the lock returns the recorded result without running the step again', async () => {
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
     const outcomes = await race(orderId);
     expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.performed : o.reason))).toEqual([true, false]);

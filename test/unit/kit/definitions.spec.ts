@@ -170,11 +170,9 @@ describe('validateSteps', () => {
     ).toEqual(['step packBox: only a before-pivot step has a compensation (nothing compensates past it)']);
   });
 
-  // Known gap, reported: validateSteps documents "a provider compensation only on a provider step" but does not check
-  // it. The types enforce it for defineDatabaseStep; a registry assembled without them slips through, and then
-  // buildPlan plans a compensation activity that createActivities never registers (it registers a provider
-  // compensation only on a provider step). Drop `.fails` once validateSteps checks the rule.
-  it.fails('refuses a provider compensation on a database step', () => {
+  // The types enforce it for defineDatabaseStep; a registry assembled without them would plan a compensation activity
+  // that createActivities never registers (it registers a provider compensation only on a provider step).
+  it('refuses a provider compensation on a database step', () => {
     const notice = defineProviderCompensation({
       name: 'sendNotice',
       description: 'undo',
