@@ -435,7 +435,7 @@ export function planScaffold(options: NewStepOptions, view: RegistryView, root: 
   }
   next.push(
     `${stepFile}: the description and the ${provider ? 'request' : 'transaction'} (EDIT marks)`,
-    'npm run docs:tables    (the steps table, and the providers table for a new provider)',
+    `npm run docs:tables    (the steps table${provider?.created ? ' and the providers table' : ''} in docs/)`,
     'npm run typecheck && npm run lint',
     `npm run test:conformance    (the at-least-once battery runs ${names.name} with no test to write)`,
     provider
