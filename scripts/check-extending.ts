@@ -408,10 +408,15 @@ async function main(): Promise<number> {
     console.log(`conformance: ${scenarios.length} passed lines name ${names.name}`);
 
     await writeFile(path.join(copy, E2E_FILE), e2eSource(names.name));
-    const e2e = await timed('replay + one order end to end', () =>
-      run(`npx vitest run test/replay ${E2E_FILE}`, copy, env),
+    // The replay of the histories recorded before the step was added, the generic specs of every provider's client
+    // and simulator (they run the new provider's example) and the whole kit's unit specs, and one order end to end.
+    const e2e = await timed('replay, provider and kit specs, one order end to end', () =>
+      run(`npx vitest run test/replay test/unit/providers test/unit/simulators test/unit/kit ${E2E_FILE}`, copy, env),
     );
-    check(e2e.code === 0, `the replay suite or the order end to end with ${names.name} fails in the copy`);
+    check(
+      e2e.code === 0,
+      `the replay suite, the provider or kit specs, or the order end to end with ${names.name} fail in the copy`,
+    );
     check(/worked example: order \S+ completed/.test(e2e.output), 'the end-to-end order did not report its result');
     ok = true;
   } catch (err) {

@@ -94,6 +94,11 @@ export interface OperationDefinition<Req = unknown, Res = unknown> {
    * @throws SimulatedRefusal for a request the provider would refuse (nothing performed).
    */
   simulate(ctx: SimulateContext<Req>): Simulated;
+  /**
+   * A valid request and a 2xx answer of the real provider, for the docs and for the generic tests of every provider's
+   * client and simulator (test/helpers/provider-samples.ts uses it where no hand-written sample exists).
+   */
+  example?: { request: Req; answer: { status: number; body: Res } };
 }
 
 /**

@@ -429,8 +429,7 @@ export function planScaffold(options: NewStepOptions, view: RegistryView, root: 
   const next: string[] = [];
   if (provider?.created) {
     next.push(
-      `providers/${provider.name}.provider.ts: the real API's path, request and answer schemas, its limits (EDIT marks); the client, config variables, simulator and fake follow`,
-      `test/helpers/provider-samples.ts: a sample call of ${provider.name}.${provider.operation} (the provider client and simulator specs fail until there is one)`,
+      `providers/${provider.name}.provider.ts: the real API's path, request and answer schemas, its example, its limits (EDIT marks); the client, config variables, simulator, fake and generic tests follow`,
     );
   }
   next.push(
@@ -916,6 +915,10 @@ export const ${name} = defineProvider({
         };
         state.set(message.id, message);
         return { status: 202, body: { id: message.id, status: message.status }, effect: '${name}.sent' };
+      },
+      example: {
+        request: { to: 'ada@example.com', text: 'Your order is on its way.' },
+        answer: { status: 202, body: { id: '${name}_0123456789abcdef01234567', status: 'queued' } },
       },
     },
   },

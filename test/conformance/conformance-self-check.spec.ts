@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { runBattery, type ScenarioId, type ScenarioOutcome } from './battery.js';
 import { BROKEN_STEPS, bumpStockUnguarded, sendWithFreshKey } from './fixtures/broken-steps.js';
-import { awardLoyaltyPoints, EXTENDED_STEPS, sendShippingNotice } from './fixtures/extended-steps.js';
+import { selfCheckPoints, EXTENDED_STEPS, selfCheckNotice } from './fixtures/extended-steps.js';
 import { openLane, type Lane, type RegistrySource } from './harness.js';
 
 /** A registry of the fixtures, as a child process loads it. */
@@ -21,12 +21,12 @@ const RUNS: Array<{ step: StepDefinition; registry: readonly StepDefinition[]; s
   { step: bumpStockUnguarded, registry: BROKEN_STEPS, source: fixtureRegistry('broken-steps.ts', 'BROKEN_STEPS') },
   { step: sendWithFreshKey, registry: BROKEN_STEPS, source: fixtureRegistry('broken-steps.ts', 'BROKEN_STEPS') },
   {
-    step: sendShippingNotice,
+    step: selfCheckNotice,
     registry: EXTENDED_STEPS,
     source: fixtureRegistry('extended-steps.ts', 'EXTENDED_STEPS'),
   },
   {
-    step: awardLoyaltyPoints,
+    step: selfCheckPoints,
     registry: EXTENDED_STEPS,
     source: fixtureRegistry('extended-steps.ts', 'EXTENDED_STEPS'),
   },
@@ -88,7 +88,7 @@ describe('conformance self-check', () => {
   });
 
   it('passes a correct provider step inserted after the first after-pivot step', () => {
-    expect(Object.fromEntries(failures(sendShippingNotice.name))).toEqual({});
+    expect(Object.fromEntries(failures(selfCheckNotice.name))).toEqual({});
   });
 
   // The last step writes the final status. A database step that is idempotent by nature re-runs its transaction on
@@ -96,6 +96,6 @@ describe('conformance self-check', () => {
   // refused (OrderClosedError) instead of returning the same result: `twice`, `concurrent` and `answer-lost` fail
   // until the kit lets a step re-run on the status it wrote itself (activities/kit/run.ts, runDatabaseStep).
   it('passes a correct database step, idempotent by nature, appended after the last step', () => {
-    expect(Object.fromEntries(failures(awardLoyaltyPoints.name))).toEqual({});
+    expect(Object.fromEntries(failures(selfCheckPoints.name))).toEqual({});
   });
 });

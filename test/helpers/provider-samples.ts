@@ -1,12 +1,13 @@
 /**
  * One sample call per operation of every registered provider (providers/index.ts), for the specs that run each
  * operation generically (the provider client, the simulators): a valid request and what it must look like on the
- * wire, a request the provider refuses, and a valid answer. Written by hand on purpose: the expected path and body are
- * not computed with the code under test. A provider or operation added to the registry without a sample here fails
- * {@link operationSamples} (and so those specs) until one is written.
+ * wire, a request the provider refuses, and a valid answer. Written by hand for the providers of this repository on
+ * purpose (the expected path and body are not computed with the code under test); an operation added later gets its
+ * sample from its definition's `example` (what `npm run new:step` writes), so adding a provider edits no test. An
+ * operation with neither fails {@link operationSamples} (and so those specs) until one is written.
  */
 import { PROVIDER_LIST } from '../../providers/index.js';
-import type { OperationDefinition, ProviderDefinition } from '../../providers/kit/define.js';
+import { operationPath, type OperationDefinition, type ProviderDefinition } from '../../providers/kit/define.js';
 
 /** A sample call of one operation. */
 export interface OperationSample {
@@ -103,7 +104,7 @@ export function operationSamples(providers: readonly ProviderDefinition[] = PROV
   const samples = providers.flatMap((provider) =>
     (Object.entries(provider.operations) as Array<[string, OperationDefinition]>).flatMap(([name, operation]) => {
       const id = `${provider.name}.${name}`;
-      const sample = SAMPLES[id];
+      const sample = SAMPLES[id] ?? fromExample(provider, operation);
       if (!sample) {
         missing.push(id);
         return [];
@@ -115,4 +116,33 @@ export function operationSamples(providers: readonly ProviderDefinition[] = PROV
     throw new Error(`test/helpers/provider-samples.ts has no sample for ${missing.join(', ')}: add one`);
   }
   return samples;
+}
+
+/**
+ * The sample of an operation from its definition's `example`: the request as given, its body and path as the client
+ * builds them (the provider's default settings applied), a JSON array as the request it refuses (every operation's
+ * request is an object), and the example's answer.
+ * @returns undefined when the operation has no example.
+ */
+function fromExample(provider: ProviderDefinition, operation: OperationDefinition): Sample | undefined {
+  const example = operation.example;
+  if (!example) return undefined;
+  const settings = Object.fromEntries(Object.entries(provider.settings ?? {}).map(([n, s]) => [n, s.default]));
+  const request = example.request as Record<string, unknown>;
+  const body = (operation.withSettings ? operation.withSettings(request, settings) : request) as Record<
+    string,
+    unknown
+  >;
+  return {
+    settings,
+    request,
+    body,
+    path: operationPath(operation.path, body),
+    invalid: { request: [] as unknown as Record<string, unknown>, detail: /expected object/i },
+    answer: {
+      status: example.answer.status,
+      body: example.answer.body as Record<string, unknown>,
+      providerId: operation.providerId(operation.response.parse(example.answer.body)),
+    },
+  };
 }
