@@ -76,7 +76,46 @@ export interface OrderFulfilmentInput {
   /** The order's UUID, as stored in `orders.id`. */
   orderId: string;
   plan?: OrderPlan;
+  /**
+   * Set when an earlier run of the order continued as new (its history had grown long with operator retries): where
+   * that run left the order. See {@link OrderResumeState}.
+   */
+  resume?: OrderResumeState;
 }
+
+/**
+ * What a run of an order hands to the next when it continues as new (https://docs.temporal.io/workflows#continue-as-new):
+ * everything the lifecycle decides on, so the next run goes on where this one stopped, and the answers of the retry
+ * Updates it accepted, so a request repeated with the same Idempotency-Key after the switch gets the same answer
+ * instead of a second retry.
+ */
+export interface OrderResumeState {
+  /** Which run of the order the next one is (2 for the first continuation). */
+  run: number;
+  status: OrderStatus;
+  completedSteps: string[];
+  /** Provider ids of the steps done so far (null: a database step), by step name. */
+  results: Record<string, string | null>;
+  pivotPassed: boolean;
+  /** Operator retries so far, by step. */
+  retries: Record<string, number>;
+  /** Index (in the plan's steps up to the pivot) of the last one started: its compensation runs if the order halts. */
+  lastStarted: number;
+  /** The `OrderStatus` search attribute as last set. */
+  visibleStatus: OrderStatus;
+  /** The answers of the latest retry Updates, by Update id (at most {@link REMEMBERED_UPDATES}). */
+  answered: Record<string, RetryStepResult>;
+}
+
+/** How many retry Update answers an order remembers across runs (a repeated request older than that is a new one). */
+export const REMEMBERED_UPDATES = 100;
+
+/**
+ * An order's run continues as new once its history reaches this many events (or the server suggests it): each
+ * operator retry that fails again adds about 17 events, so a run stays far below the server's 10 240-event warning
+ * and 51 200-event limit however many retries it gets. See docs/operations.md, "Bounds".
+ */
+export const HISTORY_EVENTS_LIMIT = 1_000;
 
 /** Workflow result when the order completes. */
 export interface OrderCompletedResult {
@@ -170,6 +209,13 @@ export interface RetryStepResult {
  * from the request (the Idempotency-Key), so a repeated request is one retry. Name on the wire: `retry`.
  */
 export const retryStepUpdate = defineUpdate<RetryStepResult, [RetryStepInput]>('retry');
+
+/**
+ * Query: the answer of the retry Update with this id, if this order accepted it (in this run or, carried across a
+ * continue-as-new, an earlier one), else null. Lets the API answer a repeated request with its first outcome even
+ * after the workflow closed. Name on the wire: `retryAnswer`.
+ */
+export const retryAnswerQuery = defineQuery<RetryStepResult | null, [string]>('retryAnswer');
 
 /**
  * Search attributes of order workflows, so the Temporal UI can filter orders

@@ -31,11 +31,15 @@ import {
   CancellationScope,
   TemporalFailure,
   TimeoutFailure,
+  allHandlersFinished,
   condition,
+  continueAsNew,
+  currentUpdateInfo,
   isCancellation,
   log,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -50,17 +54,23 @@ import type {
 import { attentionWrite, compensation, localDatabaseStep, RETRY_PROFILES } from './activity-options.js';
 import { ErrorType } from './errors.js';
 import {
+  HISTORY_EVENTS_LIMIT,
   OrderStatus,
+  REMEMBERED_UPDATES,
   SEARCH_ATTRIBUTES,
   cancelOrderUpdate,
   isTerminalStatus,
   orderStatusQuery,
+  retryAnswerQuery,
   retryStepUpdate,
   type OrderCompletedResult,
   type OrderFulfilmentInput,
   type OrderFulfilmentResult,
   type OrderFulfilmentState,
+  type OrderResumeState,
+  type RetryStepResult,
 } from './order-fulfilment.contract.js';
+import { describeWait, detailsOf, escapeMarkdown } from './order-details.js';
 import { attentionRank, FINAL_FAILURE_RANK, StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
 
 /** The kit's own activities on the order task queue: the fence and the final statuses must succeed (long profile). */
@@ -145,9 +155,12 @@ function mayHaveActed(err: unknown): boolean {
   return false;
 }
 
-/** Runs one order to completion, to a compensated `failed`/`cancelled`, or to an operator. */
+/**
+ * Runs one order to completion, to a compensated `failed`/`cancelled`, or to an operator. A run whose history grew
+ * long with operator retries continues as new with the order's state (`input.resume`).
+ */
 export async function orderFulfilment(input: OrderFulfilmentInput): Promise<OrderFulfilmentResult> {
-  const lifecycle = new OrderLifecycle(input.orderId);
+  const lifecycle = new OrderLifecycle(input.orderId, input.resume);
   return lifecycle.run(input.plan);
 }
 
@@ -171,22 +184,37 @@ class OrderLifecycle {
   private readonly shield = new CancellationScope({ cancellable: false });
   /** The `OrderStatus` search attribute's value as this run last set it (the starter sets `received`). */
   private visibleStatus: string = OrderStatus.Received;
-  /** Each step's result, by name. */
-  private readonly results = new Map<string, StepResult>();
+  /** Each step's provider id (null: a database step), by name. */
+  private readonly results = new Map<string, string | null>();
   /** How far the pre-pivot steps got: the index of the last one started (its compensation runs too). */
   private lastStarted = -1;
+  /** Answers of the retry Updates this order accepted (this run's and the carried ones), by Update id, oldest first. */
+  private readonly answered = new Map<string, RetryStepResult>();
+  /** Which run of the order this is (1, then 2 after the first continue-as-new, ...). */
+  private readonly runNumber: number;
 
-  constructor(private readonly orderId: string) {
+  constructor(
+    private readonly orderId: string,
+    resume?: OrderResumeState,
+  ) {
     this.state = {
       orderId,
-      status: OrderStatus.Received,
+      status: resume?.status ?? OrderStatus.Received,
       currentStep: null,
-      completedSteps: [],
-      pivotPassed: false,
+      completedSteps: [...(resume?.completedSteps ?? [])],
+      pivotPassed: resume?.pivotPassed ?? false,
       attention: null,
       cancellation: null,
       failureReason: null,
     };
+    this.runNumber = resume?.run ?? 1;
+    if (resume) {
+      for (const [step, id] of Object.entries(resume.results)) this.results.set(step, id);
+      for (const [step, n] of Object.entries(resume.retries)) this.retries.set(step, n);
+      for (const [id, answer] of Object.entries(resume.answered)) this.answered.set(id, answer);
+      this.lastStarted = resume.lastStarted;
+      this.visibleStatus = resume.visibleStatus;
+    }
   }
 
   async run(plan: OrderPlan | undefined): Promise<OrderFulfilmentResult> {
@@ -203,8 +231,9 @@ class OrderLifecycle {
     // hang off a non-cancellable shield, so it reaches them only through onWorkflowCancel.
     CancellationScope.current().cancelRequested.catch(() => this.onWorkflowCancel());
     this.plan = plan ?? (await planning.planOrder({ orderId: this.orderId }));
+    this.showDetails();
 
-    const ended = await this.untilPivot();
+    const ended = this.state.pivotPassed ? undefined : await this.untilPivot();
     if (ended) return ended;
     return CancellationScope.nonCancellable(() => this.afterPivot());
   }
@@ -251,6 +280,7 @@ class OrderLifecycle {
   private registerHandlers(): void {
     const { state } = this;
     setHandler(orderStatusQuery, () => state);
+    setHandler(retryAnswerQuery, (updateId) => this.answered.get(updateId) ?? null);
     setHandler(
       cancelOrderUpdate,
       async ({ reason }) => {
@@ -282,15 +312,23 @@ class OrderLifecycle {
     setHandler(
       retryStepUpdate,
       () => {
+        // The same Update id again after a continue-as-new (Temporal de-duplicates within a run only): its answer.
+        const id = currentUpdateInfo()?.id;
+        const known = id === undefined ? undefined : this.answered.get(id);
+        if (known) return known;
         const waiting = state.attention!;
         this.retryAccepted = true;
         waiting.retries += 1;
         this.retries.set(waiting.step, waiting.retries);
-        return { orderId: this.orderId, step: waiting.step, retry: waiting.retries };
+        const answer = { orderId: this.orderId, step: waiting.step, retry: waiting.retries };
+        if (id !== undefined) this.remember(id, answer);
+        return answer;
       },
       {
         validator: (arg) => {
           const step = arg?.step;
+          const id = currentUpdateInfo()?.id;
+          if (id !== undefined && this.answered.has(id)) return;
           if (!state.attention || this.retryAccepted) {
             throw ApplicationFailure.nonRetryable(
               `order ${this.orderId} is ${state.status} and does not wait for a retry`,
@@ -307,6 +345,28 @@ class OrderLifecycle {
           }
         },
       },
+    );
+  }
+
+  /** Keeps the answer of a retry Update (the newest {@link REMEMBERED_UPDATES}). */
+  private remember(id: string, answer: RetryStepResult): void {
+    this.answered.set(id, answer);
+    while (this.answered.size > REMEMBERED_UPDATES) this.answered.delete(this.answered.keys().next().value!);
+  }
+
+  /**
+   * Shows what the order does now as the workflow's current details (Temporal UI, `temporal workflow describe`):
+   * Markdown, with every text from outside the workflow escaped.
+   */
+  private showDetails(now?: string): void {
+    setCurrentDetails(
+      detailsOf({
+        orderId: this.orderId,
+        plan: this.plan,
+        state: this.state,
+        run: this.runNumber,
+        now: now ?? null,
+      }),
     );
   }
 
@@ -334,11 +394,13 @@ class OrderLifecycle {
   /** Runs one planned step; on success records it and its status. */
   private async step(step: PlannedStep): Promise<StepResult> {
     this.state.currentStep = step.name;
+    this.showDetails();
     const result = await stepActivity(step)({ orderId: this.orderId, status: step.status, rank: step.rank });
-    this.results.set(step.name, result);
+    this.results.set(step.name, result.providerId ?? null);
     this.state.completedSteps.push(step.name);
     this.state.currentStep = null;
     this.setStatus(step.status);
+    this.showDetails();
     return result;
   }
 
@@ -380,11 +442,15 @@ class OrderLifecycle {
       const reason = this.cancelRequest ? `cancelled: ${this.cancelRequest.reason}` : describeFailure(failure);
       this.compensating = true;
       const fenced = steps.filter((s) => s.kind === 'provider').map((s) => s.name);
+      this.showDetails(
+        `**Halting** (${escapeMarkdown(reason)}): fencing ${fenced.map((n) => `\`${n}\``).join(', ') || 'nothing'} ` +
+          'before compensating',
+      );
       const fence: HaltOrderResult = await CancellationScope.nonCancellable(() =>
         kit.haltOrder({ orderId, reason, steps: fenced }),
       );
       if (fence.outcome === 'sent') {
-        this.results.set(pivot.name, { step: pivot.name, performed: false, providerId: fence.providerId });
+        this.results.set(pivot.name, fence.providerId);
         this.state.completedSteps.push(pivot.name);
         this.setStatus(pivot.status);
         this.compensating = false;
@@ -439,6 +505,7 @@ class OrderLifecycle {
       for (const step of undo) {
         const name = step.compensation!.name;
         state.currentStep = name;
+        this.showDetails(`**Compensating**: \`${name}\` (undo of \`${step.name}\`)`);
         try {
           await compensationActivity(step)({ orderId });
           state.completedSteps.push(name);
@@ -452,6 +519,7 @@ class OrderLifecycle {
       const status = cancelled ? OrderStatus.Cancelled : OrderStatus.Failed;
       await kit.setOrderStatus({ orderId, status, rank: FINAL_FAILURE_RANK, failureReason: state.failureReason });
       this.setStatus(status);
+      this.showDetails();
     });
     if (request) {
       request.outcome = { cancelled: true };
@@ -474,7 +542,8 @@ class OrderLifecycle {
       await this.untilDone(step);
     }
     const steps: Record<string, string | null> = {};
-    for (const step of this.plan.steps) steps[step.name] = this.results.get(step.name)?.providerId ?? null;
+    for (const step of this.plan.steps) steps[step.name] = this.results.get(step.name) ?? null;
+    this.showDetails();
     return { orderId: this.orderId, status: OrderStatus.Completed, steps };
   }
 
@@ -505,6 +574,7 @@ class OrderLifecycle {
     state.failureReason = reason;
     this.retryAccepted = false;
     this.setStatus(OrderStatus.AttentionRequired);
+    this.showDetails(describeWait(orderId, step, reason, outcomeUnknown));
     log.warn('order needs an operator', { orderId, step: step.name, reason });
     try {
       await attention.setOrderStatus({
@@ -521,6 +591,31 @@ class OrderLifecycle {
     state.attention = null;
     state.failureReason = null;
     this.retryAccepted = false;
+    await this.continueAsNewIfLong();
+  }
+
+  /**
+   * After an operator's retry was accepted: when this run's history has grown long (retries that fail again add up)
+   * or the server suggests it, continues as new with the order's state, once every Update handler has finished; the
+   * next run retries the step. Bounds each run's history at about {@link HISTORY_EVENTS_LIMIT} events.
+   */
+  private async continueAsNewIfLong(): Promise<void> {
+    const info = workflowInfo();
+    if (!info.continueAsNewSuggested && info.historyLength < HISTORY_EVENTS_LIMIT) return;
+    await condition(allHandlersFinished);
+    const resume: OrderResumeState = {
+      run: this.runNumber + 1,
+      status: this.state.status,
+      completedSteps: [...this.state.completedSteps],
+      results: Object.fromEntries(this.results),
+      pivotPassed: this.state.pivotPassed,
+      retries: Object.fromEntries(this.retries),
+      lastStarted: this.lastStarted,
+      visibleStatus: this.visibleStatus,
+      answered: Object.fromEntries(this.answered),
+    };
+    log.info('continuing as new', { orderId: this.orderId, historyLength: info.historyLength, run: resume.run });
+    await continueAsNew<typeof orderFulfilment>({ orderId: this.orderId, plan: this.plan, resume });
   }
 }
 

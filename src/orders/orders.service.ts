@@ -332,14 +332,24 @@ export class OrdersService {
    */
   async retry(id: string, step: OrderStep | undefined, options: OrderActionOptions): Promise<RetryStartedView> {
     const order = await this.get(id, options.access);
+    const updateId = `retry:${options.actionKey ?? randomUUID()}`;
+    // A request repeated with the same key gets the outcome of the retry it started, whatever happened since (its
+    // step may have completed the order, its workflow may have closed or continued as new).
+    const previous = async (): Promise<RetryStartedView | null> => {
+      if (options.actionKey === undefined) return null;
+      const answer = await this.actions.previousRetry(id, updateId);
+      return answer ? { ...answer, order: await this.get(id, ALL_ORDERS) } : null;
+    };
     if (isTerminalStatus(order.status)) {
+      const repeated = await previous();
+      if (repeated) return repeated;
       throw notAwaitingRetry(order, null, `Order ${id} is ${order.status}; a final order has nothing to retry`);
     }
-    const outcome = await this.actions.retry(
-      id,
-      step === undefined ? {} : { step },
-      `retry:${options.actionKey ?? randomUUID()}`,
-    );
+    const outcome = await this.actions.retry(id, step === undefined ? {} : { step }, updateId);
+    if (outcome.kind === 'closed' || outcome.kind === 'not-found') {
+      const repeated = await previous();
+      if (repeated) return repeated;
+    }
     switch (outcome.kind) {
       case 'started':
         return { ...outcome.result, order: await this.get(id, ALL_ORDERS) };

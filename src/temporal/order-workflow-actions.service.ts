@@ -34,6 +34,7 @@ import {
   type OrderFulfilmentState,
   orderStatusQuery,
   orderWorkflowId,
+  retryAnswerQuery,
   type RetryStepInput,
   type RetryStepResult,
   retryStepUpdate,
@@ -155,6 +156,31 @@ export class OrderWorkflowActions {
       }
       if (failure) throw err;
       return this.classifyUnreachable(err, handle);
+    }
+  }
+
+  /**
+   * The answer of the retry Update `updateId` of the order, when its workflow accepted it: from Temporal's record of
+   * the Update (PollWorkflowExecutionUpdate, which answers for a closed run too), else from the workflow's own memory
+   * of the latest retry answers (the `retryAnswer` query; it survives a continue-as-new). Null when neither knows it
+   * (never sent, refused, or Temporal unreachable) within {@link TEMPORAL_CALL_TIMEOUT_MS} each. Never throws.
+   */
+  async previousRetry(orderId: string, updateId: string): Promise<RetryStepResult | null> {
+    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
+    try {
+      return await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+        handle.getUpdateHandle<RetryStepResult>(updateId).result(),
+      );
+    } catch (err) {
+      this.logger.debug({ err, orderId, updateId }, 'no record of the retry Update; asking the workflow');
+    }
+    try {
+      return await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+        handle.query(retryAnswerQuery, updateId),
+      );
+    } catch (err) {
+      this.logger.debug({ err, orderId, updateId }, 'the workflow did not say whether it accepted the retry');
+      return null;
     }
   }
 

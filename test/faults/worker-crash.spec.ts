@@ -6,12 +6,14 @@
  * email provider's task queue (`<taskQueue>.email`), so the worker process runs every provider's worker too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { envPrefix } from '../../providers/kit/define.js';
 import { serviceEnvironment } from '../../scripts/lib/stack-definition.js';
+import { RETRY_UPDATE_TIMEOUT_MS } from '../../src/temporal/temporal.constants.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
 
 let stack: TestStack;
@@ -104,5 +106,51 @@ describe('worker crash mid-step', () => {
     expect(after.attempts).toBeGreaterThanOrEqual(2);
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
     expect(stack.carrier.ledger.count(`shipment:${id}`)).toBe(1);
+  }, 120_000);
+});
+
+describe('a worker crash while an operator retry is answered (issue 16, finding 4)', () => {
+  it('answers the retry once the worker is back, not 503, and the same key again gets the same answer', async () => {
+    const first = await startWorkerProcess();
+    const res = await stack.http
+      .post('/orders')
+      .send({ customer: { email: 'grace@example.com' }, lines: [{ sku: 'MUG-WHT', quantity: 1 }] })
+      .expect(202);
+    const id = res.body.id as string;
+    stack.accounting.injectFault({ mode: 'reject', times: 1, keyPrefix: `accounting-invoice:${id}` });
+    await until(
+      async () => (await stack.ops.get(`/orders/${id}`)).body.status === 'attention_required',
+      60_000,
+      'the order to wait for an operator',
+    );
+
+    // The retry is sent and the worker dies while it is being answered; another worker comes back a moment later.
+    const key = randomUUID();
+    const asked = Date.now();
+    const answer = stack.ops.post(`/orders/${id}/retry`).set('Idempotency-Key', key).send({});
+    await new Promise((r) => setTimeout(r, 100));
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    await new Promise((r) => setTimeout(r, 1_000));
+    await startWorkerProcess();
+    const retried = await answer;
+    const answeredMs = Date.now() - asked;
+    console.log(`retry answered ${retried.status} ${answeredMs} ms after it was sent (the worker died meanwhile)`);
+    // Within the Update's bound, which outlasts a workflow task timeout plus the worker's recovery.
+    expect(retried.status).toBe(202);
+    expect(answeredMs).toBeLessThan(RETRY_UPDATE_TIMEOUT_MS);
+    expect(retried.body).toMatchObject({ orderId: id, step: 'syncInvoiceToAccounting', retry: 1 });
+
+    // The same key again, once the retried step has completed the order and its workflow has closed: the outcome of
+    // the Update it started (Temporal keeps it under the Update id), not "nothing to retry".
+    expect((await stack.waitForOrder(id, 60_000)).status).toBe('completed');
+    await stack.client.workflow.getHandle(`order-${id}`).result();
+    const again = await stack.ops.post(`/orders/${id}/retry`).set('Idempotency-Key', key).send({});
+    expect([again.status, again.body.retry, again.body.step]).toEqual([202, 1, 'syncInvoiceToAccounting']);
+    // Another key is another request: nothing waits any more.
+    expect((await stack.ops.post(`/orders/${id}/retry`).set('Idempotency-Key', randomUUID()).send({})).status).toBe(
+      409,
+    );
+    expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(1);
   }, 120_000);
 });

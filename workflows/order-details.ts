@@ -1,0 +1,91 @@
+/**
+ * What a person reads about an order in the Temporal UI: the workflow's current details (user metadata, Markdown;
+ * https://docs.temporal.io/workflows#user-metadata), kept true at each step by the workflow. Sandbox-safe: plain
+ * functions, no imports but types.
+ *
+ * Personal data: only what the plan's summaries carry (counts, totals, masked email addresses, see
+ * docs/operations.md) and the order id. Every text that comes from outside the workflow (summaries, failure
+ * messages of providers) is escaped, so it shows as text, never as Markdown or HTML.
+ */
+import type { OrderFulfilmentState } from './order-fulfilment.contract.js';
+import { StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
+
+/** Characters with a meaning in (GitHub-flavoured) Markdown or HTML. */
+const MARKDOWN_SPECIAL = /[\\`*_{}[\]()#+\-.!|~<>&"']/g;
+
+/**
+ * `text` as literal Markdown: every character with a meaning in Markdown or HTML backslash-escaped (CommonMark
+ * §2.4, backslash escapes), and line breaks as spaces (one line per item).
+ */
+export function escapeMarkdown(text: string): string {
+  return text.replace(/\s+/g, ' ').replace(MARKDOWN_SPECIAL, (c) => `\\${c}`);
+}
+
+/** What {@link detailsOf} reads. */
+export interface DetailsInput {
+  orderId: string;
+  plan: OrderPlan;
+  state: Pick<OrderFulfilmentState, 'status' | 'currentStep' | 'completedSteps' | 'pivotPassed' | 'attention'>;
+  /** Which run of the order this is (1 unless it continued as new). */
+  run: number;
+  /** A line about what happens now when it is not a step (halting, compensating, waiting), already Markdown. */
+  now: string | null;
+}
+
+/** The status of the order as a heading word. */
+function headline(input: DetailsInput): string {
+  const { state } = input;
+  if (input.now) return input.now;
+  if (state.status === 'completed') return '**Completed**: every step is done.';
+  if (state.status === 'failed') return '**Failed**: compensated (see the failure in the history).';
+  if (state.status === 'cancelled') return '**Cancelled**: compensated.';
+  if (state.currentStep) {
+    const step = input.plan.steps.find((s) => s.name === state.currentStep);
+    const at = step ? input.plan.steps.indexOf(step) + 1 : 0;
+    return `**Running** \`${state.currentStep}\`${step ? `: ${escapeMarkdown(step.summary)} (step ${at} of ${input.plan.steps.length})` : ''}`;
+  }
+  return `**${escapeMarkdown(state.status)}**`;
+}
+
+/**
+ * The current details of an order: what it does now, then its plan as a checklist (done, running, waiting, to do),
+ * with the pivot marked, and where to act (the API routes of the order).
+ */
+export function detailsOf(input: DetailsInput): string {
+  const { state, plan } = input;
+  const mark = (step: PlannedStep): string => {
+    if (state.completedSteps.includes(step.name)) return '[x]';
+    return '[ ]';
+  };
+  const note = (step: PlannedStep): string => {
+    const parts: string[] = [];
+    if (step.phase === StepPhase.Pivot) parts.push('point of no return');
+    if (state.currentStep === step.name) parts.push('running');
+    if (state.attention?.step === step.name) parts.push('waiting for an operator');
+    if (state.completedSteps.includes(step.compensation?.name ?? '\0'))
+      parts.push(`undone by ${step.compensation!.name}`);
+    return parts.length ? ` (${parts.join(', ')})` : '';
+  };
+  const lines = [
+    headline(input),
+    '',
+    ...plan.steps.map((s) => `- ${mark(s)} \`${s.name}\`: ${escapeMarkdown(s.summary)}${note(s)}`),
+    '',
+    `Order \`${input.orderId}\`: \`GET /orders/${input.orderId}\`` +
+      (input.run > 1 ? ` (run ${input.run}: continued as new after many retries)` : ''),
+  ];
+  return lines.join('\n');
+}
+
+/**
+ * The line of an order that waits for an operator: which step, why (its failure, escaped), whether the provider may
+ * have acted, and how to retry.
+ */
+export function describeWait(orderId: string, step: PlannedStep, reason: string, outcomeUnknown: boolean): string {
+  const why = escapeMarkdown(reason.length > 300 ? `${reason.slice(0, 299)}…` : reason);
+  const unknown = outcomeUnknown ? ' The provider may have acted: a retry re-sends with the same Idempotency-Key.' : '';
+  return (
+    `**Waiting for an operator** at \`${step.name}\` (${escapeMarkdown(step.summary)}): ${why}.${unknown} ` +
+    `Retry with \`POST /orders/${orderId}/retry\` once the cause is fixed.`
+  );
+}
