@@ -12,9 +12,10 @@
  *  3. Row `cancelled`: the order was halted before the effect; return `cancelled`, call nothing, ever.
  *  4. Row `failed`: nothing was performed; take it with a conditional UPDATE (one winner).
  *  5. Row `sending` owned by an earlier attempt of the same activity (Temporal retried because that
- *     attempt failed or timed out), or by an earlier activity (a lower activity id) of the same workflow (the
- *     workflow runs one such activity at a time, and schedules a new one only after the old one closed, e.g.
- *     after an operator's retry): take it over and re-send with the same key; the provider de-duplicates, so a send
+ *     attempt failed or timed out), or by an earlier activity of the same workflow (a lower activity id of the same
+ *     run, or any activity of an earlier run: the workflow runs one such activity at a time, and schedules a new one
+ *     only after the old one closed, e.g. after an operator's retry, possibly in the run a continue-as-new started):
+ *     take it over and re-send with the same key; the provider de-duplicates, so a send
  *     that did happen is not repeated, and a zombie attempt still running is harmless for the same reason.
  *  6. Row `sending` older than the lease (its owner died): reclaim it with a conditional UPDATE on status
  *     and claim age; exactly one reclaimer wins. A dead worker never means zero emails.
@@ -29,9 +30,9 @@ import type { Db } from '../ports.js';
 /** The client or a transaction of it: claims can be taken inside a caller's transaction. */
 export type DbOrTx = Pick<Db, '$executeRaw' | '$queryRaw'>;
 
-/** Who is running: `<workflowId>/<activityId>#<attempt>` of the current activity execution. */
+/** Who is running: `<workflowId>/<runId>/<activityId>#<attempt>` of the current activity execution. */
 export interface ClaimOwner {
-  /** `<workflowId>/<activityId>`: identical across retries of one activity. */
+  /** `<workflowId>/<runId>/<activityId>`: identical across retries of one activity. */
   execution: string;
   /** Temporal attempt number, starting at 1. */
   attempt: number;
@@ -69,9 +70,15 @@ function workflowOf(execution: string): string {
   return slash < 0 ? execution : execution.slice(0, slash);
 }
 
+/** The run id part of an execution `<workflowId>/<runId>/<activityId>` ('' for an older two-part token). */
+function runOf(execution: string): string {
+  const parts = execution.split('/');
+  return parts.length >= 3 ? parts[1]! : '';
+}
+
 /** The activity id of an execution as a number (the TypeScript SDK numbers a run's activities 1, 2, 3...). */
 function activitySeq(execution: string): number {
-  const id = Number(execution.slice(execution.indexOf('/') + 1));
+  const id = Number(execution.slice(execution.lastIndexOf('/') + 1));
   return Number.isInteger(id) ? id : Number.NaN;
 }
 
@@ -161,11 +168,15 @@ async function decideClaim(
   } else {
     const current = parseOwner(row.owner);
     const sameActivity = current?.execution === owner.execution && current.attempt < owner.attempt;
+    // A later activity of the same workflow: in the same run, a higher activity id; or any activity of another run
+    // (only one run of a workflow is open, so the claim's run is an earlier one, closed by a continue-as-new or a
+    // reset, whose activity ids started again at 1).
     const laterActivityOfSameWorkflow =
       current !== undefined &&
       workflowOf(current.execution) === workflowOf(owner.execution) &&
       workflowOf(owner.execution) !== 'standalone' &&
-      activitySeq(current.execution) < activitySeq(owner.execution);
+      (runOf(current.execution) !== runOf(owner.execution) ||
+        activitySeq(current.execution) < activitySeq(owner.execution));
     if (sameActivity || laterActivityOfSameWorkflow) {
       const taken = await db.$executeRaw`
         UPDATE side_effect_claims

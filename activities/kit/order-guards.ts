@@ -167,11 +167,12 @@ export async function writeOrderStatus(
   return updated === 1;
 }
 
-/** The current activity execution as a claim owner (`<workflowId>/<activityId>`, attempt). */
+/** The current activity execution as a claim owner (`<workflowId>/<runId>/<activityId>`, attempt). */
 export function currentClaimOwner(): ClaimOwner {
   const info = activityInfo();
   const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
-  return { execution: `${workflowId}/${info.activityId}`, attempt: info.attempt };
+  const runId = info.workflowExecution?.runId ?? 'none';
+  return { execution: `${workflowId}/${runId}/${info.activityId}`, attempt: info.attempt };
 }
 
 /** True when Temporal asked this activity to cancel (delivered with a heartbeat response). */

@@ -119,7 +119,7 @@ describe('sendOrderConfirmation (the pivot)', () => {
     expect(await bed.halt(orderId)).toEqual({
       outcome: 'unknown',
       step: 'sendOrderConfirmation',
-      claimOwner: `order-${orderId}/5#1`,
+      claimOwner: `order-${orderId}/run-1/5#1`,
     });
     expect((await orderRow(orderId)).haltedAt).toBeNull();
     const retry = await bed.step('sendOrderConfirmation', orderId, info(orderId, 2));
@@ -219,27 +219,46 @@ describe('sendOrderConfirmation (the pivot)', () => {
         key,
         kind: 'sendOrderConfirmation',
         status: 'sending',
-        owner: `order-${orderId}/3#2`,
+        owner: `order-${orderId}/run-1/3#2`,
         claimedAt: new Date(),
       },
     });
-    // An earlier activity id of another workflow, or a later one of the same workflow, does not take it over.
-    await tdb.prisma.sideEffectClaim.update({ where: { key }, data: { owner: `order-other/3#2` } });
+    // An earlier activity id of another workflow, or a later one of the same run, does not take it over.
+    await tdb.prisma.sideEffectClaim.update({ where: { key }, data: { owner: `order-other/run-1/3#2` } });
     expect((await failureOf(bed.step('sendOrderConfirmation', orderId, info(orderId, 1, '11')))).type).toBe(
       ErrorType.ClaimInProgress,
     );
-    await tdb.prisma.sideEffectClaim.update({ where: { key }, data: { owner: `order-${orderId}/12#1` } });
+    await tdb.prisma.sideEffectClaim.update({ where: { key }, data: { owner: `order-${orderId}/run-1/12#1` } });
     expect((await failureOf(bed.step('sendOrderConfirmation', orderId, info(orderId, 1, '11')))).type).toBe(
       ErrorType.ClaimInProgress,
     );
     expect(mail.calls).toHaveLength(0);
 
-    await tdb.prisma.sideEffectClaim.update({ where: { key }, data: { owner: `order-${orderId}/3#2` } });
+    await tdb.prisma.sideEffectClaim.update({ where: { key }, data: { owner: `order-${orderId}/run-1/3#2` } });
     const sent = await bed.step('sendOrderConfirmation', orderId, info(orderId, 1, '11'));
     expect(sent.performed).toBe(true);
     expect(mail.effects.size).toBe(1);
     const claim = await claimOf(key);
-    expect([claim?.status, claim?.owner]).toEqual(['sent', `order-${orderId}/11#1`]);
+    expect([claim?.status, claim?.owner]).toEqual(['sent', `order-${orderId}/run-1/11#1`]);
+  });
+
+  it('an activity of a later run takes over the claim of an earlier run (after a continue-as-new), whatever its id', async () => {
+    const orderId = await invoiced();
+    const key = confirmationKey(orderId);
+    // The earlier run's activity ids went up to 40; the new run's start again at 1.
+    await tdb.prisma.sideEffectClaim.create({
+      data: {
+        key,
+        kind: 'sendOrderConfirmation',
+        status: 'sending',
+        owner: `order-${orderId}/run-0/40#1`,
+        claimedAt: new Date(),
+      },
+    });
+    const sent = await bed.step('sendOrderConfirmation', orderId, info(orderId, 1, '2'));
+    expect(sent.performed).toBe(true);
+    expect(mail.effects.size).toBe(1);
+    expect((await claimOf(key))?.owner).toBe(`order-${orderId}/run-1/2#1`);
   });
 
   it.each([
@@ -561,7 +580,7 @@ describe('a registry with a provider step before the pivot, and its provider com
       expect(await courier.halt(orderId)).toEqual({
         outcome: 'unknown',
         step: 'bookCourier',
-        claimOwner: `order-${orderId}/3#1`,
+        claimOwner: `order-${orderId}/run-1/3#1`,
       });
       expect(await claimOf(confirmKey(orderId))).toBeNull();
       expect((await orderRow(orderId)).haltedAt).toBeNull();
