@@ -45,6 +45,12 @@ export interface PlannedStep {
 /** The plan of one order. */
 export interface OrderPlan {
   steps: PlannedStep[];
+  /**
+   * How the order reads in the Temporal UI, built by the API when it was placed (src/orders/order-display.ts): the
+   * workflow's static summary (one line) and static details (Markdown). The starter passes them as the workflow's
+   * user metadata; the workflow does not read them.
+   */
+  display?: { summary: string; details: string };
 }
 
 /** What a step's summary may read of an order (the API has it when the order is placed). */

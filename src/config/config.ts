@@ -62,6 +62,11 @@ export const configSchema = z.object({
   /** TLS server name (SNI) override, for a frontend behind a proxy. */
   TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('order-fulfilment'),
+  /**
+   * The API's public base URL, for the links in each order's workflow details in the Temporal UI (the order in the
+   * API, the page). Default in development: `http://127.0.0.1:<PORT>`; unset in production: the links are paths.
+   */
+  PUBLIC_URL: url.optional(),
   /** Base URL of the Temporal Web UI, used to build each order's workflow link. */
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
   /**

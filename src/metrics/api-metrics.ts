@@ -11,12 +11,12 @@
  * never collide.
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
 import { ORDER_STATUSES } from '../orders/order-steps.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
-import { type IdempotencyOutcome, METRICS } from './metric-definitions.js';
+import { IdempotencyOutcome, METRICS } from './metric-definitions.js';
 
 /** How long one database snapshot serves scrapes, ms: both gauges of one scrape read the same query. */
 export const ORDER_SNAPSHOT_TTL_MS = 1_000;
@@ -41,6 +41,8 @@ export class ApiMetrics {
   private readonly logger = new Logger(ApiMetrics.name);
   private readonly ordersAccepted: Counter<'client'>;
   private readonly idempotencyOutcomes: Counter<'outcome'>;
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   private snapshot?: { at: number; rows: Promise<OrderStatusSnapshot[]> };
 
   constructor(@Inject(PRISMA) private readonly prisma: PrismaClient) {
@@ -55,6 +57,21 @@ export class ApiMetrics {
       name: METRICS.idempotencyOutcomes.name,
       help: METRICS.idempotencyOutcomes.help,
       labelNames: METRICS.idempotencyOutcomes.labels,
+      registers: [this.registry],
+    });
+    // Every outcome present from the start, at 0, so rate() and absent() see a series.
+    for (const outcome of Object.values(IdempotencyOutcome)) this.idempotencyOutcomes.inc({ outcome }, 0);
+    this.httpRequests = new Counter({
+      name: METRICS.httpRequests.name,
+      help: METRICS.httpRequests.help,
+      labelNames: METRICS.httpRequests.labels,
+      registers: [this.registry],
+    });
+    this.httpDuration = new Histogram({
+      name: METRICS.httpRequestDuration.name,
+      help: METRICS.httpRequestDuration.help,
+      labelNames: METRICS.httpRequestDuration.labels,
+      buckets: [...METRICS.httpRequestDuration.buckets],
       registers: [this.registry],
     });
     const snapshot = () => this.orderSnapshot();
@@ -91,6 +108,17 @@ export class ApiMetrics {
   /** Counts an order accepted by `POST /orders` (a 202 that is not a replay). */
   orderAccepted(client: string): void {
     this.ordersAccepted.inc({ client });
+  }
+
+  /**
+   * Counts one answered request and its duration.
+   * @param route the route template (`/orders/:id`), `unmatched` or `static`: never a raw path.
+   * @param seconds from the request's arrival to the end of its answer.
+   */
+  httpRequest(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
   }
 
   /** Counts what an `Idempotency-Key` on `POST /orders` led to. */

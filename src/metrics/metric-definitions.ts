@@ -88,8 +88,34 @@ export const ACTIVITY_DURATION_BUCKETS_SECONDS = [
 /** Bounds of attempt numbers: the retry profiles allow 5, 10, 15 and 60 attempts. */
 export const ACTIVITY_ATTEMPT_BUCKETS = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 60] as const;
 
+/** Bounds of HTTP request durations, seconds: from a cached read to the 30 s cancel wait. */
+export const HTTP_DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
+
+/** The `route` label of a request no API route matched (404s) and of files served outside the API (page, docs). */
+export const RouteLabel = {
+  /** No route and not a file: the API's 404. */
+  Unmatched: 'unmatched',
+  /** The web page's files and the OpenAPI UI (served by static-file middleware, not a route). */
+  Static: 'static',
+} as const;
+
 /** Every metric family of the service, by a short key. */
 export const METRICS = {
+  httpRequests: {
+    name: `${METRIC_PREFIX}http_requests_total`,
+    type: 'counter',
+    labels: ['method', 'route', 'status'],
+    help: 'HTTP requests answered by the API, by method, route template (e.g. /orders/:id; unmatched or static otherwise, never a raw path) and status code.',
+    process: 'api',
+  },
+  httpRequestDuration: {
+    name: `${METRIC_PREFIX}http_request_duration_seconds`,
+    type: 'histogram',
+    labels: ['method', 'route', 'status'],
+    help: 'Time from the request to the end of its answer, seconds, by method, route template and status code.',
+    process: 'api',
+    buckets: HTTP_DURATION_BUCKETS_SECONDS,
+  },
   ordersAccepted: {
     name: `${METRIC_PREFIX}orders_accepted_total`,
     type: 'counter',
@@ -138,7 +164,14 @@ export const METRICS = {
     name: `${METRIC_PREFIX}activity_failures_total`,
     type: 'counter',
     labels: ['activity', 'error_type', 'retryable'],
-    help: 'Failed activity attempts by activity type, error type (ApplicationFailure type, or the error name) and whether Temporal retries it (true/false).',
+    help: 'Failed activity attempts by activity type, error type (ApplicationFailure type, or the error name) and whether Temporal retries it (true/false). Every activity and known error type is present from the start, at 0.',
+    process: 'worker',
+  },
+  activityRuns: {
+    name: `${METRIC_PREFIX}activity_executions_total`,
+    type: 'counter',
+    labels: ['activity', 'outcome'],
+    help: 'Activity attempts on this worker by activity type and outcome (success, failure, cancelled, timed_out); every activity and outcome is present from the start, at 0.',
     process: 'worker',
   },
   sideEffectClaims: {

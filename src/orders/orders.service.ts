@@ -13,7 +13,7 @@ import {
   orderWorkflowId,
 } from '../../workflows/order-fulfilment.contract.js';
 import { ProblemException, ProblemType, ServiceUnavailableProblem } from '../common/problem-details.js';
-import { APP_CONFIG, type AppConfig } from '../config/config.js';
+import { APP_CONFIG, type AppConfig, isProduction } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import {
@@ -32,6 +32,7 @@ import { ALL_ORDERS, type OrderAccess, orderAccessWhere } from './order-access.j
 import { encodeOrderCursor } from './order-cursor.js';
 import { publicFailure } from './public-failure.js';
 import { isCancellable, stepTrack } from './order-steps.js';
+import { orderDisplay } from './order-display.js';
 import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
 
 /** Largest `total_minor` the INTEGER column holds. */
@@ -176,14 +177,29 @@ export class OrdersService {
       const now = new Date();
       const workflowId = orderWorkflowId(id);
       // The plan this order runs: the registry's steps now (stored, and passed to its workflow by the starter).
-      const plan = buildPlan(STEPS, {
-        orderId: id,
-        customerEmail: request.customer.email,
-        customerName: request.customer.name ?? null,
-        currency: currencies[0]!,
-        totalMinor,
-        lines: lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
-      });
+      const plan = {
+        ...buildPlan(STEPS, {
+          orderId: id,
+          customerEmail: request.customer.email,
+          customerName: request.customer.name ?? null,
+          currency: currencies[0]!,
+          totalMinor,
+          lines: lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+        }),
+        // How it reads in the Temporal UI (the starter sets it as the workflow's summary and details).
+        display: orderDisplay(
+          {
+            id,
+            clientId: options.clientId,
+            customerEmail: request.customer.email,
+            customerName: request.customer.name ?? null,
+            currency: currencies[0]!,
+            totalMinor,
+            lines,
+          },
+          this.config.PUBLIC_URL ?? (isProduction() ? undefined : `http://127.0.0.1:${this.config.PORT}`),
+        ),
+      };
       const order: OrderRow = {
         id,
         customerEmail: request.customer.email,

@@ -68,6 +68,9 @@ export class OrderWorkflowStarter {
       known ??
       (await this.prisma.order.findUnique({ where: { id: orderId }, select: { customerEmail: true, plan: true } }));
     const customerId = order && customerSearchId(order.customerEmail, this.config.CUSTOMER_ID_SECRET);
+    // The display goes to the workflow's user metadata, not into its input (the workflow does not read it).
+    const { display, ...plan } = (order?.plan ?? {}) as OrderPlan;
+    const hasPlan = Array.isArray((plan as Partial<OrderPlan>).steps);
     let alreadyStarted = false;
     try {
       await this.client.withDeadline(Math.min(deadline, Date.now() + WORKFLOW_START_TIMEOUT_MS), () =>
@@ -75,7 +78,9 @@ export class OrderWorkflowStarter {
           taskQueue: this.config.TEMPORAL_TASK_QUEUE,
           workflowId,
           // The plan stored with the order: the run keeps it whatever the registry becomes (docs/versioning.md).
-          args: [{ orderId, ...(order?.plan ? { plan: order.plan as OrderPlan } : {}) }],
+          args: [{ orderId, ...(hasPlan ? { plan: plan as OrderPlan } : {}) }],
+          // How the order reads in the Temporal UI's list and on its page (src/orders/order-display.ts).
+          ...(display ? { staticSummary: display.summary, staticDetails: display.details } : {}),
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
           typedSearchAttributes: [

@@ -22,6 +22,31 @@ import {
 } from '@temporalio/common';
 import type { ActivityInterceptorsFactory, MetricsExporterConfig } from '@temporalio/worker';
 import { observeSideEffectClaims, type ClaimObservation } from '../../activities/kit/claims.js';
+import { STEPS } from '../../activities/index.js';
+import { ErrorType, PERMANENT_ERROR_TYPES } from '../../workflows/errors.js';
+
+/** The activities of the registry (steps and compensations) and the kit's own, for the zero series. */
+const KNOWN_ACTIVITIES: readonly string[] = [
+  ...STEPS.flatMap((s) => [s.name, ...(s.compensation ? [s.compensation.name] : [])]),
+  'haltOrder',
+  'setOrderStatus',
+  'planOrder',
+  'purgeExpiredIdempotencyRecords',
+];
+
+/** The claim kinds of the registry: each provider step and provider compensation. */
+const KNOWN_CLAIM_KINDS: readonly string[] = STEPS.flatMap((s) => [
+  ...(s.kind === 'provider' ? [s.name] : []),
+  ...(s.compensation?.kind === 'provider' ? [s.compensation.name] : []),
+]);
+
+/** The error types an activity is known to fail with, and whether Temporal retries them. */
+const KNOWN_ERROR_TYPES: ReadonlyArray<[string, boolean]> = [
+  ...PERMANENT_ERROR_TYPES.map((t): [string, boolean] => [t, false]),
+  [ErrorType.ProviderUnavailable, true],
+  [ErrorType.ClaimInProgress, true],
+  ['TimeoutFailure', true],
+];
 import { ActivityOutcome, ClaimHow, METRICS } from '../metrics/metric-definitions.js';
 
 /**
@@ -105,15 +130,30 @@ function attemptsLeft(info: ActivityContext['info']): boolean {
  * - `order_fulfilment_activity_attempts{activity}`: the attempt number, on success;
  * - `order_fulfilment_activity_failures_total{activity, error_type, retryable}`: on failure or timeout (not on a
  *   cancellation);
+ * - `order_fulfilment_activity_executions_total{activity, outcome}`: every attempt;
+ * every known activity (`known`, default the registry's and the kit's) with every outcome and known error type is
+ * present from the start, at 0;
  * and logs `activity completed` (info, with `durationMs`) on success; the SDK itself logs `Activity failed`
  * (warn) on failure. Every activity log line gets `orderId` (from the input) and `runId`, and loses the SDK's
  * `taskToken` (an opaque blob).
  * @param meter the SDK runtime's meter (`Runtime.instance().metricMeter`), or a fake in tests.
  */
-export function activityObservability(meter: MetricMeter): ActivityInterceptorsFactory {
+export function activityObservability(
+  meter: MetricMeter,
+  known: readonly string[] = KNOWN_ACTIVITIES,
+): ActivityInterceptorsFactory {
   const duration = meter.createHistogram(METRICS.activityDuration.name, 'float', 's', METRICS.activityDuration.help);
   const attempts = meter.createHistogram(METRICS.activityAttempts.name, 'int', '', METRICS.activityAttempts.help);
   const failures = meter.createCounter(METRICS.activityFailures.name, '', METRICS.activityFailures.help);
+  const executions = meter.createCounter(METRICS.activityRuns.name, '', METRICS.activityRuns.help);
+  // Every known activity, outcome and error type at 0 from the start: rate() and absent() see the series before the
+  // first failure.
+  for (const activity of known) {
+    for (const outcome of Object.values(ActivityOutcome)) executions.add(0, { activity, outcome });
+    for (const [errorType, retryable] of KNOWN_ERROR_TYPES) {
+      failures.add(0, { activity, error_type: errorType, retryable: String(retryable) });
+    }
+  }
 
   return (ctx) => {
     let orderId: string | undefined;
@@ -130,6 +170,7 @@ export function activityObservability(meter: MetricMeter): ActivityInterceptorsF
           } catch (err) {
             const failure = classifyFailure(err, ctx);
             duration.record(seconds(), { activity, outcome: failure.outcome });
+            executions.add(1, { activity, outcome: failure.outcome });
             if (failure.outcome !== ActivityOutcome.Cancelled) {
               failures.add(1, { activity, error_type: failure.errorType, retryable: String(failure.retryable) });
             }
@@ -138,7 +179,9 @@ export function activityObservability(meter: MetricMeter): ActivityInterceptorsF
           const elapsed = seconds();
           const limitMs = ctx.info.startToCloseTimeoutMs;
           const late = limitMs > 0 && elapsed * 1000 > limitMs;
-          duration.record(elapsed, { activity, outcome: late ? ActivityOutcome.TimedOut : ActivityOutcome.Success });
+          const outcome = late ? ActivityOutcome.TimedOut : ActivityOutcome.Success;
+          duration.record(elapsed, { activity, outcome });
+          executions.add(1, { activity, outcome });
           if (late) {
             failures.add(1, { activity, error_type: 'TimeoutFailure', retryable: String(attemptsLeft(ctx.info)) });
           } else {
@@ -186,11 +229,13 @@ export function claimHow(outcome: ClaimObservation['outcome']): string {
 
 /**
  * Counts every side-effect claim decision of this process in `order_fulfilment_side_effect_claims_total{kind, how}`
- * (installs the observer of activities/side-effect-claims.ts).
+ * (installs the observer of activities/kit/claims.ts); every known kind (each provider step and provider
+ * compensation of the registry) and decision is present from the start, at 0.
  * @returns a function that removes the observer again.
  */
-export function recordSideEffectClaims(meter: MetricMeter): () => void {
+export function recordSideEffectClaims(meter: MetricMeter, kinds: readonly string[] = KNOWN_CLAIM_KINDS): () => void {
   const claims = meter.createCounter(METRICS.sideEffectClaims.name, '', METRICS.sideEffectClaims.help);
+  for (const kind of kinds) for (const how of Object.values(ClaimHow)) claims.add(0, { kind, how });
   observeSideEffectClaims(({ kind, outcome }) => {
     const tags: MetricTags = { kind, how: claimHow(outcome) };
     claims.add(1, tags);

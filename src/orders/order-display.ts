@@ -1,0 +1,58 @@
+/**
+ * How an order reads in the Temporal UI (user metadata, https://docs.temporal.io/workflows#user-metadata), built
+ * when the order is placed and set by the starter on its workflow: the static summary, one line a person scans in
+ * the list (`Order 1a2b3c4d · Ada Lovelace · 2 lines · 39.98 EUR`), and the static details, Markdown: the lines, the
+ * total, and links to the order in the API and to the page.
+ *
+ * Personal data (docs/operations.md, "What the Temporal UI shows"): the customer's name (the UI is an operator's
+ * tool) and the email address masked (`a…@example.com`), never in full; nothing personal in search attributes.
+ * Text a customer or an operator controls (names, SKUs) is escaped, so it shows as text, never as Markdown or HTML.
+ */
+import { formatMinor, maskEmail } from '../../activities/kit/text.js';
+import { escapeMarkdown } from '../../workflows/order-details.js';
+
+/** What the display reads of an order. */
+export interface DisplayedOrder {
+  id: string;
+  clientId: string;
+  customerEmail: string;
+  customerName: string | null;
+  currency: string;
+  /** Minor units. */
+  totalMinor: number;
+  lines: Array<{ sku: string; quantity: number; unitPriceMinor: number }>;
+}
+
+/** The most characters of a summary (the UI shows one line). */
+const SUMMARY_MAX = 120;
+
+/**
+ * The order's summary and details.
+ * @param publicUrl the API's public base URL (`PUBLIC_URL`); without it the links are paths.
+ */
+export function orderDisplay(order: DisplayedOrder, publicUrl?: string): { summary: string; details: string } {
+  const who = order.customerName ?? maskEmail(order.customerEmail);
+  const lineCount = `${order.lines.length} ${order.lines.length === 1 ? 'line' : 'lines'}`;
+  const total = formatMinor(order.totalMinor, order.currency);
+  const plainSummary = `Order ${order.id.slice(0, 8)} · ${who} · ${lineCount} · ${total}`;
+  const summary = escapeMarkdown(
+    plainSummary.length > SUMMARY_MAX ? `${plainSummary.slice(0, SUMMARY_MAX - 1)}…` : plainSummary,
+  );
+  const base = publicUrl?.replace(/\/+$/, '') ?? '';
+  const details = [
+    `**Order** \`${order.id}\` for ${escapeMarkdown(who)} (${escapeMarkdown(maskEmail(order.customerEmail))}), ` +
+      `client \`${escapeMarkdown(order.clientId)}\``,
+    '',
+    '| SKU | Quantity | Unit price |',
+    '| --- | ---: | ---: |',
+    ...order.lines.map(
+      (l) =>
+        `| ${escapeMarkdown(l.sku)} | ${l.quantity} | ${escapeMarkdown(formatMinor(l.unitPriceMinor, order.currency))} |`,
+    ),
+    '',
+    `**Total**: ${escapeMarkdown(total)}`,
+    '',
+    `[The order in the API](${base}/orders/${order.id}) · [The web page](${base || '/'}${base ? '/' : ''})`,
+  ].join('\n');
+  return { summary, details };
+}
