@@ -10,12 +10,16 @@
 import type { OrderFulfilmentState } from './order-fulfilment.contract.js';
 import { StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
 
-/** Characters with a meaning in (GitHub-flavoured) Markdown or HTML. */
-const MARKDOWN_SPECIAL = /[\\`*_{}[\]()#+\-.!|~<>&"']/g;
+/**
+ * Characters with a meaning inside a line of (GitHub-flavoured) Markdown or HTML: emphasis, code, links and images,
+ * tables, strikethrough, headings, HTML tags and entities. (Markers that only count at the start of a line, `-`, `+`,
+ * `1.`, never start our lines: the text is always inside a sentence.)
+ */
+const MARKDOWN_SPECIAL = /[\\`*_{}[\]()<>&|~#]/g;
 
 /**
- * `text` as literal Markdown: every character with a meaning in Markdown or HTML backslash-escaped (CommonMark
- * §2.4, backslash escapes), and line breaks as spaces (one line per item).
+ * `text` as literal Markdown inside a line: every character with a meaning there backslash-escaped (CommonMark §2.4,
+ * backslash escapes), and line breaks as spaces (one line per item).
  */
 export function escapeMarkdown(text: string): string {
   return text.replace(/\s+/g, ' ').replace(MARKDOWN_SPECIAL, (c) => `\\${c}`);
@@ -78,14 +82,20 @@ export function detailsOf(input: DetailsInput): string {
 }
 
 /**
- * The line of an order that waits for an operator: which step, why (its failure, escaped), whether the provider may
- * have acted, and how to retry.
+ * The lines of an order that waits for an operator: which step, why in words (`why`, written by the workflow), the
+ * failure as recorded (`reason`, escaped), whether the provider may have acted, and how to retry.
  */
-export function describeWait(orderId: string, step: PlannedStep, reason: string, outcomeUnknown: boolean): string {
-  const why = escapeMarkdown(reason.length > 300 ? `${reason.slice(0, 299)}…` : reason);
+export function describeWait(
+  orderId: string,
+  step: PlannedStep,
+  why: string,
+  reason: string,
+  outcomeUnknown: boolean,
+): string {
+  const cause = escapeMarkdown(reason.length > 300 ? `${reason.slice(0, 299)}…` : reason);
   const unknown = outcomeUnknown ? ' The provider may have acted: a retry re-sends with the same Idempotency-Key.' : '';
   return (
     `**Waiting for an operator** at \`${step.name}\` (${escapeMarkdown(step.summary)}): ${why}.${unknown} ` +
-    `Retry with \`POST /orders/${orderId}/retry\` once the cause is fixed.`
+    `Retry with \`POST /orders/${orderId}/retry\` once the cause is fixed.\n\nCause: ${cause}`
   );
 }

@@ -156,6 +156,33 @@ function mayHaveActed(err: unknown): boolean {
 }
 
 /**
+ * Why a step stopped, in words a person reads in the Temporal UI (the failure's type and HTTP status, never its
+ * message: that is shown escaped as the cause), e.g. `the carrier provider refused it (HTTP 422)`.
+ */
+function humanWhy(step: PlannedStep, err: unknown): string {
+  const cause = innermost(err);
+  const who = step.provider ? `the ${step.provider} provider` : 'the database step';
+  if (cause instanceof TimeoutFailure) return 'its attempt timed out (the worker may have died mid-call)';
+  if (!(cause instanceof ApplicationFailure)) return `it failed (${cause instanceof Error ? cause.name : 'error'})`;
+  const status = (cause.details?.[0] as { status?: unknown } | undefined)?.status;
+  const http = typeof status === 'number' ? ` (HTTP ${status})` : '';
+  switch (cause.type) {
+    case ErrorType.ProviderRejected:
+      return `${who} refused it${http}`;
+    case ErrorType.Unauthorized:
+      return `${who} refused our credentials${http}`;
+    case ErrorType.ProviderUnavailable:
+      return `${who} did not answer${http}`;
+    case ErrorType.ClaimInProgress:
+      return 'another attempt still holds its claim';
+    case ErrorType.Validation:
+      return 'it failed a check';
+    default:
+      return `it failed (${cause.type ?? 'error'})`;
+  }
+}
+
+/**
  * Runs one order to completion, to a compensated `failed`/`cancelled`, or to an operator. A run whose history grew
  * long with operator retries continues as new with the order's state (`input.resume`).
  */
@@ -464,7 +491,8 @@ class OrderLifecycle {
       const waiting = steps.find((s) => s.name === fence.step) ?? pivot;
       const why = `${waiting.name} may have been performed (${describeFailure(failure)})`;
       this.refuseCancel(`${why}; the order waits for an operator`);
-      await CancellationScope.nonCancellable(() => this.awaitOperator(waiting, why, true));
+      const human = `${waiting.provider ? `the ${waiting.provider} provider` : 'it'} may have acted (its answer is unknown)`;
+      await CancellationScope.nonCancellable(() => this.awaitOperator(waiting, why, true, human));
     }
   }
 
@@ -558,7 +586,7 @@ class OrderLifecycle {
         const reason = unknown
           ? `${describeFailure(err)} (the provider may have acted; a retry re-sends with the same Idempotency-Key)`
           : describeFailure(err);
-        await this.awaitOperator(step, reason, unknown);
+        await this.awaitOperator(step, reason, unknown, humanWhy(step, err));
       }
     }
   }
@@ -568,13 +596,18 @@ class OrderLifecycle {
    * workflow's own state changes first (in the same workflow task that schedules the status write), so an
    * operator who sees the status in the database always finds the workflow waiting.
    */
-  private async awaitOperator(step: PlannedStep, reason: string, outcomeUnknown: boolean): Promise<void> {
+  private async awaitOperator(
+    step: PlannedStep,
+    reason: string,
+    outcomeUnknown: boolean,
+    why = 'it could not finish',
+  ): Promise<void> {
     const { orderId, state } = this;
     state.attention = { step: step.name, reason, outcomeUnknown, retries: this.retries.get(step.name) ?? 0 };
     state.failureReason = reason;
     this.retryAccepted = false;
     this.setStatus(OrderStatus.AttentionRequired);
-    this.showDetails(describeWait(orderId, step, reason, outcomeUnknown));
+    this.showDetails(describeWait(orderId, step, why, reason, outcomeUnknown));
     log.warn('order needs an operator', { orderId, step: step.name, reason });
     try {
       await attention.setOrderStatus({

@@ -50,7 +50,14 @@ export interface OrderPlan {
    * workflow's static summary (one line) and static details (Markdown). The starter passes them as the workflow's
    * user metadata; the workflow does not read them.
    */
-  display?: { summary: string; details: string };
+  display?: {
+    /** The static summary: one line, Markdown (escaped). */
+    summary: string;
+    /** The same line as plain text, for the `OrderSummary` search attribute (a list column). */
+    plainSummary: string;
+    /** The static details: Markdown. */
+    details: string;
+  };
 }
 
 /** What a step's summary may read of an order (the API has it when the order is placed). */

@@ -1,10 +1,28 @@
 /** Text helpers for steps: money and masked personal data (what the Temporal UI and the logs may show). */
 
-/** Formats integer minor units for display, e.g. (1999, 'EUR') → `19.99 EUR`. Exact: no floats. */
+/**
+ * The number of minor-unit digits of an ISO 4217 currency (EUR 2, JPY 0, BHD 3), from the runtime's ICU data;
+ * 2 for a code ICU does not know.
+ */
+export function currencyExponent(currency: string): number {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  } catch {
+    return 2;
+  }
+}
+
+/**
+ * Formats integer minor units for display with the currency's ISO 4217 exponent, e.g. (1999, 'EUR') → `19.99 EUR`,
+ * (1999, 'JPY') → `1999 JPY`, (1999, 'BHD') → `1.999 BHD`. Exact: integer arithmetic on a bigint, no floats.
+ */
 export function formatMinor(amountMinor: number, currency: string): string {
+  const digits = currencyExponent(currency);
   const sign = amountMinor < 0 ? '-' : '';
-  const abs = Math.abs(amountMinor);
-  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')} ${currency}`;
+  const abs = BigInt(Math.abs(Math.trunc(amountMinor)));
+  if (digits === 0) return `${sign}${abs} ${currency}`;
+  const scale = 10n ** BigInt(digits);
+  return `${sign}${abs / scale}.${String(abs % scale).padStart(digits, '0')} ${currency}`;
 }
 
 /**
@@ -15,4 +33,9 @@ export function maskEmail(email: string): string {
   const at = email.lastIndexOf('@');
   if (at <= 0) return '…';
   return `${email.slice(0, 1)}…${email.slice(at)}`;
+}
+
+/** `count` with its noun, in English: `1 unit`, `3 units` (`plural` defaults to the noun + `s`). */
+export function plural(count: number, noun: string, pluralNoun = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : pluralNoun}`;
 }

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { defineDatabaseStep, StepPhase } from '../kit/define.js';
 import { halted } from '../kit/order-guards.js';
+import { formatMinor } from '../kit/text.js';
 
 /** The series of invoice numbers (the `invoice_counters` row). */
 const INVOICE_SERIES = 'INV';
@@ -38,7 +39,7 @@ export const createInvoice = defineDatabaseStep({
   label: 'Invoiced',
   description: 'Issues the invoice once per order, numbered from a gap-free series (`INV-000042`).',
   idempotency: { byNature: 'the order id is the invoice’s natural key (`invoices.order_id` is unique)' },
-  summary: (order) => `invoice of ${order.totalMinor} minor units (${order.currency})`,
+  summary: (order) => `invoice of ${formatMinor(order.totalMinor, order.currency)}`,
   /**
    * `issued_at` comes from the database clock. A void invoice is never "already done": the step refuses it.
    * @throws ApplicationFailure `OrderHaltedError` (its invoice is void).

@@ -11,6 +11,7 @@ import { ErrorType } from '../../workflows/errors.js';
 import { defineDatabaseStep, StepPhase } from '../kit/define.js';
 import { halted } from '../kit/order-guards.js';
 import { notFound } from '../kit/failures.js';
+import { plural } from '../kit/text.js';
 
 /** One ledger movement of an order. `applied` is true when this run inserted it (false: found). */
 export interface MovementOutcome {
@@ -40,7 +41,7 @@ export const reserveInventory = defineDatabaseStep({
   label: 'Inventory reserved',
   description: 'Reserves every line of the order, all or nothing (`reserve:<orderId>:<sku>` movements).',
   idempotency: { byNature: 'each movement id is the identity of the work (`reserve:<orderId>:<sku>`)' },
-  summary: (order) => `reserve ${order.lines.reduce((n, l) => n + l.quantity, 0)} units of ${order.lines.length} SKUs`,
+  summary: (order) => `reserve ${plural(order.lines.reduce((n, l) => n + l.quantity, 0), 'unit')} of ${plural(order.lines.length, 'SKU')}`,
   /**
    * Lines go in SKU order so concurrent orders lock products in one order (no deadlock). A released reservation is
    * never "already done": the step refuses it.

@@ -8,6 +8,7 @@ import { carrier } from '../../providers/carrier.provider.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { defineProviderStep, StepPhase } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
+import { plural } from '../kit/text.js';
 
 /** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key`. */
 export function shipmentKey(orderId: string): string {
@@ -28,7 +29,7 @@ export const shipOrder = defineProviderStep({
   provider: carrier,
   operation: 'createShipment',
   key: shipmentKey,
-  summary: (order) => `shipment of ${order.lines.reduce((n, l) => n + l.quantity, 0)} items`,
+  summary: (order) => `shipment of ${plural(order.lines.reduce((n, l) => n + l.quantity, 0), 'item')}`,
   /** Who receives which items, from the stored order only: every attempt sends the identical body. */
   async request({ orderId, db }) {
     const [order] = await db.$queryRaw<

@@ -6,6 +6,7 @@ import { accounting } from '../../providers/accounting.provider.js';
 import { defineProviderStep, StepPhase } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
 import { halted } from '../kit/order-guards.js';
+import { formatMinor } from '../kit/text.js';
 
 /** The idempotency key of an order's accounting sync. */
 export function accountingInvoiceKey(orderId: string): string {
@@ -21,7 +22,7 @@ export const syncInvoiceToAccounting = defineProviderStep({
   provider: accounting,
   operation: 'upsertInvoice',
   key: accountingInvoiceKey,
-  summary: (order) => `invoice sync (${order.lines.length} lines)`,
+  summary: (order) => `invoice of ${formatMinor(order.totalMinor, order.currency)} to accounting`,
   /**
    * The invoice from the stored order and invoice only (every attempt sends the identical body).
    * @throws ApplicationFailure `RecordNotFoundError` (order or invoice missing), `OrderHaltedError` (the invoice is void).

@@ -1,8 +1,9 @@
 /**
  * How an order reads in the Temporal UI (user metadata, https://docs.temporal.io/workflows#user-metadata), built
- * when the order is placed and set by the starter on its workflow: the static summary, one line a person scans in
- * the list (`Order 1a2b3c4d · Ada Lovelace · 2 lines · 39.98 EUR`), and the static details, Markdown: the lines, the
- * total, and links to the order in the API and to the page.
+ * when the order is placed and set by the starter on its workflow: the static summary, one line a person scans
+ * (`Order 1a2b3c4d · Ada Lovelace · 2 lines · 39.98 EUR`; also the `OrderSummary` search attribute, a column of the
+ * workflow list), and the static details, Markdown: the lines, the total, and links to the order in the API and to
+ * the page.
  *
  * Personal data (docs/operations.md, "What the Temporal UI shows"): the customer's name (the UI is an operator's
  * tool) and the email address masked (`a…@example.com`), never in full; nothing personal in search attributes.
@@ -30,7 +31,10 @@ const SUMMARY_MAX = 120;
  * The order's summary and details.
  * @param publicUrl the API's public base URL (`PUBLIC_URL`); without it the links are paths.
  */
-export function orderDisplay(order: DisplayedOrder, publicUrl?: string): { summary: string; details: string } {
+export function orderDisplay(
+  order: DisplayedOrder,
+  publicUrl?: string,
+): { summary: string; plainSummary: string; details: string } {
   const who = order.customerName ?? maskEmail(order.customerEmail);
   const lineCount = `${order.lines.length} ${order.lines.length === 1 ? 'line' : 'lines'}`;
   const total = formatMinor(order.totalMinor, order.currency);
@@ -54,5 +58,5 @@ export function orderDisplay(order: DisplayedOrder, publicUrl?: string): { summa
     '',
     `[The order in the API](${base}/orders/${order.id}) · [The web page](${base || '/'}${base ? '/' : ''})`,
   ].join('\n');
-  return { summary, details };
+  return { summary, plainSummary, details };
 }

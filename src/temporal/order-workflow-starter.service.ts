@@ -87,6 +87,7 @@ export class OrderWorkflowStarter {
             { key: SEARCH_ATTRIBUTES.OrderId, value: orderId },
             { key: SEARCH_ATTRIBUTES.OrderStatus, value: OrderStatus.Received },
             ...(customerId ? [{ key: SEARCH_ATTRIBUTES.CustomerId, value: customerId }] : []),
+            ...(display ? [{ key: SEARCH_ATTRIBUTES.OrderSummary, value: display.plainSummary }] : []),
           ],
         }),
       );

@@ -32,6 +32,7 @@ import {
   orderStatusQuery,
   orderWorkflowId,
   retryStepUpdate,
+  type OrderResumeState,
 } from '../../workflows/order-fulfilment.contract.js';
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -83,6 +84,8 @@ interface Scenario {
   drive?: (handle: WorkflowHandle) => Promise<void>;
   /** Start it as a person would from the CLI: no plan in the input (default: the API's plan). */
   withoutPlan?: boolean;
+  /** Start it as the next run of a continue-as-new (the carried state in `input.resume`). */
+  resume?: OrderResumeState;
 }
 
 const rejected = (message: string, type: string, details?: unknown) => () => {
@@ -237,6 +240,34 @@ const scenarios: Scenario[] = [
     behave: { reserveInventory: rejected('already failed', ErrorType.OrderClosed, { status: 'failed' }) },
   },
   {
+    // The second run of an order that continued as new after many retries of syncInvoiceToAccounting: it retries
+    // the step with the carried state (shipped, pivot passed, 60 retries, the answers of the latest retry Updates),
+    // and a repeated retry Update id gets the answer of the first run.
+    name: 'resumed-after-continue-as-new',
+    orderId: id(13),
+    resume: {
+      run: 2,
+      status: 'shipped',
+      completedSteps: ['reserveInventory', 'createInvoice', 'sendOrderConfirmation', 'shipOrder'],
+      results: {
+        reserveInventory: null,
+        createInvoice: null,
+        sendOrderConfirmation: 'sendOrderConfirmation-1',
+        shipOrder: 'shipOrder-1',
+      },
+      pivotPassed: true,
+      retries: { syncInvoiceToAccounting: 60 },
+      lastStarted: 2,
+      visibleStatus: 'attention_required',
+      answered: { 'retry-60': { orderId: id(13), step: 'syncInvoiceToAccounting', retry: 60 } },
+    },
+    behave: { syncInvoiceToAccounting: slow(1_000, results.syncInvoiceToAccounting) },
+    drive: async (handle) => {
+      const answer = await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-60' });
+      if (answer.retry !== 60) throw new Error(`a repeated retry Update got ${JSON.stringify(answer)}`);
+    },
+  },
+  {
     // Started by hand (the CLI) without a plan: the run reads it with the planOrder local activity.
     name: 'started-without-plan',
     orderId: id(12),
@@ -279,7 +310,11 @@ try {
       const handle = await env.client.workflow.start(ORDER_WORKFLOW_TYPE, {
         taskQueue,
         workflowId: orderWorkflowId(s.orderId),
-        args: [s.withoutPlan ? { orderId: s.orderId } : { orderId: s.orderId, plan: planOf(s.orderId) }],
+        args: [
+          s.withoutPlan
+            ? { orderId: s.orderId }
+            : { orderId: s.orderId, plan: planOf(s.orderId), ...(s.resume ? { resume: s.resume } : {}) },
+        ],
         // As the API's starter (src/temporal/order-workflow-starter.service.ts) starts an order.
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },

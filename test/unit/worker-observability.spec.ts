@@ -22,7 +22,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimSideEffect, type DbOrTx } from '../../activities/kit/claims.js';
 import { ErrorType } from '../../workflows/errors.js';
-import { METRICS } from '../../src/metrics/metric-definitions.js';
+import { ActivityOutcome, METRICS } from '../../src/metrics/metric-definitions.js';
 import {
   activityObservability,
   claimHow,
@@ -67,8 +67,16 @@ class RecordingMeter implements MetricMeter {
   withTags(): MetricMeter {
     return this;
   }
+  /** The observations of `metric`, without the zero adds that only make a series exist. */
   of(metric: string): Recorded[] {
-    return this.records.filter((r) => r.metric === metric);
+    return this.records.filter((r) => r.metric === metric && !(r.value === 0 && this.isCounter(r)));
+  }
+  /** The zero adds of `metric`: the series it exposes before anything happened. */
+  zeros(metric: string): MetricTags[] {
+    return this.records.filter((r) => r.metric === metric && r.value === 0).map((r) => r.tags);
+  }
+  private isCounter(r: Recorded): boolean {
+    return r.metric.endsWith('_total');
   }
 }
 
@@ -120,6 +128,18 @@ function environment(overrides: Partial<Info> = {}) {
 }
 
 describe('activity interceptor', () => {
+  it('exposes every known activity with every outcome and known error type at 0 before any attempt', () => {
+    const meter = new RecordingMeter();
+    activityObservability(meter, ['reserveInventory', 'sendOrderConfirmation']);
+    const executions = meter.zeros(METRICS.activityRuns.name);
+    expect(executions).toContainEqual({ activity: 'sendOrderConfirmation', outcome: 'timed_out' });
+    expect(executions).toHaveLength(2 * Object.values(ActivityOutcome).length);
+    const failures = meter.zeros(METRICS.activityFailures.name);
+    expect(failures).toContainEqual({ activity: 'reserveInventory', error_type: 'ProviderUnavailableError', retryable: 'true' });
+    expect(failures).toContainEqual({ activity: 'reserveInventory', error_type: 'ValidationError', retryable: 'false' });
+    expect(meter.of(METRICS.activityRuns.name)).toEqual([]);
+  });
+
   it('records the duration and the attempt of a success, and logs one line with the order and run ids', async () => {
     const { meter, logger, env } = environment({ attempt: 3 });
     const result = await env.run(
@@ -259,6 +279,7 @@ describe('side-effect claim counter', () => {
     const owner = { execution: 'order-1/3', attempt: 1 };
     await claimSideEffect(db, { key: 'order-confirmation:1', kind: 'email', owner, leaseMs: 60_000 });
     await claimSideEffect(db, { key: 'order-confirmation:1', kind: 'email', owner, leaseMs: 60_000 });
+    expect(meter.zeros(METRICS.sideEffectClaims.name)).toContainEqual({ kind: 'sendOrderConfirmation', how: 'lease_reclaimed' });
     expect(meter.of(METRICS.sideEffectClaims.name).map((r) => r.tags)).toEqual([
       { kind: 'email', how: 'new' },
       { kind: 'email', how: 'done' },

@@ -59,8 +59,11 @@ describe('parseAuthorization (RFC 6750 §2.1)', () => {
     expect(parseAuthorization([])).toEqual({ kind: 'absent' });
   });
 
+  it('another scheme: not a malformed request (RFC 6750 §3: a 401 without an error code)', () => {
+    expect(parseAuthorization(['Basic dXNlcjpwYXNz'])).toMatchObject({ kind: 'other-scheme' });
+  });
+
   it.each([
-    ['another scheme', ['Basic dXNlcjpwYXNz']],
     ['no token', ['Bearer']],
     ['a token with a space', ['Bearer a b']],
     ['a token with a quote', ['Bearer "abc"']],
