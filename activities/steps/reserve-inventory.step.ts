@@ -41,7 +41,11 @@ export const reserveInventory = defineDatabaseStep({
   label: 'Inventory reserved',
   description: 'Reserves every line of the order, all or nothing (`reserve:<orderId>:<sku>` movements).',
   idempotency: { byNature: 'each movement id is the identity of the work (`reserve:<orderId>:<sku>`)' },
-  summary: (order) => `reserve ${plural(order.lines.reduce((n, l) => n + l.quantity, 0), 'unit')} of ${plural(order.lines.length, 'SKU')}`,
+  summary: (order) =>
+    `reserve ${plural(
+      order.lines.reduce((n, l) => n + l.quantity, 0),
+      'unit',
+    )} of ${plural(order.lines.length, 'SKU')}`,
   /**
    * Lines go in SKU order so concurrent orders lock products in one order (no deadlock). A released reservation is
    * never "already done": the step refuses it.

@@ -29,7 +29,11 @@ export const shipOrder = defineProviderStep({
   provider: carrier,
   operation: 'createShipment',
   key: shipmentKey,
-  summary: (order) => `shipment of ${plural(order.lines.reduce((n, l) => n + l.quantity, 0), 'item')}`,
+  summary: (order) =>
+    `shipment of ${plural(
+      order.lines.reduce((n, l) => n + l.quantity, 0),
+      'item',
+    )}`,
   /** Who receives which items, from the stored order only: every attempt sends the identical body. */
   async request({ orderId, db }) {
     const [order] = await db.$queryRaw<

@@ -177,23 +177,27 @@ describe('POST /orders/:id/retry, answered without the workflow', () => {
     });
   });
 
-  it('answers 409 when the workflow has closed, and 503 with Retry-After when no worker takes the retry', async () => {
-    const closed = await placeOrder();
-    await setStatus(closed, 'attention_required', 45);
-    await suite.temporal.workflow.getHandle(orderWorkflowId(closed)).terminate('test');
-    const res = await ops().post(`/orders/${closed}/retry`);
-    expect(res.status).toBe(409);
-    expect(res.body.detail).toContain('has closed (TERMINATED)');
+  it(
+    'answers 409 when the workflow has closed, and 503 with Retry-After when no worker takes the retry',
+    async () => {
+      const closed = await placeOrder();
+      await setStatus(closed, 'attention_required', 45);
+      await suite.temporal.workflow.getHandle(orderWorkflowId(closed)).terminate('test');
+      const res = await ops().post(`/orders/${closed}/retry`);
+      expect(res.status).toBe(409);
+      expect(res.body.detail).toContain('has closed (TERMINATED)');
 
-    const pending = await placeOrder();
-    const started = Date.now();
-    const timeout = await ops().post(`/orders/${pending}/retry`).set('Idempotency-Key', randomUUID());
-    expect(timeout.status).toBe(503);
-    expect(timeout.headers['retry-after']).toBe('5');
-    expect(timeout.body.detail).toContain('same Idempotency-Key');
-    // It waited the whole bound: longer than a worker crash takes to recover.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(RETRY_UPDATE_TIMEOUT_MS - 500);
-  }, RETRY_UPDATE_TIMEOUT_MS + 30_000);
+      const pending = await placeOrder();
+      const started = Date.now();
+      const timeout = await ops().post(`/orders/${pending}/retry`).set('Idempotency-Key', randomUUID());
+      expect(timeout.status).toBe(503);
+      expect(timeout.headers['retry-after']).toBe('5');
+      expect(timeout.body.detail).toContain('same Idempotency-Key');
+      // It waited the whole bound: longer than a worker crash takes to recover.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(RETRY_UPDATE_TIMEOUT_MS - 500);
+    },
+    RETRY_UPDATE_TIMEOUT_MS + 30_000,
+  );
 });
 
 describe('the reconciler and the sweeper', () => {

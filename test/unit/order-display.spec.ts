@@ -117,13 +117,21 @@ describe('current details', () => {
       `**Running** \`sendOrderConfirmation\`: confirmation to a…@example.com (step 3 of ${plan.steps.length})`,
     );
     expect(text).toContain('- [x] `createInvoice`');
-    expect(text).toContain('- [ ] `sendOrderConfirmation`: confirmation to a…@example.com (point of no return, running)');
+    expect(text).toContain(
+      '- [ ] `sendOrderConfirmation`: confirmation to a…@example.com (point of no return, running)',
+    );
     expect(text).toContain(`\`GET /orders/${order.id}\``);
   });
 
   it('tells an operator why an order waits and how to retry, the provider message escaped', () => {
     const ship = plan.steps.find((s) => s.name === 'shipOrder')!;
-    const text = describeWait(order.id, ship, 'the carrier provider did not answer (HTTP 503)', '<b>down</b> *now*', true);
+    const text = describeWait(
+      order.id,
+      ship,
+      'the carrier provider did not answer (HTTP 503)',
+      '<b>down</b> *now*',
+      true,
+    );
     expect(text).toContain('**Waiting for an operator** at `shipOrder`');
     expect(text).toContain('the carrier provider did not answer (HTTP 503).');
     expect(text).toContain('same Idempotency-Key');

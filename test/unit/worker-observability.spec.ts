@@ -135,8 +135,16 @@ describe('activity interceptor', () => {
     expect(executions).toContainEqual({ activity: 'sendOrderConfirmation', outcome: 'timed_out' });
     expect(executions).toHaveLength(2 * Object.values(ActivityOutcome).length);
     const failures = meter.zeros(METRICS.activityFailures.name);
-    expect(failures).toContainEqual({ activity: 'reserveInventory', error_type: 'ProviderUnavailableError', retryable: 'true' });
-    expect(failures).toContainEqual({ activity: 'reserveInventory', error_type: 'ValidationError', retryable: 'false' });
+    expect(failures).toContainEqual({
+      activity: 'reserveInventory',
+      error_type: 'ProviderUnavailableError',
+      retryable: 'true',
+    });
+    expect(failures).toContainEqual({
+      activity: 'reserveInventory',
+      error_type: 'ValidationError',
+      retryable: 'false',
+    });
     expect(meter.of(METRICS.activityRuns.name)).toEqual([]);
   });
 
@@ -279,7 +287,10 @@ describe('side-effect claim counter', () => {
     const owner = { execution: 'order-1/3', attempt: 1 };
     await claimSideEffect(db, { key: 'order-confirmation:1', kind: 'email', owner, leaseMs: 60_000 });
     await claimSideEffect(db, { key: 'order-confirmation:1', kind: 'email', owner, leaseMs: 60_000 });
-    expect(meter.zeros(METRICS.sideEffectClaims.name)).toContainEqual({ kind: 'sendOrderConfirmation', how: 'lease_reclaimed' });
+    expect(meter.zeros(METRICS.sideEffectClaims.name)).toContainEqual({
+      kind: 'sendOrderConfirmation',
+      how: 'lease_reclaimed',
+    });
     expect(meter.of(METRICS.sideEffectClaims.name).map((r) => r.tags)).toEqual([
       { kind: 'email', how: 'new' },
       { kind: 'email', how: 'done' },
