@@ -2,8 +2,9 @@
  * The API's Prometheus metrics (prom-client), served by `GET /metrics`:
  * - `order_fulfilment_orders_accepted_total{client}` and `order_fulfilment_idempotency_outcomes_total{outcome}`,
  *   counted from the responses of `POST /orders` ({@link OrdersMetricsMiddleware});
- * - `order_fulfilment_orders{status}` and `order_fulfilment_oldest_open_order_age_seconds{status}`, read from
- *   PostgreSQL when Prometheus scrapes (one grouped query, shared by both gauges);
+ * - `order_fulfilment_orders{status}`, `order_fulfilment_oldest_open_order_age_seconds{status}` and
+ *   `order_fulfilment_longest_in_status_seconds{status}`, read from
+ *   PostgreSQL when Prometheus scrapes (one grouped query, shared by the three gauges);
  * - prom-client's default Node.js process metrics (`process_*`, `nodejs_*`).
  * Definitions (names, help, labels): src/metrics/metric-definitions.ts.
  *
@@ -28,6 +29,8 @@ export interface OrderStatusSnapshot {
   count: number;
   /** now() - the oldest created_at among them, seconds. */
   oldestAgeSeconds: number;
+  /** now() - the oldest updated_at among them (the last status write of the order longest in it), seconds. */
+  longestInStatusSeconds: number;
 }
 
 /** Every status an order can have (from the step registry), so every series exists from the start. */
@@ -103,6 +106,19 @@ export class ApiMetrics {
         for (const status of OPEN_STATUSES) this.set({ status }, ages.get(status) ?? 0);
       },
     });
+    new Gauge({
+      name: METRICS.longestInStatus.name,
+      help: METRICS.longestInStatus.help,
+      labelNames: METRICS.longestInStatus.labels,
+      registers: [this.registry],
+      async collect() {
+        const rows = await snapshot();
+        this.reset();
+        if (!rows) return;
+        const ages = new Map(rows.map((r) => [r.status, r.longestInStatusSeconds]));
+        for (const status of OPEN_STATUSES) this.set({ status }, ages.get(status) ?? 0);
+      },
+    });
   }
 
   /** Counts an order accepted by `POST /orders` (a 202 that is not a replay). */
@@ -151,14 +167,18 @@ export class ApiMetrics {
   }
 
   private async queryOrderSnapshot(): Promise<OrderStatusSnapshot[]> {
-    const rows = await this.prisma.$queryRaw<Array<{ status: string; count: number; oldest_age_seconds: number }>>`
+    const rows = await this.prisma.$queryRaw<
+      Array<{ status: string; count: number; oldest_age_seconds: number; longest_in_status_seconds: number }>
+    >`
       SELECT status, count(*)::int AS count,
-             EXTRACT(EPOCH FROM (now() - min(created_at)))::float8 AS oldest_age_seconds
+             EXTRACT(EPOCH FROM (now() - min(created_at)))::float8 AS oldest_age_seconds,
+             EXTRACT(EPOCH FROM (now() - min(updated_at)))::float8 AS longest_in_status_seconds
       FROM orders GROUP BY status`;
     return rows.map((r) => ({
       status: r.status,
       count: Number(r.count),
       oldestAgeSeconds: Math.max(0, Number(r.oldest_age_seconds)),
+      longestInStatusSeconds: Math.max(0, Number(r.longest_in_status_seconds)),
     }));
   }
 }

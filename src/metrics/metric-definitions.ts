@@ -137,6 +137,13 @@ export const METRICS = {
     help: 'Age (now - created_at) of the oldest order in each non-terminal status, seconds; 0 when there is none.',
     process: 'api',
   },
+  longestInStatus: {
+    name: `${METRIC_PREFIX}longest_in_status_seconds`,
+    type: 'gauge',
+    labels: ['status'],
+    help: 'How long the order that has sat longest in each non-terminal status has been in it (now - its last status write), seconds; 0 when there is none. The "order stuck in a status" alert reads it.',
+    process: 'api',
+  },
   idempotencyOutcomes: {
     name: `${METRIC_PREFIX}idempotency_outcomes_total`,
     type: 'counter',

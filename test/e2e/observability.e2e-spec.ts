@@ -128,6 +128,18 @@ describe('observability', () => {
     expect(sample(api, METRICS.orders.name, { status: 'failed' })).toBe(1);
     expect(sample(api, METRICS.orders.name, { status: 'received' })).toBe(0);
     expect(sample(api, METRICS.oldestOpenOrderAge.name, { status: 'received' })).toBe(0);
+    expect(sample(api, METRICS.longestInStatus.name, { status: 'attention_required' })).toBe(0);
+    // Requests by method, route template and status (RED): never a raw path, an id or a key in a label.
+    expect(sample(api, METRICS.httpRequests.name, { method: 'POST', route: '/orders', status: '202' })).toBe(3);
+    expect(sample(api, METRICS.httpRequests.name, { method: 'POST', route: '/orders', status: '422' })).toBe(1);
+    expect(
+      sample(api, METRICS.httpRequests.name, { method: 'GET', route: '/orders/:id', status: '200' }),
+    ).toBeGreaterThanOrEqual(2);
+    expect(
+      sample(api, `${METRICS.httpRequestDuration.name}_count`, { method: 'POST', route: '/orders', status: '202' }),
+    ).toBe(3);
+    expect(res.text).not.toContain(okId);
+    expect(res.text).not.toContain('obs-key-1');
     expect(sample(api, 'process_cpu_seconds_total')).toBeGreaterThan(0);
   });
 
@@ -158,6 +170,13 @@ describe('observability', () => {
       0,
     );
     expect(sample(worker, 'temporal_activity_execution_latency_count')).toBeGreaterThan(0);
+    // Series before the first event: every known activity, outcome and error type at 0.
+    expect(
+      sample(worker, METRICS.activityFailures.name, { activity: 'shipOrder', error_type: 'ProviderUnavailableError' }),
+    ).toBe(0);
+    expect(sample(worker, METRICS.activityRuns.name, { activity: 'releaseInventory', outcome: 'timed_out' })).toBe(0);
+    expect(sample(worker, METRICS.activityRuns.name, { activity: 'shipOrder', outcome: 'success' })).toBe(1);
+    expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'shipOrder', how: 'lease_reclaimed' })).toBe(0);
     expect(sample(worker, 'temporal_workflow_completed')).toBe(1);
   });
 
@@ -179,6 +198,24 @@ describe('observability', () => {
     expect(failure).toMatchObject({ level: 40, activityType: 'reserveInventory', attempt: 1 });
     expect((failure?.err as { failureType?: string } | undefined)?.failureType).toBe('InsufficientStockError');
     expect(workerText.join('\n')).not.toContain('@example.com');
+  });
+
+  it('starts each workflow with its summary and details, and keeps its current details (user metadata)', async () => {
+    const description = await stack.client.workflow.getHandle(`order-${okId}`).describe();
+    expect(await description.staticSummary()).toBe(`Order ${okId.slice(0, 8)} · Observed · 1 line · 12.50 EUR`);
+    const details = await description.staticDetails();
+    expect(details).toContain('| MUG-WHT | 1 |');
+    expect(details).toContain(`/orders/${okId})`);
+    expect(details).not.toContain(EMAIL);
+    expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderSummary)).toBe(
+      await description.staticSummary(),
+    );
+    // What `temporal workflow describe` and the UI read as the current details (the built-in metadata query).
+    const metadata = await stack.client.workflow
+      .getHandle(`order-${okId}`)
+      .query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toMatch(/^\*\*Completed\*\*: every step is done\./);
+    expect(metadata.currentDetails).toContain('- [x] `shipOrder`: shipment of 1 item');
   });
 
   it('sets the pseudonymous CustomerId search attribute at workflow start', async () => {
