@@ -19,6 +19,7 @@ import { Connection } from '@temporalio/client';
 import type { SearchAttributeType } from '@temporalio/common';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
 import { execa } from 'execa';
+import { ensureSearchAttributes } from '../../src/worker/order-worker.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
 import { repoRoot } from './env.js';
 import { ensureGoTool, findOnPath, isExecutableFile, type GoToolSpec } from './go-tools.js';
@@ -200,8 +201,8 @@ export interface DevServer {
  * Starts `temporal server start-dev --db-filename <file> --port <7233> --ui-port <8233> --ip 127.0.0.1
  * --namespace default --search-attribute OrderId=Keyword --search-attribute OrderStatus=Keyword --log-level warn`
  * in its own process group (so a terminal Ctrl-C reaches only the owner, which then stops it in order), and
- * waits until the frontend accepts a gRPC connection, the namespace is registered and the search attributes
- * are listed. A safety net sends SIGTERM to the server if this Node process exits without stopping it.
+ * waits until the frontend accepts a gRPC connection and the namespace is registered; then registers the search
+ * attributes a database file from an earlier version lacks, and waits until they are usable. A safety net sends SIGTERM to the server if this Node process exits without stopping it.
  *
  * Without `cliPath`, the server is `TestWorkflowEnvironment.createLocal` with a CLI the SDK downloads.
  * @throws Error when a port is already in use, when the server exits before it is ready (with its last output
@@ -264,13 +265,17 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   };
 
   try {
-    await waitForFrontend({
-      address,
-      namespace,
-      searchAttributes: searchAttributes.map((sa) => sa.name),
-      timeoutMs: opts.readyTimeoutMs ?? 60_000,
-      child,
-    });
+    const timeoutMs = opts.readyTimeoutMs ?? 60_000;
+    await waitForFrontend({ address, namespace, timeoutMs, child });
+    // `--search-attribute` registers attributes when the database file is created; one an upgrade added since (a
+    // .data/temporal/dev.db from an earlier version) is added here, as the worker would.
+    const connection = await Connection.connect({ address, connectTimeout: 2000 });
+    try {
+      const added = await ensureSearchAttributes(connection, namespace, { attributes: searchAttributes, timeoutMs });
+      if (added.length > 0) log(`registered search attributes new to ${opts.dbFilename}: ${added.join(', ')}`);
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
   } catch (error) {
     await stop();
     throw new Error(`${error instanceof Error ? error.message : String(error)}\n${tail.join('\n')}`.trimEnd());
