@@ -93,12 +93,15 @@ function providerQueue(provider: string): string {
 function stepActivity(step: PlannedStep): StepActivity {
   const profile = RETRY_PROFILES[step.retry];
   if (step.kind === 'database') {
-    return proxyLocalActivities<Record<string, StepActivity>>({ ...profile, summary: step.summary })[step.name]!;
+    return proxyLocalActivities<Record<string, StepActivity>>({ ...profile, summary: escapeMarkdown(step.summary) })[
+      step.name
+    ]!;
   }
   const options: ActivityOptions = {
     ...profile,
     taskQueue: providerQueue(step.provider!),
-    summary: step.summary,
+    // Single-line Temporal Markdown: a step's summary may carry text a customer controls.
+    summary: escapeMarkdown(step.summary),
     ...(step.phase === StepPhase.AfterPivot
       ? {}
       : { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }),
@@ -112,7 +115,7 @@ function compensationActivity(step: PlannedStep): CompensationActivity {
   return proxyActivities<Record<string, CompensationActivity>>({
     ...compensation,
     ...(provider ? { taskQueue: providerQueue(provider) } : {}),
-    summary: `undo: ${step.summary}`,
+    summary: `undo: ${escapeMarkdown(step.summary)}`,
   })[name]!;
 }
 
@@ -306,8 +309,13 @@ class OrderLifecycle {
 
   private registerHandlers(): void {
     const { state } = this;
-    setHandler(orderStatusQuery, () => state);
-    setHandler(retryAnswerQuery, (updateId) => this.answered.get(updateId) ?? null);
+    // Descriptions: what `temporal workflow metadata` and the UI list for each handler.
+    setHandler(orderStatusQuery, () => state, {
+      description: 'The order as the workflow knows it: status, current step, completed steps, what it waits for.',
+    });
+    setHandler(retryAnswerQuery, (updateId) => this.answered.get(updateId) ?? null, {
+      description: 'The answer of an earlier retry Update by its id (kept across continue-as-new), or null.',
+    });
     setHandler(
       cancelOrderUpdate,
       async ({ reason }) => {
@@ -334,6 +342,7 @@ class OrderLifecycle {
           }
           if (this.compensating) throw notCancellable(this.orderId, 'the order is failing');
         },
+        description: 'Cancel the order before its point of no return (compensates); refused once it passed it.',
       },
     );
     setHandler(
@@ -371,6 +380,8 @@ class OrderLifecycle {
             );
           }
         },
+        description:
+          'Operator: retry the step the order waits on, after its cause was fixed (same Update id, same answer).',
       },
     );
   }

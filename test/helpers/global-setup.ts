@@ -7,13 +7,15 @@
  * (the same command production uses) and the test API clients with their keys ({@link TestApiKeys}); suites clone
  * it with `CREATE DATABASE ... TEMPLATE`, so every suite's database knows the same keys.
  *
- * Temporal: `TEMPORAL_ADDRESS` when set; otherwise `TestWorkflowEnvironment.createLocal` on the
- * project's Temporal CLI (TEMPORAL_CLI_PATH, PATH, .tools, or a Go build; see scripts/lib/temporal-cli.ts).
+ * Temporal: `TEMPORAL_ADDRESS` (and `TEMPORAL_UI_URL`) when set; otherwise `TestWorkflowEnvironment.createLocal` on
+ * the project's Temporal CLI (TEMPORAL_CLI_PATH, PATH, .tools, or a Go build; see scripts/lib/temporal-cli.ts), with
+ * its UI on a free port.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import getPort from 'get-port';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
 import { createTestApiKeys, type TestApiKeys } from './api-keys.js';
 import { adminQuery, databaseUrl, startTestPostgres } from './postgres.js';
@@ -28,6 +30,8 @@ declare module 'vitest' {
     templateDatabase: string;
     /** host:port of the Temporal frontend. */
     temporalAddress: string;
+    /** The Temporal UI's base URL (the dev server's own UI, or TEMPORAL_UI_URL with TEMPORAL_ADDRESS). */
+    temporalUiUrl: string;
     /** The API keys stored in the template database (so in every suite's database). */
     apiKeys: TestApiKeys;
   }
@@ -45,21 +49,28 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   let env: TestWorkflowEnvironment | undefined;
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  let temporalUiUrl = process.env.TEMPORAL_UI_URL ?? '';
   if (!temporalAddress) {
     const { temporalServerExecutable } = await import('../../scripts/lib/temporal-cli.js');
+    // The dev server's own UI, for the Temporal UI's browser test (test/e2e/temporal-ui.e2e-spec.ts).
+    const uiPort = await getPort();
     env = await TestWorkflowEnvironment.createLocal({
       server: {
         executable: await temporalServerExecutable(),
         searchAttributes: Object.values(SEARCH_ATTRIBUTES),
+        ui: true,
+        uiPort,
         extraArgs: ['--log-level', 'error'],
       },
     });
     temporalAddress = env.address;
+    temporalUiUrl = `http://127.0.0.1:${uiPort}`;
   }
 
   project.provide('pgAdminUrl', pg.adminUrl);
   project.provide('templateDatabase', templateDatabase);
   project.provide('temporalAddress', temporalAddress);
+  project.provide('temporalUiUrl', temporalUiUrl);
   project.provide('apiKeys', apiKeys);
 
   return async () => {
