@@ -14,6 +14,9 @@
  *   with `NODE_ENV=production`),
  * - shutdown hooks (SIGTERM/SIGINT close the app: reconciler, Temporal connection, Prisma pool).
  */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
@@ -74,15 +77,34 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
   return app;
 }
 
+/**
+ * The service's version: `version` of the nearest package.json above this module (src/ when run from source,
+ * dist/src/ when built; the image keeps package.json beside dist/).
+ * @throws Error when no package.json with a version is found.
+ */
+export function serviceVersion(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const file = path.join(dir, 'package.json');
+    if (existsSync(file)) {
+      const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown };
+      if (typeof version === 'string') return version;
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('no package.json with a version above src/bootstrap');
+    dir = parent;
+  }
+}
+
 function openApiConfig() {
   return new DocumentBuilder()
     .setTitle('Order fulfilment API')
     .setDescription(
-      'Accepts orders (202 + Location) and fulfils them with a Temporal workflow: reserve inventory, invoice, ' +
-        'confirm by email, sync to accounting. Money is in integer minor currency units. ' +
-        'Errors are RFC 9457 problem details (application/problem+json).',
+      'Accepts orders (202 + Location) and fulfils each with a Temporal workflow of the steps `GET /steps` lists ' +
+        '(reserve inventory, invoice, confirmation email, shipment, accounting sync). Money is in integer minor ' +
+        'currency units. Errors are RFC 9457 problem details (application/problem+json).',
     )
-    .setVersion('0.1.0')
+    .setVersion(serviceVersion())
     .addBearerAuth(
       {
         type: 'http',

@@ -4,6 +4,7 @@
  * support, and a cursor PostgreSQL cannot represent. Each failed before its fix.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -192,6 +193,15 @@ describe('OpenAPI document switch', () => {
       expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
     }
     expect((await api(suite.app).get('/docs-json')).status).toBe(200);
+  });
+
+  it("states the service's version from package.json", async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    const doc = (await api(suite.app).get('/docs-json').expect(200)).body as { info: { version: string } };
+    expect(doc.info.version).toBe(version);
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
 
