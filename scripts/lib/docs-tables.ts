@@ -13,7 +13,9 @@
  *   configuration variables (src/config/provider-config.ts);
  * - `limits` (docs/api.md): request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
  *   length and retention, the movements page, the cancel wait);
- * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts.
+ * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts;
+ * - `bounds` (docs/guarantees.md): every wait's bound (database session limits, the Update and cancel waits, the
+ *   workflow start, history length, claim lease, provider timeout) and what happens when it is reached.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -37,16 +39,25 @@ import { METRICS, type MetricDefinition } from '../../src/metrics/metric-definit
 import { ORDER_LIMITS } from '../../src/orders/create-order.dto.js';
 import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
 import { CANCEL_LIMITS } from '../../src/orders/order-actions.dto.js';
+import { PG_SESSION_LIMITS } from '../../src/prisma/prisma.js';
+import {
+  RETRY_UPDATE_TIMEOUT_MS,
+  WORKER_RECOVERY_MS,
+  WORKFLOW_START_TIMEOUT_MS,
+  WORKFLOW_TASK_TIMEOUT_MS,
+} from '../../src/temporal/temporal.constants.js';
+import { HISTORY_EVENTS_LIMIT, REMEMBERED_UPDATES } from '../../workflows/order-fulfilment.contract.js';
 import { repoRoot } from './env.js';
 
 /** Names of the generated sections. */
-export const GENERATED_SECTIONS = ['steps', 'retry-profiles', 'limits', 'metrics', 'providers'] as const;
+export const GENERATED_SECTIONS = ['steps', 'retry-profiles', 'bounds', 'limits', 'metrics', 'providers'] as const;
 export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
 
 /** The document (path from the repository's root) that holds each section. */
 export const SECTION_FILES: Record<GeneratedSection, string> = {
   steps: 'docs/guarantees.md',
   'retry-profiles': 'docs/guarantees.md',
+  bounds: 'docs/guarantees.md',
   providers: 'docs/configuration.md',
   limits: 'docs/api.md',
   metrics: 'docs/operations.md',
@@ -316,6 +327,71 @@ export function renderLimits(): string {
   );
 }
 
+/** The `bounds` section: every wait of the service, its bound and what happens at the bound. */
+export function renderBounds(): string {
+  const d = loadConfig({});
+  const s = (ms: number) => formatDuration(ms);
+  return table(
+    ['Wait', 'Bound', 'Set in', 'At the bound'],
+    [
+      [
+        'A statement waiting for a row or table lock',
+        `${s(PG_SESSION_LIMITS.lockTimeoutMs)} (\`lock_timeout\`)`,
+        'every database session (`src/prisma/prisma.ts`)',
+        'SQLSTATE 55P03: the activity attempt fails and retries after its backoff; an API request answers 503',
+      ],
+      [
+        'A running statement',
+        `${s(PG_SESSION_LIMITS.statementTimeoutMs)} (\`statement_timeout\`)`,
+        'every database session',
+        "PostgreSQL cancels it (57014), below the database steps' start-to-close, so a timed-out attempt leaves no query running",
+      ],
+      [
+        'A session idle inside a transaction',
+        `${s(PG_SESSION_LIMITS.idleInTransactionTimeoutMs)} (\`idle_in_transaction_session_timeout\`)`,
+        'every database session',
+        'PostgreSQL ends the session and releases its locks',
+      ],
+      [
+        'A workflow start inside `POST /orders`',
+        s(WORKFLOW_START_TIMEOUT_MS),
+        '`src/temporal/temporal.constants.ts`',
+        '202 anyway: the order is saved with its start intent, the reconciler starts the workflow',
+      ],
+      [
+        'An operator retry (`POST /orders/:id/retry`, an Update)',
+        `${s(RETRY_UPDATE_TIMEOUT_MS)}: workflow task timeout ${s(WORKFLOW_TASK_TIMEOUT_MS)} + worker recovery ${s(WORKER_RECOVERY_MS)} + 5 s`,
+        '`src/temporal/temporal.constants.ts`',
+        '503; the same `Idempotency-Key` again is the same Update and gets its answer',
+      ],
+      [
+        'A cancel (`POST /orders/:id/cancel`, an Update)',
+        `${s(d.CANCEL_WAIT_MS)} from the request's arrival, lock waits included (\`CANCEL_WAIT_MS\`)`,
+        'configuration',
+        '202 with `Location`: the outcome is still open, the same key again gets it',
+      ],
+      [
+        "One run's history (operator retries that fail again)",
+        `${HISTORY_EVENTS_LIMIT.toLocaleString('en')} events, or when the server suggests it`,
+        '`workflows/order-fulfilment.contract.ts`',
+        `continue-as-new with the order's state and the answers of its latest ${REMEMBERED_UPDATES} retry Updates`,
+      ],
+      [
+        'A side-effect claim whose owner died',
+        `${s(d.CLAIM_LEASE_MS)} lease (\`CLAIM_LEASE_MS\`); at once for an attempt of a later run or a higher attempt`,
+        'configuration',
+        'the next attempt reclaims it (conditional UPDATE on status and claim age) and sends with the same key',
+      ],
+      [
+        'One provider HTTP call',
+        `${s(d.PROVIDER_TIMEOUT_MS)} (\`PROVIDER_TIMEOUT_MS\`)`,
+        'configuration',
+        'an unknown outcome: retried with the same `Idempotency-Key`; after the last attempt, a person decides',
+      ],
+    ],
+  );
+}
+
 /** The `metrics` section: one row per metric family. */
 export function renderMetrics(): string {
   const served = (m: MetricDefinition) => (m.process === 'api' ? 'API `GET /metrics`' : 'worker `:9464/metrics`');
@@ -345,6 +421,7 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
       )),
     ),
     limits: renderLimits(),
+    bounds: renderBounds(),
     metrics: renderMetrics(),
   };
 }

@@ -21,6 +21,9 @@ import {
 } from '../../scripts/lib/docs-tables.js';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
+import { PG_SESSION_LIMITS } from '../../src/prisma/prisma.js';
+import { RETRY_UPDATE_TIMEOUT_MS } from '../../src/temporal/temporal.constants.js';
+import { HISTORY_EVENTS_LIMIT } from '../../workflows/order-fulfilment.contract.js';
 import { PRODUCTION_REQUIRED } from '../../src/config/config.js';
 import { STEPS } from '../../activities/index.js';
 
@@ -31,18 +34,22 @@ function staled(file: string, text: string): string {
   let out = text;
   for (const section of sectionsOf(file)) {
     const from = out.indexOf(markers(section).start);
-    const row = out.indexOf('\n| `', from);
-    expect(row).toBeGreaterThan(from);
+    // The first body row: the line after the table's separator row.
+    const separator = out.indexOf('\n| ---', from);
+    expect(separator).toBeGreaterThan(from);
+    const row = out.indexOf('\n| ', separator + 1);
+    expect(row).toBeGreaterThan(separator);
     out = `${out.slice(0, row + 3)}stale ${out.slice(row + 3)}`;
   }
   return out;
 }
 
 describe('docs generated tables', () => {
-  it('put every section in one document: steps, retry profiles, limits, metrics and providers', () => {
+  it('put every section in one document: steps, retry profiles, bounds, limits, metrics and providers', () => {
     expect(SECTION_FILES).toEqual({
       steps: 'docs/guarantees.md',
       'retry-profiles': 'docs/guarantees.md',
+      bounds: 'docs/guarantees.md',
       limits: 'docs/api.md',
       metrics: 'docs/operations.md',
       providers: 'docs/configuration.md',
@@ -97,6 +104,9 @@ describe('docs generated tables', () => {
       /`providerCall` \| .*`sendOrderConfirmation`.* \| 30 s \| 10 s \| 15 \| 2 s ×2, max 60 s \| 20 min/,
     );
     for (const metric of Object.values(METRICS)) expect(sections.metrics).toContain(`\`${metric.name}\``);
+    expect(sections.bounds).toContain(`| ${PG_SESSION_LIMITS.lockTimeoutMs / 1000} s (\`lock_timeout\`) |`);
+    expect(sections.bounds).toContain(`${RETRY_UPDATE_TIMEOUT_MS / 1000} s: workflow task timeout`);
+    expect(sections.bounds).toContain(`${HISTORY_EVENTS_LIMIT.toLocaleString('en')} events`);
   });
 
   it('read which activities use which profile from the workflow source', () => {
