@@ -2,12 +2,14 @@
  * docker-compose.yml publishes every port on 127.0.0.1 only (issue 7): the stack carries development credentials,
  * so nothing in it may be reachable from other machines. And it names no provider (issue 15): one `simulators`
  * service serves every provider, the services derive each provider's URL from SIMULATOR_URL. Plain-text checks (the
- * compose file itself is validated by `docker compose config` in CI).
+ * compose file itself is validated by `docker compose config` in CI). The `observability` profile (issue 17) runs
+ * Prometheus and Grafana with observability/ mounted, on ports of their own, and scrapes the workers' metrics port.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { envPrefix } from '../../providers/kit/define.js';
+import { PROMETHEUS_VERSION } from '../../scripts/lib/promtool.js';
 import { DEFAULT_PORTS, STACK_PROCESSES } from '../../scripts/lib/stack-definition.js';
 
 /** The entries of every `ports:` list, as written (quotes removed). */
@@ -87,5 +89,62 @@ describe('docker-compose.yml and the Dockerfile name no provider (adding one edi
 
   it('copies providers/ into the build (the simulator process and the worker are compiled from it)', () => {
     expect(dockerfile).toMatch(/^COPY providers \.\/providers$/m);
+  });
+});
+
+describe('docker-compose.yml: the observability profile (Prometheus and Grafana)', () => {
+  const compose = readFileSync('docker-compose.yml', 'utf8');
+
+  it('runs prometheus and grafana only in the profile, on pinned images, with observability/ mounted', () => {
+    const prometheus = serviceBlock(compose, 'prometheus');
+    const grafana = serviceBlock(compose, 'grafana');
+    for (const block of [prometheus, grafana]) {
+      expect(block).toMatch(/^ {4}profiles: \[observability\]$/m);
+      expect(block).toMatch(/^ {4}image: [\w/.-]+:v?\d+\.\d+\.\d+$/m);
+    }
+    // The Prometheus release promtool checks the rules with (scripts/lib/promtool.ts).
+    expect(prometheus).toContain(`image: prom/prometheus:v${PROMETHEUS_VERSION}`);
+    expect(prometheus).toContain('./observability/prometheus:/etc/prometheus:ro');
+    expect(grafana).toContain('./observability/grafana/provisioning:/etc/grafana/provisioning:ro');
+    expect(grafana).toContain('./observability/grafana/dashboards:/etc/grafana/dashboards:ro');
+    // The dashboards provider reads the folder Grafana gets them in.
+    const provider = readFileSync('observability/grafana/provisioning/dashboards/dashboards.yml', 'utf8');
+    expect(provider).toContain('path: /etc/grafana/dashboards');
+    // No other service is in the profile, and the profile's services are in no other.
+    expect(compose.match(/profiles: \[observability\]/g)).toHaveLength(2);
+  });
+
+  it('publishes Grafana and Prometheus on host ports no other service uses', () => {
+    const hostPorts = (block: string): number[] =>
+      publishedPorts(block).flatMap((entry) => {
+        const [from, to = from] = entry.split(':')[1]!.split('-').map(Number);
+        return Array.from({ length: to! - from! + 1 }, (_, i) => from! + i);
+      });
+    const observability = [
+      ...hostPorts(serviceBlock(compose, 'prometheus')),
+      ...hostPorts(serviceBlock(compose, 'grafana')),
+    ];
+    expect(observability).toEqual([9090, 3002]);
+    const others = compose
+      .split('\n')
+      .filter((l) => /^ {2}[a-z][\w-]*:\s*$/.test(l))
+      .map((l) => l.trim().slice(0, -1))
+      .filter((name) => !['prometheus', 'grafana'].includes(name))
+      .flatMap((name) => hostPorts(serviceBlock(compose, name)));
+    expect(others).toContain(3001); // the cluster profile's second API
+    for (const port of observability) expect(others).not.toContain(port);
+  });
+
+  it('the workers serve their metrics on the compose network where Prometheus scrapes them', () => {
+    const port = DEFAULT_PORTS.workerMetrics;
+    for (const service of ['worker', 'worker-cluster']) {
+      const block = serviceBlock(compose, service);
+      expect(block, service).toContain(`WORKER_METRICS_PORT: '${port}'`);
+      expect(block, service).toMatch(new RegExp(`expose:\\n\\s+- '${port}'`));
+      expect(publishedPorts(block), service).toEqual([]); // not published on the host
+    }
+    const config = readFileSync('observability/prometheus/prometheus.yml', 'utf8');
+    expect(config).toMatch(new RegExp(`names: \\[worker, worker-cluster\\]\\n\\s+type: A\\n\\s+port: ${port}`));
+    expect(config).toMatch(new RegExp(`names: \\[api, api-cluster\\]\\n\\s+type: A\\n\\s+port: ${DEFAULT_PORTS.api}`));
   });
 });
