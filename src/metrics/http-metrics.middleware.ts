@@ -10,10 +10,13 @@ import type { NextFunction, Request, Response } from 'express';
 import { ApiMetrics } from './api-metrics.js';
 import { RouteLabel } from './metric-definitions.js';
 
-/** The route label of a finished request (see the module comment). */
+/**
+ * The route label of a finished request (see the module comment). A wildcard template (`{/*splat}`, `*`) is where
+ * Nest mounted its middleware for every path, not a route of the API: such a request is `unmatched` or `static`.
+ */
 export function routeLabel(req: Pick<Request, 'route' | 'baseUrl'>, status: number): string {
   const template = (req.route as { path?: unknown } | undefined)?.path;
-  if (typeof template === 'string') return `${req.baseUrl ?? ''}${template}` || '/';
+  if (typeof template === 'string' && !template.includes('*')) return `${req.baseUrl ?? ''}${template}` || '/';
   return status === 404 ? RouteLabel.Unmatched : RouteLabel.Static;
 }
 

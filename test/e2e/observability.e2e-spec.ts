@@ -117,6 +117,8 @@ describe('observability', () => {
     expect((await settled(failedId)).status).toBe('failed');
     expect((await settled(okId)).status).toBe('completed');
 
+    await stack.http.get('/no-such-route/42').expect(404);
+    await stack.http.get('/').expect(200);
     const res = await stack.http.get('/metrics').expect(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     const api = samples(res.text);
@@ -138,6 +140,13 @@ describe('observability', () => {
     expect(
       sample(api, `${METRICS.httpRequestDuration.name}_count`, { method: 'POST', route: '/orders', status: '202' }),
     ).toBe(3);
+    // A path no route matches is `unmatched`, never its raw path or the middleware's wildcard mount.
+    expect(sample(api, METRICS.httpRequests.name, { route: 'unmatched', status: '404' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(api, METRICS.httpRequests.name, { method: 'GET', route: 'static', status: '200' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(res.text).not.toContain('splat');
+    expect(res.text).not.toContain('no-such-route');
     expect(res.text).not.toContain(okId);
     expect(res.text).not.toContain('obs-key-1');
     expect(sample(api, 'process_cpu_seconds_total')).toBeGreaterThan(0);
