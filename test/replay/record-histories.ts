@@ -1,19 +1,22 @@
 /**
  * Records the baseline event histories that test/replay/replay.spec.ts replays: one per path through the current
  * workflow, run on a local dev server with scripted activities, started with the search attributes the API's starter
- * sets. Files are named `order-fulfilment-<scenario>.json`.
+ * sets. Files are `test/replay/histories/<label>/order-fulfilment-<scenario>.json`, the label `v<package.json
+ * version>` by default: each version's histories stay beside the next one's, and all of them replay.
  *
- * The policy (docs/versioning.md): until package.json says 1.0.0, a workflow change re-records these baselines.
- * From 1.0.0 on, a change to the workflow's command sequence is guarded with `patched()`, and the histories of the
- * old code are recorded (and kept) BEFORE the change, so executions started on it are proven to replay.
+ * The policy (docs/versioning.md): from 1.0.0 on, a change to the workflow's command sequence is guarded with
+ * `patched()`, and the histories of the old code are recorded (and kept) BEFORE the change, so executions started on
+ * it are proven to replay. An existing file is kept unless `--overwrite` is given: a released version's histories
+ * are never rewritten by accident.
  * See https://docs.temporal.io/develop/typescript/versioning
- * Run: `npm run record:histories [-- scenario ...]` (default: every scenario; each overwrites its own file).
+ * Run: `npm run record:histories [-- [--label <name>] [--overwrite] [scenario ...]]` (default: every scenario).
  */
 import { execFile } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
 import type { WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -275,7 +278,15 @@ const scenarios: Scenario[] = [
   },
 ];
 
-const only = process.argv.slice(2);
+const { values: flags, positionals: only } = parseArgs({
+  allowPositionals: true,
+  options: { label: { type: 'string' }, overwrite: { type: 'boolean', default: false } },
+});
+const { version } = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+const label = flags.label ?? `v${version}`;
+if (!/^[\w.-]+$/.test(label)) throw new Error(`--label ${label}: letters, digits, '.', '_' and '-' only`);
 const chosen = only.length ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
 const byOrder = new Map(chosen.map((s) => [s.orderId, s]));
 const calls = new Map<string, number>();
@@ -335,8 +346,12 @@ try {
         'json',
       ]);
       const history = JSON.parse(stdout) as { events: unknown[] };
-      const file = fileURLToPath(new URL(`./histories/order-fulfilment-${s.name}.json`, import.meta.url));
+      const file = fileURLToPath(new URL(`./histories/${label}/order-fulfilment-${s.name}.json`, import.meta.url));
       await mkdir(path.dirname(file), { recursive: true });
+      if (!flags.overwrite && existsSync(file)) {
+        console.log(`kept ${file} (exists; --overwrite to record it again)`);
+        continue;
+      }
       await writeFile(file, JSON.stringify(history, null, 2) + '\n');
       console.log(`recorded ${file} (${history.events.length} events)`);
     }
