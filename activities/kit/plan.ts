@@ -38,6 +38,17 @@ export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts): 
   };
 }
 
+/**
+ * The plan of `steps` for no order in particular (the registry's shape: ranks, statuses, profiles, compensations),
+ * each summary its step's label. For what lists steps (the docs tables, an order stored without a plan).
+ */
+export function registryPlan(steps: readonly StepDefinition[]): OrderPlan {
+  return buildPlan(
+    steps.map((s) => ({ ...s, summary: undefined })),
+    { orderId: '', customerEmail: '', customerName: null, currency: '', totalMinor: 0, lines: [] },
+  );
+}
+
 /** Summaries are one line in the Temporal UI: at most 200 characters. */
 function truncate(text: string): string {
   const line = text.replace(/\s+/g, ' ').trim();

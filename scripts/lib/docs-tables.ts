@@ -25,7 +25,7 @@ import * as prettier from 'prettier';
 import ts from 'typescript';
 import { STEPS } from '../../activities/index.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { registryPlan } from '../../activities/kit/plan.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { providerTaskQueue, type OperationDefinition } from '../../providers/kit/define.js';
 import { providerVariableDocs } from '../../src/config/provider-config.js';
@@ -170,14 +170,7 @@ export function registryProfileUsage(steps: readonly StepDefinition[]): Map<stri
   const usage = new Map<string, string[]>();
   const add = (profile: string, activity: string) =>
     usage.set(profile, [...new Set([...(usage.get(profile) ?? []), activity])].sort());
-  const plan = buildPlan(steps, {
-    orderId: '',
-    customerEmail: '',
-    customerName: null,
-    currency: '',
-    totalMinor: 0,
-    lines: [],
-  });
+  const plan = registryPlan(steps);
   for (const planned of plan.steps) {
     add(planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
     if (planned.compensation) add('compensation', planned.compensation.name);
@@ -187,14 +180,7 @@ export function registryProfileUsage(steps: readonly StepDefinition[]): Map<stri
 
 /** The `steps` section: the registry, one row per step, in the order an order runs them. */
 export function renderSteps(steps: readonly StepDefinition[] = STEPS): string {
-  const plan = buildPlan(steps, {
-    orderId: '',
-    customerEmail: '',
-    customerName: null,
-    currency: '',
-    totalMinor: 0,
-    lines: [],
-  });
+  const plan = registryPlan(steps);
   return table(
     ['#', 'Step (activity)', 'Phase', 'Runs as', 'Status it writes', 'Retry profile', 'Compensation', 'Idempotency'],
     steps.map((step, i) => {

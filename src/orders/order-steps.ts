@@ -3,7 +3,7 @@
  * order's own plan (`orders.plan`): the statuses an order can have, their labels, each order's step track and
  * whether it may still be cancelled. Nothing here lists a step by name.
  */
-import { buildPlan } from '../../activities/kit/plan.js';
+import { registryPlan } from '../../activities/kit/plan.js';
 import { orderStatuses, STEPS } from '../../activities/index.js';
 import { OrderStatus, isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
 import { attentionRank, StepPhase, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
@@ -28,17 +28,7 @@ export const STATUS_LABELS: Readonly<Record<string, string>> = {
 const STEP_LABELS: Readonly<Record<string, string>> = Object.fromEntries(STEPS.map((s) => [s.name, s.label]));
 
 /** The plan of the registry as it is now (for orders stored without one): summaries are the labels. */
-const REGISTRY_PLAN: OrderPlan = buildPlan(
-  STEPS.map((s) => ({ ...s, summary: undefined })),
-  {
-    orderId: '',
-    customerEmail: '',
-    customerName: null,
-    currency: '',
-    totalMinor: 0,
-    lines: [],
-  },
-);
+const REGISTRY_PLAN: OrderPlan = registryPlan(STEPS);
 
 /**
  * Where a step of an order stands:
