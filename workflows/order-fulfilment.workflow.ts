@@ -160,7 +160,7 @@ function mayHaveActed(err: unknown): boolean {
 
 /**
  * Why a step stopped, in words a person reads in the Temporal UI (the failure's type and HTTP status, never its
- * message: that is shown escaped as the cause), e.g. `the carrier provider refused it (HTTP 422)`.
+ * message: that is shown escaped as the cause), e.g. `the <provider> provider refused it (HTTP 422)`.
  */
 function humanWhy(step: PlannedStep, err: unknown): string {
   const cause = innermost(err);
