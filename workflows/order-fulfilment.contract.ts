@@ -112,7 +112,7 @@ export const REMEMBERED_UPDATES = 100;
 
 /**
  * An order's run continues as new once its history reaches this many events (or the server suggests it): each
- * operator retry that fails again adds about 17 events, so a run stays far below the server's 10 240-event warning
+ * operator retry that fails again adds about 15 events, so a run stays far below the server's 10 240-event warning
  * and 51 200-event limit however many retries it gets. See docs/guarantees.md, "Bounds".
  */
 export const HISTORY_EVENTS_LIMIT = 1_000;

@@ -1,7 +1,7 @@
 /**
  * An order's history stays bounded however many operator retries it gets (issue 16, finding 2). An order whose
  * post-pivot step is refused every time gets `HISTORY_RETRIES` operator retries (600 in `npm test`, 2 000 in CI's own step; 5 000 measured: 891 s, 73 runs, at most 1 017 events), each answered
- * 202-style (the Update's result) and each adding about 17 events; the workflow continues as new once a run's history
+ * 202-style (the Update's result) and each adding about 15 events; the workflow continues as new once a run's history
  * reaches HISTORY_EVENTS_LIMIT, carrying the order's state and the answers of the latest retry Updates:
  * - every run's history stays within the limit plus one retry cycle;
  * - every retry is answered exactly once, numbered 1..N in order across the runs;
