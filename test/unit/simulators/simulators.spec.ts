@@ -275,7 +275,9 @@ describe('the simulator process', () => {
     }
     const health = await simCall('GET', `${sims.url}/_sim/health`);
     expect([health.status, health.body]).toEqual([200, { status: 'ok', providers: PROVIDER_LIST.map((p) => p.name) }]);
-    expect(() => sims.provider('fax')).toThrow(/no simulated provider fax \(served: email, carrier, accounting\)/);
+    expect(() => sims.provider('fax')).toThrow(
+      `no simulated provider fax (served: ${PROVIDER_LIST.map((p) => p.name).join(', ')})`,
+    );
     expectProblem(await simCall('GET', `${sims.url}/fax/v1/anything`), 404, 'not-found');
   });
 
