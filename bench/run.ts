@@ -26,7 +26,7 @@
  * Prints one table (per arm, and the mean per kind with the ratios S/F0 and S/F5), writes results.csv,
  * units.csv and plot.svg into the run folder (.data/bench/<time>/ unless --out).
  *
- * Usage: npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--warmup 20] [--burst 200] [--flash <burst>]
+ * Usage: npm run bench -- [--help] [--quick] [--cycles 1] [--floors F0,F5] [--warmup 20] [--burst 200] [--flash <burst>]
  *   [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000] [--backlog-concurrency 16] [--backlog-arms F0,S]
  *   [--worker-options '<json>'] [--floor-worker-options '<json>'] [--service-worker-entry <file>]
  *   [--arms F5,S,S,F5] [--only <arm>] [--pg-url <maintenance url>] [--wait-quiet] [--no-build] [--keep]
@@ -88,9 +88,17 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     out: { type: 'string' },
     label: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
   },
   strict: true,
 });
+if (args.help) {
+  // The usage is this file's leading comment, printed as written (one text, so it cannot drift from the doc).
+  const source = readFileSync(new URL(import.meta.url), 'utf8');
+  const doc = /^\/\*\*\n([\s\S]*?)\n \*\//.exec(source)?.[1] ?? '';
+  process.stdout.write(`${doc.replace(/^ \* ?/gm, '')}\n`);
+  process.exit(0);
+}
 const quick = args.quick;
 const num = (v: string | undefined, full: number, q: number): number => Number(v ?? (quick ? q : full));
 const CYCLES = num(args.cycles, 1, 1);
