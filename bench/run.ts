@@ -42,7 +42,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -676,7 +676,10 @@ function table(headers: string[], rows: string[][]): string {
   return [line(headers), `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`, ...rows.map(line)].join('\n');
 }
 
-/** The recorded history of a completed order (test/replay/histories): its event count is the design's. */
+/**
+ * The recorded history of a completed order, of the newest version folder (test/replay/histories/v<version>/): its
+ * event count is the design's.
+ */
 const DESIGN_HISTORY = 'order-fulfilment-completed.json';
 
 function cpuCell(pu: Record<string, number>, kind: ArmKind): string {
@@ -688,9 +691,14 @@ function report(results: ArmResult[], meta: Record<string, string>): string {
   const lines: string[] = [];
   const designEvents = (() => {
     try {
-      const h = JSON.parse(readFileSync(path.join(ROOT, 'test', 'replay', 'histories', DESIGN_HISTORY), 'utf8')) as {
-        events: unknown[];
-      };
+      const dir = path.join(ROOT, 'test', 'replay', 'histories');
+      const newest = readdirSync(dir, { recursive: true })
+        .map(String)
+        .filter((f) => path.basename(f) === DESIGN_HISTORY)
+        .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
+        .at(-1);
+      if (!newest) return NaN;
+      const h = JSON.parse(readFileSync(path.join(dir, newest), 'utf8')) as { events: unknown[] };
       return h.events.length;
     } catch {
       return NaN;

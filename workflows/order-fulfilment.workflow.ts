@@ -495,7 +495,7 @@ class OrderLifecycle {
         this.passPivot(`the ${pivot.name} was done before the cancel took effect`);
         return undefined;
       }
-      if (fence.outcome === 'halted') return this.compensate(reason, failure);
+      if (fence.outcome === 'halted') return this.compensate(reason, failure, fence.rank ?? null);
 
       // The provider may have acted: a person decides; a retry re-sends with the same key.
       this.compensating = false;
@@ -526,19 +526,25 @@ class OrderLifecycle {
   }
 
   /**
-   * Compensates a halted order: the compensation of every step that started, newest first (registered before their
-   * steps ran, and no-ops when the step never acted), in a non-cancellable scope; a compensation that fails after
-   * its retries does not stop the others and is named in the reason. Then the final status, and the end.
+   * Compensates a halted order: the compensation of every step that started in this workflow or that the fence
+   * found committed (`committedRank`: a step ranked at or below it wrote its effect, though the history may not
+   * say so when a worker died after the step's commit and before its workflow task completed), newest first
+   * (no-ops when the step never acted), in a non-cancellable scope; a compensation that fails after its retries
+   * does not stop the others and is named in the reason. Then the final status, and the end.
+   * @param committedRank `HaltOrderResult.rank`; null when the fence's result did not carry it (1.0.0 workers).
    */
-  private async compensate(reason: string, failure: unknown): Promise<OrderFulfilmentResult> {
+  private async compensate(
+    reason: string,
+    failure: unknown,
+    committedRank: number | null,
+  ): Promise<OrderFulfilmentResult> {
     const { orderId, state } = this;
     log.warn('order halted; compensating', { orderId, reason });
     const request = this.cancelRequest;
     const cancelled = request !== null;
     const failures: string[] = [];
     const undo = this.beforeAndPivot
-      .slice(0, this.lastStarted + 1)
-      .filter((s) => s.compensation)
+      .filter((s, i) => s.compensation && (i <= this.lastStarted || (committedRank ?? -1) >= s.rank))
       .reverse();
     await CancellationScope.nonCancellable(async () => {
       for (const step of undo) {

@@ -76,12 +76,17 @@ export function refuseUnlessOpen(
  * Sets the order's tombstone (`halted_at`, database clock; `halt_reason`; `halted_rank`, the rank of the last status
  * it reached) if it is not set yet: from then on forward steps refuse the order. Call it under {@link lockOrder}.
  * @param reason kept when the order was halted before (the first reason wins), max 1000 chars.
+ * @returns `halted_rank`: the rank of the last status the order reached before its first halt (every step ranked
+ *   at or below it committed its effect: a step writes its status in its own transaction), or null when the order
+ *   does not exist.
  */
-export async function markHalted(tx: DbOrTx, orderId: string, reason: string): Promise<void> {
-  await tx.$executeRaw`
+export async function markHalted(tx: DbOrTx, orderId: string, reason: string): Promise<number | null> {
+  const rows = await tx.$queryRaw<Array<{ halted_rank: number | null }>>`
     UPDATE orders SET halted_at = coalesce(halted_at, now()), halt_reason = coalesce(halt_reason, ${reason.slice(0, 1000)}),
            halted_rank = coalesce(halted_rank, status_step), updated_at = now()
-    WHERE id = ${orderId}::uuid`;
+    WHERE id = ${orderId}::uuid
+    RETURNING halted_rank`;
+  return rows[0]?.halted_rank ?? null;
 }
 
 /**

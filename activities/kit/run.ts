@@ -94,12 +94,16 @@ export interface HaltOrderInput {
 /**
  * Result of haltOrder:
  * - `halted`: no step's effect was performed or may have been, beyond those the compensations undo; every claim not
- *   yet sent is tombstoned (never performed, however late an attempt), and the order is marked halted.
+ *   yet sent is tombstoned (never performed, however late an attempt), and the order is marked halted. `rank`: the
+ *   rank of the last status the order reached before the halt (`orders.halted_rank`): every step ranked at or
+ *   below it committed its effect, including a step whose completion the workflow never recorded (a worker that
+ *   died after the step's commit and before its workflow task completed), so the workflow compensates those too.
+ *   Absent in results recorded by 1.0.0 workers (the workflow then compensates the steps it started).
  * - `sent`: the pivot's effect happened: the pivot is passed; nothing was changed, nothing may be compensated.
  * - `unknown`: a call of `step` is in flight or ended without a known outcome: nothing was changed; a person decides.
  */
 export type HaltOrderResult =
-  | { outcome: 'halted' }
+  | { outcome: 'halted'; rank?: number | null }
   | { outcome: 'sent'; step: string; providerId: string }
   | { outcome: 'unknown'; step: string; claimOwner: string };
 
@@ -353,7 +357,7 @@ export async function haltOrder(
       const claim = claims.get(step.key(orderId));
       if (claim?.status !== 'sent') await tombstoneSideEffect(tx, step.key(orderId), step.name);
     }
-    await markHalted(tx, orderId, input.reason);
-    return { outcome: 'halted' };
+    const rank = await markHalted(tx, orderId, input.reason);
+    return { outcome: 'halted', rank };
   });
 }

@@ -65,6 +65,18 @@ let client: Client;
 let worker: OrderWorkers;
 let running: Promise<void>;
 
+/** The registry's rank of each step (the status rank a step writes with its effect). */
+const RANK: Record<string, number> = Object.fromEntries(
+  buildPlan(STEPS, {
+    orderId: 'rank',
+    customerEmail: 'ada@example.com',
+    customerName: 'Ada',
+    currency: 'EUR',
+    totalMinor: 1,
+    lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+  }).steps.map((s) => [s.name, s.rank]),
+);
+
 const halted = (step: string) => ApplicationFailure.nonRetryable(`${step} refused: halted`, ErrorType.OrderHalted);
 
 /** The real activities' rules, on the in-memory order. */
@@ -85,7 +97,9 @@ const defaults: Record<string, (o: FakeOrder, arg: Record<string, unknown>) => P
     if (o.claim === 'sending') return { outcome: 'unknown', step: 'sendOrderConfirmation', claimOwner: 'someone' };
     o.claim = 'cancelled';
     o.halted = true;
-    return { outcome: 'halted' };
+    // The rank of the last status the order reached (each database step writes its status with its effect).
+    const rank = o.invoice !== 'none' ? RANK.createInvoice : o.reserved ? RANK.reserveInventory : 0;
+    return { outcome: 'halted', rank };
   },
   voidInvoice: async (o) => {
     o.halted = true;
@@ -562,6 +576,36 @@ describe('orderFulfilment workflow', () => {
     await handle.result();
     expect(names(order).filter((n) => n === 'sendOrderConfirmation')).toHaveLength(2);
     expectOneStory(order, 'completed');
+  });
+
+  it('compensates the steps a dead worker committed but never recorded when the cancel reaches the new worker first', async () => {
+    // What a worker killed mid-task leaves (the issue-17 breaker's order a42183d7): the reservation and the invoice
+    // committed (the order's rank says so), the history holds neither (their local activities' markers were never
+    // recorded), and the cancel Update arrives with the replacement worker's first workflow task. Here no worker
+    // polls the task queue until the Update waits.
+    const { orderId, order } = newOrder();
+    order.reserved = true;
+    order.invoice = 'issued';
+    const lateQueue = `${taskQueue}-late`;
+    const handle = await client.workflow.start(ORDER_WORKFLOW_TYPE, {
+      taskQueue: lateQueue,
+      workflowId: orderWorkflowId(orderId),
+      args: [{ orderId, plan: planOf(orderId) }],
+    });
+    const cancel = outcome(handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] }));
+    await new Promise((r) => setTimeout(r, 1_000));
+    const late = await createOrderWorkers({ connection, namespace: 'default', taskQueue: lateQueue, activities });
+    const lateRunning = late.run();
+    try {
+      expect((await cancel).ok).toBe(true);
+      expect(await handle.result()).toMatchObject({ orderId, status: 'cancelled' });
+    } finally {
+      late.shutdown();
+      await lateRunning;
+    }
+    // No step ran in this workflow; the fence's rank names the two committed ones, undone newest first.
+    expect(names(order)).toEqual(['haltOrder', 'voidInvoice', 'releaseInventory', 'status:cancelled']);
+    expectOneStory(order, 'cancelled');
   });
 
   it("an API cancel racing a Temporal cancel gets the order's answer, not a cancelled Update", async () => {

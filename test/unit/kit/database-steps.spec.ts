@@ -135,7 +135,8 @@ describe('releaseInventory', () => {
   it('keeps the reason of an earlier halt, and releases nothing when nothing was reserved', async () => {
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
     const stock = await stockOf(tdb.prisma, 'MUG-WHT');
-    expect(await bed.halt(orderId, 'cancelled: customer asked')).toEqual({ outcome: 'halted' });
+    // Nothing committed: the rank is the new order's (0), so the workflow compensates only what it started.
+    expect(await bed.halt(orderId, 'cancelled: customer asked')).toEqual({ outcome: 'halted', rank: 0 });
     const released = await bed.compensate('releaseInventory', orderId);
     expect(movementsOf(released)).toEqual([]);
     expect(await stockOf(tdb.prisma, 'MUG-WHT')).toEqual(stock);
@@ -320,7 +321,7 @@ describe("a 'recorded' database step", () => {
   it('returns the recorded result even once the order is halted or final', async () => {
     const orderId = await insertOrder(tdb.prisma, [{ sku: 'MUG-WHT', quantity: 1 }]);
     const first = await stamps.step('stampOrder', orderId);
-    expect(await stamps.halt(orderId, 'cancelled: test')).toEqual({ outcome: 'halted' });
+    expect(await stamps.halt(orderId, 'cancelled: test')).toEqual({ outcome: 'halted', rank: expect.any(Number) });
     expect(await stamps.step('stampOrder', orderId, info(orderId, 2))).toEqual({ ...first, performed: false });
     await stamps.kit('setOrderStatus', { orderId, status: 'cancelled', rank: FINAL_FAILURE_RANK });
     expect(await stamps.step('stampOrder', orderId, info(orderId, 3))).toEqual({ ...first, performed: false });

@@ -141,7 +141,8 @@ describe('the order fence: forward steps never act after a halt or on a final or
 
   it('after a halt every forward step refuses before it claims or changes anything', async () => {
     const orderId = await invoiced();
-    expect(await bed.halt(orderId, 'cancelled')).toEqual({ outcome: 'halted' });
+    // The rank the invoice wrote with its effect: the workflow compensates every step up to it.
+    expect(await bed.halt(orderId, 'cancelled')).toEqual({ outcome: 'halted', rank: rankOf('createInvoice') });
     const before = await orderRow(orderId);
     for (const { name } of PLAN.steps) {
       const refused = await failureOf(bed.step(name, orderId, info(orderId, 2)));

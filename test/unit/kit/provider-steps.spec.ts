@@ -142,7 +142,7 @@ describe('sendOrderConfirmation (the pivot)', () => {
     ]);
     const key = confirmationKey(orderId);
     expect((await claimOf(key))?.status).toBe('failed');
-    expect(await bed.halt(orderId, 'cancelled: customer asked')).toEqual({ outcome: 'halted' });
+    expect(await bed.halt(orderId, 'cancelled: customer asked')).toEqual({ outcome: 'halted', rank: expect.any(Number) });
     expect((await claimOf(key))?.status).toBe('cancelled');
     const order = await orderRow(orderId);
     expect([order.haltReason, order.haltedRank, order.status]).toEqual(['cancelled: customer asked', 20, 'invoiced']);
@@ -457,21 +457,21 @@ describe('haltOrder', () => {
   it('tombstones the pivot it fences and marks the order halted; idempotent, the first reason wins', async () => {
     const orderId = await invoiced();
     expect(fencedSteps()).toEqual(['sendOrderConfirmation']);
-    expect(await bed.halt(orderId, 'cancelled: first')).toEqual({ outcome: 'halted' });
+    expect(await bed.halt(orderId, 'cancelled: first')).toEqual({ outcome: 'halted', rank: expect.any(Number) });
     const claim = await claimOf(confirmationKey(orderId));
     expect([claim?.kind, claim?.status, claim?.owner]).toEqual(['sendOrderConfirmation', 'cancelled', 'tombstone']);
     const first = await orderRow(orderId);
     expect(first.haltedAt).toBeInstanceOf(Date);
     expect([first.haltReason, first.haltedRank]).toEqual(['cancelled: first', 20]);
 
-    expect(await bed.halt(orderId, 'cancelled: second')).toEqual({ outcome: 'halted' });
+    expect(await bed.halt(orderId, 'cancelled: second')).toEqual({ outcome: 'halted', rank: expect.any(Number) });
     const second = await orderRow(orderId);
     expect([second.haltReason, second.haltedAt]).toEqual(['cancelled: first', first.haltedAt]);
   });
 
   it('fences only the steps it is given (the plan passes those up to the pivot)', async () => {
     const orderId = await invoiced();
-    expect(await bed.halt(orderId, 'cancelled', ['sendOrderConfirmation'])).toEqual({ outcome: 'halted' });
+    expect(await bed.halt(orderId, 'cancelled', ['sendOrderConfirmation'])).toEqual({ outcome: 'halted', rank: expect.any(Number) });
     expect(await claimOf(`shipment:${orderId}`)).toBeNull();
     expect(await claimOf(`accounting-invoice:${orderId}`)).toBeNull();
   });
@@ -547,7 +547,7 @@ describe('a registry with a provider step before the pivot, and its provider com
     it('tombstones both when neither acted; both then refuse and call nothing', async () => {
       const orderId = await order();
       expect(fencedSteps(courier.plan)).toEqual(['bookCourier', 'confirmOrder']);
-      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted' });
+      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted', rank: expect.any(Number) });
       expect((await claimOf(courierKey(orderId)))?.status).toBe('cancelled');
       expect((await claimOf(confirmKey(orderId)))?.status).toBe('cancelled');
       for (const step of ['bookCourier', 'confirmOrder']) {
@@ -561,7 +561,7 @@ describe('a registry with a provider step before the pivot, and its provider com
     it('leaves a sent earlier step as it is (its compensation undoes it) and tombstones the pivot', async () => {
       const orderId = await order();
       await courier.step('bookCourier', orderId);
-      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted' });
+      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted', rank: expect.any(Number) });
       expect((await claimOf(courierKey(orderId)))?.status).toBe('sent');
       expect((await claimOf(confirmKey(orderId)))?.status).toBe('cancelled');
     });
@@ -571,7 +571,7 @@ describe('a registry with a provider step before the pivot, and its provider com
       courier.fakes.carrier!.failNext('unavailable');
       await failureOf(courier.step('bookCourier', orderId));
       expect((await claimOf(courierKey(orderId)))?.status).toBe('failed');
-      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted' });
+      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted', rank: expect.any(Number) });
       expect((await claimOf(courierKey(orderId)))?.status).toBe('cancelled');
     });
 
@@ -613,7 +613,7 @@ describe('a registry with a provider step before the pivot, and its provider com
     it('runs when the forward effect happened: claim-first under its own key, once', async () => {
       const orderId = await order();
       await courier.step('bookCourier', orderId);
-      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted' });
+      expect(await courier.halt(orderId)).toEqual({ outcome: 'halted', rank: expect.any(Number) });
       const first = await courier.compensate('sendCourierCancellation', orderId, info(orderId, 1, '4'));
       expect(first).toEqual({
         compensation: 'sendCourierCancellation',
