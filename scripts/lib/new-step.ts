@@ -299,6 +299,8 @@ export interface ScaffoldPlan {
   after: string;
   /** Its 0-based position in the registry. */
   position: number;
+  /** Whether it becomes the registry's last step (then it writes `completed`, not its own status). */
+  last: boolean;
   provider?: { name: string; operation: string; created: boolean };
   /** The idempotency key pattern of a provider step, e.g. `send-shipping-notice:<orderId>`. */
   key?: string;
@@ -449,6 +451,7 @@ export function planScaffold(options: NewStepOptions, view: RegistryView, root: 
     kind: provider ? 'provider' : 'database',
     after,
     position,
+    last: position === view.steps.length,
     ...(provider ? { provider } : {}),
     ...(key ? { key } : {}),
     files,
@@ -957,7 +960,8 @@ export function describeScaffold(plan: ScaffoldPlan, written: boolean): string {
     ? `provider step: ${plan.provider.name}.${plan.provider.operation}${plan.provider.created ? ' (new provider)' : ''}, key ${plan.key}`
     : 'database step, recorded';
   const lines = [
-    `${plan.names.name}: ${where}; ${plan.phase}, after ${plan.after}; status ${plan.status} (${plan.label})`,
+    `${plan.names.name}: ${where}; ${plan.phase}, after ${plan.after}; status ${plan.status} (${plan.label})` +
+      (plan.last ? '; as the last step of the plan it writes `completed` instead (docs/extending.md)' : ''),
     written ? 'wrote:' : 'would write (dry run):',
     ...plan.files.map((f) => `  ${f.mark} ${f.path}`),
     ...(plan.warnings.length > 0 ? ['check:', ...plan.warnings.map((w) => `  ! ${w}`)] : []),
