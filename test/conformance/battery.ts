@@ -16,7 +16,8 @@
  * - steps up to and including the pivot: `halted` (the workflow can halt the order only before the pivot passed;
  *   after it, `closed` checks the refusal the kit guarantees there, and that haltOrder reports the pivot passed);
  * - steps with a compensation: `compensation-once`, `compensation-twice`, `compensation-concurrent`,
- *   `compensation-never-ran`.
+ *   `compensation-never-ran` (and the fence's rank covers the step once it acted, and only then, so the workflow
+ *   compensates a step whose completion its history lost).
  */
 import assert from 'node:assert/strict';
 import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
@@ -555,6 +556,13 @@ async function actedThenHalted(ctx: ScenarioContext): Promise<PlacedOrder> {
   await runStep(ctx.lane, order, ctx.index);
   const halt = await haltOrder(ctx.lane, order, 'conformance: compensate');
   assert.equal(halt.outcome, 'halted', 'compensation: haltOrder after the step acted');
+  // The fence's rank covers the step: the workflow compensates it even when its history lost the step (a worker
+  // that died after the step's commit, a cancel that reached the replacement worker first).
+  const planned = order.plan.steps[ctx.index]!;
+  assert.ok(
+    halt.outcome === 'halted' && (halt.rank ?? -1) >= planned.rank,
+    `compensation: haltOrder's rank ${halt.outcome === 'halted' ? halt.rank : '-'} after the step acted is below the step's ${planned.rank}`,
+  );
   return order;
 }
 
@@ -637,6 +645,11 @@ const compensationNeverRan: Scenario = {
     const order = await prepared(ctx);
     const halt = await haltOrder(ctx.lane, order, 'conformance: compensate before the step');
     assert.equal(halt.outcome, 'halted', 'compensation never ran: haltOrder');
+    const planned = order.plan.steps[ctx.index]!;
+    assert.ok(
+      halt.outcome === 'halted' && (halt.rank ?? -1) < planned.rank,
+      "compensation never ran: haltOrder's rank says the step acted",
+    );
     const calls = totalCalls(ctx.lane);
     const before = await footprint(ctx.lane);
     const result = await runCompensation(ctx.lane, order, ctx.index, compensationExecution(ctx.index));
