@@ -249,8 +249,13 @@ describe('what it writes and where it places the step', () => {
     expect(plan(['sendReceipt', '--provider', 'sms', '--after', pivot]).phase).toBe('after-pivot');
     expect(plan(['awardLoyaltyPoints']).position).toBe(view.steps.length);
     // The last step writes `completed`, not its own status: the printed line says so, for it only.
-    expect([plan(['awardLoyaltyPoints']).last, plan(['holdCredit', '--after', beforePivot]).last]).toEqual([true, false]);
-    expect(describeScaffold(plan(['awardLoyaltyPoints']), false)).toContain('as the last step of the plan it writes `completed`');
+    expect([plan(['awardLoyaltyPoints']).last, plan(['holdCredit', '--after', beforePivot]).last]).toEqual([
+      true,
+      false,
+    ]);
+    expect(describeScaffold(plan(['awardLoyaltyPoints']), false)).toContain(
+      'as the last step of the plan it writes `completed`',
+    );
     expect(describeScaffold(plan(['holdCredit', '--after', beforePivot]), false)).not.toContain('last step');
     const early = plan(['holdCredit', '--provider', 'sms', '--after', view.steps[0]!.name]);
     expect(early.position).toBe(1);

@@ -142,7 +142,10 @@ describe('sendOrderConfirmation (the pivot)', () => {
     ]);
     const key = confirmationKey(orderId);
     expect((await claimOf(key))?.status).toBe('failed');
-    expect(await bed.halt(orderId, 'cancelled: customer asked')).toEqual({ outcome: 'halted', rank: expect.any(Number) });
+    expect(await bed.halt(orderId, 'cancelled: customer asked')).toEqual({
+      outcome: 'halted',
+      rank: expect.any(Number),
+    });
     expect((await claimOf(key))?.status).toBe('cancelled');
     const order = await orderRow(orderId);
     expect([order.haltReason, order.haltedRank, order.status]).toEqual(['cancelled: customer asked', 20, 'invoiced']);
@@ -471,7 +474,10 @@ describe('haltOrder', () => {
 
   it('fences only the steps it is given (the plan passes those up to the pivot)', async () => {
     const orderId = await invoiced();
-    expect(await bed.halt(orderId, 'cancelled', ['sendOrderConfirmation'])).toEqual({ outcome: 'halted', rank: expect.any(Number) });
+    expect(await bed.halt(orderId, 'cancelled', ['sendOrderConfirmation'])).toEqual({
+      outcome: 'halted',
+      rank: expect.any(Number),
+    });
     expect(await claimOf(`shipment:${orderId}`)).toBeNull();
     expect(await claimOf(`accounting-invoice:${orderId}`)).toBeNull();
   });
