@@ -6,7 +6,8 @@
  * the page.
  *
  * Personal data (docs/operations.md, "What the Temporal UI shows"): the customer's name (the UI is an operator's
- * tool) and the email address masked (`a…@example.com`), never in full; nothing personal in search attributes.
+ * tool) and the email address masked (`a…@example.com`), never in full, also in the `OrderSummary` search attribute
+ * (the name, or the masked address when the order has none); `CustomerId` is a keyed hash.
  * Text a customer or an operator controls (names, SKUs) is escaped, so it shows as text, never as Markdown or HTML.
  */
 import { formatMinor, maskEmail } from '../../activities/kit/text.js';
