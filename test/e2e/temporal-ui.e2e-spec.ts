@@ -42,16 +42,25 @@ async function orderReaches(id: string, status: string, timeoutMs = 45_000): Pro
 /**
  * Opens an order's User Metadata tab until a panel shows `text`, and returns that panel. The UI renders each Markdown
  * text in its own `/render?content=<the Markdown>` iframe and re-renders them as the workflow changes, so a panel is
- * found by its content (a FrameLocator, which survives a re-render), not held as a Frame.
+ * found by its content (a FrameLocator, which survives a re-render), not held as a Frame. The current details come
+ * from a query the UI sends after the page loads; for a closed workflow a worker answers it by replaying the whole
+ * history (seconds on a busy machine; the panel stays empty meanwhile), so each page load waits up to 10 s for the
+ * panel before it reloads.
  */
 async function metadataPanel(workflowId: string, text: string): Promise<FrameLocator> {
   const selector = `iframe[src^="/render"][src*="${encodeURIComponent(text)}"]`;
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 45_000;
   for (;;) {
     await page.goto(`${ui}/namespaces/${NAMESPACE}/workflows/${workflowId}`);
     await page.getByRole('tab', { name: 'User Metadata' }).click();
     await page.locator('iframe[src^="/render"]').first().waitFor();
-    if ((await page.locator(selector).count()) > 0) return page.frameLocator(selector).first();
+    const shown = await page
+      .locator(selector)
+      .first()
+      .waitFor({ timeout: 10_000 })
+      .then(() => true)
+      .catch(() => false);
+    if (shown) return page.frameLocator(selector).first();
     if (Date.now() > deadline) {
       const shown = await page
         .locator('iframe[src^="/render"]')
