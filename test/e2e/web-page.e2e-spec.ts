@@ -132,11 +132,15 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
   });
 
   it('cancels an order from the operator view while its confirmation email is retried', async () => {
-    stack.email.injectFault({ mode: 'unavailable', times: 6 });
+    stack.email.injectFault({ mode: 'unavailable', times: 12 });
     const { id } = await placeOrder('TEE-BLK-M', 1);
     const item = page.locator(`[data-testid="cancellable-list"] li[data-order-id="${id}"]`);
     await item.waitFor({ timeout: 30_000 });
     await item.locator('input').fill('Customer called to cancel');
+    // Another order joins the list (the list is rebuilt): the reason being typed stays.
+    const other = await placeOrder('MUG-WHT', 1);
+    await page.locator(`[data-testid="cancellable-list"] li[data-order-id="${other.id}"]`).waitFor({ timeout: 30_000 });
+    await expect(item.locator('input').inputValue()).resolves.toBe('Customer called to cancel');
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.url() === `${baseUrl}/orders/${id}/cancel`, { timeout: 45_000 }),
       item.getByRole('button', { name: 'Cancel' }).click(),

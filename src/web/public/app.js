@@ -385,10 +385,17 @@ function renderCancellable() {
   const orders = [...byId.values()].filter((o) => o.cancellable);
   $('#cancellable-count').textContent = String(orders.length);
   const list = $('#cancellable-list');
-  // Keep a reason being typed: rebuild only when the set of orders changed.
+  // Rebuild only when an order or its status changed; a reason being typed survives the rebuild (its text, focus and
+  // caret), as an order may move a step on while the operator types.
   const ids = orders.map((o) => `${o.id}:${o.status}`).join(',');
   if (list.dataset.ids === ids) return;
   list.dataset.ids = ids;
+  const typed = new Map(
+    [...list.querySelectorAll('li[data-order-id] input')].map((input) => [
+      input.closest('li').dataset.orderId,
+      { value: input.value, focused: input === document.activeElement, caret: input.selectionStart },
+    ]),
+  );
   list.replaceChildren(
     ...(orders.length
       ? orders.map((order) => {
@@ -398,12 +405,19 @@ function renderCancellable() {
             placeholder: 'Reason',
             'aria-label': `Reason to cancel ${order.id.slice(0, 8)}`,
           });
+          input.value = typed.get(order.id)?.value ?? '';
           const button = el('button', { type: 'button', class: 'danger', disabled: busy.has(order.id) }, 'Cancel');
           button.addEventListener('click', () => cancelOrder(order, input, button));
           return queueItem(order, [input, button]);
         })
       : [el('li', { class: 'muted' }, 'No order can be cancelled right now.')]),
   );
+  for (const [id, { focused, caret }] of typed) {
+    const input = focused ? list.querySelector(`li[data-order-id="${id}"] input`) : null;
+    if (!input) continue;
+    input.focus();
+    if (caret !== null) input.setSelectionRange(caret, caret);
+  }
 }
 
 async function refreshQueues() {
