@@ -29,6 +29,7 @@ import {
   ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   TemporalFailure,
   TimeoutFailure,
   allHandlersFinished,
@@ -127,6 +128,8 @@ export function describeFailure(err: unknown): string {
   const cause = innermost(err);
   if (cause instanceof ApplicationFailure) return `${cause.type ?? 'Error'}: ${cause.message}`;
   if (cause instanceof TimeoutFailure) return `TimeoutFailure: activity ${cause.timeoutType} timeout`;
+  // A cancelled activity's failure has no message: say what happened (the cancel stopped the attempt's wait).
+  if (cause instanceof CancelledFailure && !cause.message) return 'CancelledFailure: the attempt was cancelled';
   if (cause instanceof Error) return `${cause.name}: ${cause.message}`;
   return String(cause);
 }
