@@ -15,22 +15,23 @@
  * (docs/extending.md).
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type NativeConnection, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activitiesByTaskQueue, STEPS } from '../../activities/index.js';
 import { defineProviderStep, StepPhase, type StepDefinition } from '../../activities/kit/define.js';
 import { buildPlan } from '../../activities/kit/plan.js';
 import { email } from '../../providers/email.provider.js';
-import { createOrderWorkers, type OrderWorkers, workflowsPath } from '../../src/worker/order-worker.js';
+import { createOrderWorkers, workflowsPath } from '../../src/worker/order-worker.js';
 import {
   ORDER_WORKFLOW_TYPE,
   orderWorkflowId,
   type OrderFulfilmentInput,
 } from '../../workflows/order-fulfilment.contract.js';
 import type { OrderPlan } from '../../workflows/order-plan.js';
+import { startWorkflowWorkers, type WorkflowWorkers } from '../helpers/workflow-workers.js';
 
 /** The step "added after the first order was placed": an after-pivot provider step, like the worked example. */
 const ADDED = defineProviderStep({
@@ -51,8 +52,7 @@ const AFTER: readonly StepDefinition[] = [...STEPS, ADDED];
 const taskQueue = `plan-versioning-${randomUUID()}`;
 let connection: NativeConnection;
 let client: Client;
-let workers: OrderWorkers;
-let running: Promise<void>;
+let workers: WorkflowWorkers;
 
 /** Every activity of `AFTER` scripted to succeed (provider steps with an id), plus the kit's own. */
 function scripted(): Record<string, (input: { orderId: string }) => Promise<unknown>> {
@@ -99,25 +99,12 @@ function scheduledActivities(history: temporal.api.history.v1.IHistory): string[
 }
 
 beforeAll(async () => {
-  const address = inject('temporalAddress');
-  connection = await NativeConnection.connect({ address });
-  client = new Client({ connection: await Connection.connect({ address }) });
-  workers = await createOrderWorkers({
-    connection,
-    namespace: 'default',
-    taskQueue,
-    // The workers of a deploy that knows the added step (deploy workers before the API: docs/versioning.md).
-    activities: activitiesByTaskQueue(scripted(), AFTER),
-  });
-  running = workers.run();
+  // The workers of a deploy that knows the added step (deploy workers before the API: docs/versioning.md).
+  workers = await startWorkflowWorkers(taskQueue, activitiesByTaskQueue(scripted(), AFTER));
+  ({ connection, client } = workers);
 });
 
-afterAll(async () => {
-  workers?.shutdown();
-  await running;
-  await connection?.close();
-  await client?.connection.close();
-});
+afterAll(() => workers?.close());
 
 describe('adding a step to the registry', () => {
   it('keeps running orders on their own plan and gives new orders the new one', async () => {

@@ -11,13 +11,11 @@
  * it (and its binary is downloaded at run time, which this project's machines cannot do; ../../docs/development.md).
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { type Client, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { NativeConnection } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STEPS } from '../../activities/index.js';
 import { buildPlan } from '../../activities/kit/plan.js';
-import { createOrderWorkers, type OrderWorkers } from '../../src/worker/order-worker.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
   HISTORY_EVENTS_LIMIT,
@@ -29,6 +27,7 @@ import {
   type RetryStepResult,
 } from '../../workflows/order-fulfilment.contract.js';
 import { StepPhase } from '../../workflows/order-plan.js';
+import { startWorkflowWorkers, type WorkflowWorkers } from '../helpers/workflow-workers.js';
 
 /** 600 in `npm test` (several continue-as-new switches); CI runs 2 000 as its own step (HISTORY_RETRIES=2000). */
 const RETRIES = Number(process.env.HISTORY_RETRIES ?? 600);
@@ -44,10 +43,8 @@ function waiter(): { promise: Promise<void>; resolve: () => void } {
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
 }
-let connection: NativeConnection;
 let client: Client;
-let workers: OrderWorkers;
-let running: Promise<void>;
+let workers: WorkflowWorkers;
 
 function scripted(): Record<string, (...args: unknown[]) => Promise<unknown>> {
   const activities: Record<string, (...args: unknown[]) => Promise<unknown>> = {
@@ -74,19 +71,11 @@ function scripted(): Record<string, (...args: unknown[]) => Promise<unknown>> {
 }
 
 beforeAll(async () => {
-  const address = inject('temporalAddress');
-  connection = await NativeConnection.connect({ address });
-  client = new Client({ connection: await Connection.connect({ address }) });
-  workers = await createOrderWorkers({ connection, namespace: 'default', taskQueue, activities: scripted() });
-  running = workers.run();
+  workers = await startWorkflowWorkers(taskQueue, scripted());
+  client = workers.client;
 });
 
-afterAll(async () => {
-  workers?.shutdown();
-  await running;
-  await connection?.close();
-  await client?.connection.close();
-});
+afterAll(() => workers?.close());
 
 /**
  * Sends the retry Update `id` once the workflow waits (its attention status write ran), repeating while the

@@ -12,8 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
-  Client,
-  Connection,
+  type Client,
   WorkflowFailedError,
   WorkflowUpdateFailedError,
   WorkflowUpdateStage,
@@ -21,9 +20,9 @@ import {
 } from '@temporalio/client';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure, type Duration } from '@temporalio/common';
-import { NativeConnection } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createOrderWorkers, type OrderWorkers } from '../../src/worker/order-worker.js';
+import type { NativeConnection } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrderWorkers } from '../../src/worker/order-worker.js';
 import { STEPS } from '../../activities/index.js';
 import { buildPlan } from '../../activities/kit/plan.js';
 import { ErrorType } from '../../workflows/errors.js';
@@ -37,6 +36,7 @@ import {
   type OrderCompletedResult,
   type OrderFulfilmentResult,
 } from '../../workflows/order-fulfilment.contract.js';
+import { startWorkflowWorkers, type WorkflowWorkers } from '../helpers/workflow-workers.js';
 
 type Call = { name: string; arg: Record<string, unknown> };
 type Activity = (arg: Record<string, unknown>) => Promise<unknown>;
@@ -62,8 +62,7 @@ const orders = new Map<string, FakeOrder>();
 const taskQueue = `wf-test-${randomUUID()}`;
 let connection: NativeConnection;
 let client: Client;
-let worker: OrderWorkers;
-let running: Promise<void>;
+let workers: WorkflowWorkers;
 
 /** The registry's rank of each step (the status rank a step writes with its effect). */
 const RANK: Record<string, number> = Object.fromEntries(
@@ -343,19 +342,11 @@ function expectOneStory(o: FakeOrder, status: 'completed' | 'cancelled' | 'faile
 }
 
 beforeAll(async () => {
-  const address = inject('temporalAddress');
-  connection = await NativeConnection.connect({ address });
-  client = new Client({ connection: await Connection.connect({ address }) });
-  worker = await createOrderWorkers({ connection, namespace: 'default', taskQueue, activities });
-  running = worker.run();
+  workers = await startWorkflowWorkers(taskQueue, activities);
+  ({ connection, client } = workers);
 });
 
-afterAll(async () => {
-  worker?.shutdown();
-  await running;
-  await connection?.close();
-  await client?.connection.close();
-});
+afterAll(() => workers?.close());
 
 describe('orderFulfilment workflow', () => {
   it('runs the five steps in order; each writes its own status, the workflow writes none', async () => {
