@@ -18,7 +18,7 @@ export const cancelOrderSchema = z
       example: 'Customer changed mind',
     }),
   })
-  .meta({ id: 'CancelOrderRequest' });
+  .meta({ id: 'CancelOrderRequest', examples: [{ reason: 'Customer changed mind' }] });
 
 /** A validated cancel body. */
 export type CancelOrderRequest = z.output<typeof cancelOrderSchema>;
@@ -32,7 +32,7 @@ export const retryOrderSchema = z
     step: stepNameSchema.optional(),
   })
   .optional()
-  .meta({ id: 'RetryOrderRequest' });
+  .meta({ id: 'RetryOrderRequest', examples: [{}] });
 
 /** A validated retry body (undefined when none was sent). */
 export type RetryOrderRequest = z.output<typeof retryOrderSchema>;

@@ -110,6 +110,8 @@ describe('the OpenAPI document', () => {
     ]);
     expect(byName['POST /orders/{id}/retry']!.security).toEqual([{ 'api-key': ['operator'] }]);
     expect(document.servers).toEqual([expect.objectContaining({ url: expect.any(String) })]);
+    // The decorators' marks are the builder's input, never the document's content.
+    expect(JSON.stringify(document)).not.toContain('x-of-');
     const schemes = (document.components as { securitySchemes: Record<string, Json> }).securitySchemes;
     expect(schemes['api-key']).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(schemes['api-key']).not.toHaveProperty('bearerFormat');
