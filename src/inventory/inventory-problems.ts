@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { defineProblemTypes, PROBLEM_TYPE_BASE, problemTypeUris } from '../common/problem-details.js';
 
+/** The problem types of the inventory API, by name. */
 export const InventoryProblemTypes = defineProblemTypes({
   StockBelowReserved: {
     uri: `${PROBLEM_TYPE_BASE}stock-below-reserved`,

@@ -12,6 +12,7 @@ import {
 } from '../common/problem-details.js';
 import { orderStatusSchema, stepNameSchema } from './order-response.dto.js';
 
+/** The problem types of orders, by name (`OrderProblemTypes.OrderNotCancellable.uri` is its `type`). */
 export const OrderProblemTypes = defineProblemTypes({
   UnknownSku: {
     uri: `${PROBLEM_TYPE_BASE}unknown-sku`,
