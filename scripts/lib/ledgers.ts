@@ -6,8 +6,8 @@
  */
 import { PROVIDER_LIST } from '../../providers/index.js';
 import type { ProviderDefinition } from '../../providers/kit/define.js';
-import { providerLedgerUrl } from './stack-definition.js';
-import { calledProviders } from './stack-processes.js';
+
+import { calledProviders, providerLedgerUrl } from './stack-definition.js';
 
 /** An order id inside an idempotency key (`shipment:<orderId>`). */
 const ORDER_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;

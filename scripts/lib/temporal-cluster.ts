@@ -2,7 +2,7 @@
  * A real Temporal cluster on this machine, without Docker: Temporal Server 1.29.1 (the version the pinned CLI
  * 1.5.1 embeds) with PostgreSQL persistence and SQL visibility, its schema set up by the server's own sql tool,
  * the namespace and this project's search attributes created, and the Web UI server 2.42.1 in front of it.
- * Used by `npm run start:cluster` (scripts/stack.ts --cluster), CI and scripts/scale-out.ts.
+ * Used by `npm run start:cluster` and `npm run temporal:cluster` (scripts/stack.ts --cluster), CI and the scale-out run.
  *
  * Binaries (scripts/lib/go-tools.ts): `TEMPORAL_SERVER_PATH`, `TEMPORAL_SQL_TOOL_PATH`,
  * `TEMPORAL_UI_SERVER_PATH`, else `.tools/temporal-server-1.29.1/{server,sql}` and
@@ -22,15 +22,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
 import { execa } from 'execa';
-import pg from 'pg';
-import {
-  ensureSearchAttributes,
-  projectSearchAttributes,
-  type SearchAttributeDefinition,
-} from '../../src/worker/order-worker.js';
+import { ensureSearchAttributes, projectSearchAttributes } from '../../src/worker/order-worker.js';
 import { errorMessage, repoRoot } from './env.js';
 import { ensureGoTool, goModuleDir, type GoToolSpec } from './go-tools.js';
-import { Child, describeExit, pollUntil, portsInUse, waitForHttp, type ExitInfo, type LogFn } from './processes.js';
+import { pollUntil, waitForHttp, type LogFn } from './processes.js';
 
 /** Temporal Server version of the cluster profile: the one the pinned CLI (1.5.1) embeds. */
 export const TEMPORAL_SERVER_VERSION = '1.29.1';
@@ -219,27 +214,11 @@ export async function setupTemporalSchema(opts: {
     if (result.failed) {
       throw new Error(
         `Temporal schema step \`sql ${step.join(' ')}\` on ${describeDatabase(opts.db)} failed ` +
-          `(${describeExit({ code: result.exitCode, signal: result.signal })}):\n${result.all.slice(-20).join('\n')}`,
+          `(${result.signal ?? `code ${result.exitCode}`}):\n${result.all.slice(-20).join('\n')}`,
       );
     }
   }
   opts.log(`schema ${SCHEMA_NAMES[opts.kind]} is up to date in ${describeDatabase(opts.db)}`);
-}
-
-/**
- * Drops the databases (`DROP DATABASE IF EXISTS ... WITH (FORCE)`), for a cluster that must start from an
- * empty state (CI). Connects to the `postgres` database of each server.
- */
-export async function dropDatabases(dbs: readonly PostgresDatabase[]): Promise<void> {
-  for (const db of dbs) {
-    const client = new pg.Client({ ...withDatabase(db, 'postgres'), password: db.password || undefined });
-    await client.connect();
-    try {
-      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(db.database)} WITH (FORCE)`);
-    } finally {
-      await client.end();
-    }
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -264,250 +243,135 @@ export function clusterPorts(frontend: number): Record<string, number> {
   };
 }
 
-/** Options of {@link startTemporalCluster}. */
+/** Options of {@link prepareCluster}. */
 export interface TemporalClusterOptions {
   binaries: ClusterBinaries;
   persistence: PostgresDatabase;
   visibility: PostgresDatabase;
   /** Folder for the generated configuration (e.g. `.data/temporal-cluster`); created if missing. */
   dataDir: string;
-  /** Frontend gRPC port (the others follow, see {@link clusterPorts}). Default 7233. */
-  port?: number;
-  /** Web UI port. Default 8233. */
-  uiPort?: number;
-  /** Namespace to create if missing. Default `default`. */
-  namespace?: string;
-  /** Retention of closed workflows in a namespace this creates, days. Default 3. */
-  retentionDays?: number;
-  /** Search attributes to register. Default: every key of the workflow contract's SEARCH_ATTRIBUTES. */
-  searchAttributes?: readonly SearchAttributeDefinition[];
-  /** History shards; fixed when the persistence database is first used. Default 4 (local); see the README. */
-  numHistoryShards?: number;
-  /** Server log level (`debug` … `error`). Default `warn`. */
-  logLevel?: string;
-  /** Receives the server's and the UI server's output lines, and progress lines. */
+  /** Frontend gRPC port (the others follow, see {@link clusterPorts}). */
+  port: number;
+  uiPort: number;
+  namespace: string;
   log: LogFn;
-  /** Waits for the frontend, the namespace and the UI, ms each. Default 120 000. */
-  readyTimeoutMs?: number;
 }
 
-/** A running cluster. */
-export interface TemporalCluster {
-  /** `host:port` of the frontend (the value of TEMPORAL_ADDRESS). */
-  address: string;
-  /** Web UI, e.g. `http://127.0.0.1:8233` (the value of TEMPORAL_UI_URL). */
-  uiUrl: string;
-  /** Persistence and visibility stores the frontend reports, e.g. `postgres12`. */
-  persistenceStore: string;
-  visibilityStore: string;
-  /** The server version the frontend reports, e.g. `1.29.1`. */
-  serverVersion: string;
-  server: Child;
-  ui: Child;
-  /** Resolves when either process exits (with which one), so a supervisor can react. */
-  exited: Promise<{ which: 'server' | 'ui'; exit: ExitInfo }>;
-  /** Stops the UI, then the server (SIGTERM, SIGKILL after 20 s). Idempotent; never rejects. */
-  stop(): Promise<void>;
+/** A command line of the cluster: the file, its arguments and its whole environment. */
+export interface ClusterCommand {
+  file: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
 }
 
 /**
- * Starts the cluster and returns once it is usable:
- * 1. checks its ports are free; 2. sets up both schemas ({@link setupTemporalSchema}); 3. starts
- * `server --root <dataDir> --config config --env docker --allow-no-auth start` with the config template and
- * waits for the frontend; 4. registers the namespace if missing and waits until the frontend serves it;
- * 5. registers the search attributes and waits until they are usable (ensureSearchAttributes); 6. starts the UI
- * server (`<dataDir>/ui/config/development.yaml`) and waits for it to answer.
- * Both processes run in their own process groups (a terminal Ctrl-C reaches only the caller, which stops them
- * in order); a safety net SIGTERMs them if this Node process exits first.
- * @throws Error when a port is in use, a schema step fails, a process exits early (with its last output
- *   lines), or a step is not ready within `readyTimeoutMs`; whatever started is stopped first.
+ * Sets up both schemas ({@link setupTemporalSchema}) and writes the server's and the UI server's configuration:
+ * the server module's `config/docker.yaml` template, rendered by the server from the variables of its command, and
+ * `<dataDir>/ui/config/development.yaml`. Run the two commands, then {@link clusterReady}.
+ * @throws Error when a schema step fails.
  */
-export async function startTemporalCluster(opts: TemporalClusterOptions): Promise<TemporalCluster> {
-  const port = opts.port ?? 7233;
-  const uiPort = opts.uiPort ?? 8233;
-  const namespace = opts.namespace ?? 'default';
-  const timeoutMs = opts.readyTimeoutMs ?? 120_000;
-  const log = opts.log;
-  const address = `127.0.0.1:${port}`;
-  const uiUrl = `http://127.0.0.1:${uiPort}`;
-  const ports = clusterPorts(port);
-
-  const named = [...Object.entries(ports), ['TEMPORAL_UI_PORT', uiPort] as const];
-  const inUse = new Set(await portsInUse(named.map(([, p]) => p)));
-  const busy = named.filter(([, p]) => inUse.has(p)).map(([name, p]) => `127.0.0.1:${p} (${name})`);
-  if (busy.length > 0) {
-    throw new Error(
-      `Cannot start the Temporal cluster, ports in use: ${busy.join(', ')} (another Temporal server? choose ` +
-        'another TEMPORAL_PORT / TEMPORAL_UI_PORT, or set TEMPORAL_ADDRESS to use it)',
-    );
-  }
-
-  await setupTemporalSchema({ sqlTool: opts.binaries.sqlTool, db: opts.persistence, kind: 'persistence', log });
-  await setupTemporalSchema({ sqlTool: opts.binaries.sqlTool, db: opts.visibility, kind: 'visibility', log });
-
+export async function prepareCluster(
+  opts: TemporalClusterOptions,
+): Promise<{ server: ClusterCommand; ui: ClusterCommand }> {
+  await setupTemporalSchema({
+    sqlTool: opts.binaries.sqlTool,
+    db: opts.persistence,
+    kind: 'persistence',
+    log: opts.log,
+  });
+  await setupTemporalSchema({ sqlTool: opts.binaries.sqlTool, db: opts.visibility, kind: 'visibility', log: opts.log });
   const configDir = path.join(opts.dataDir, 'config');
+  const uiDir = path.join(opts.dataDir, 'ui');
+  await mkdir(path.join(uiDir, 'config'), { recursive: true });
   await mkdir(configDir, { recursive: true });
   await copyFile(opts.binaries.configTemplate, path.join(configDir, 'docker.yaml'));
-  const serverEnv: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TZ: 'UTC',
-    LOG_LEVEL: opts.logLevel ?? 'warn',
-    NUM_HISTORY_SHARDS: String(opts.numHistoryShards ?? 4),
+  const { persistence: p, visibility: v } = opts;
+  await writeFile(
+    path.join(uiDir, 'config', 'development.yaml'),
+    `# Generated by scripts/lib/temporal-cluster.ts at every start.\ntemporalGrpcAddress: 127.0.0.1:${opts.port}\nhost: 127.0.0.1
+port: ${opts.uiPort}\nenableUi: true\ndefaultNamespace: ${opts.namespace}\nrefreshInterval: 1m\nnotifyOnNewVersion: false
+hideLogs: true\ncors:\n  cookieInsecure: true\n  allowOrigins: []\n`,
+  );
+  const base = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' };
+  const server: NodeJS.ProcessEnv = {
+    ...base,
+    LOG_LEVEL: 'warn',
+    NUM_HISTORY_SHARDS: '4',
     DB: 'postgres12',
-    POSTGRES_SEEDS: opts.persistence.host,
-    DB_PORT: String(opts.persistence.port),
-    POSTGRES_USER: opts.persistence.user,
-    POSTGRES_PWD: opts.persistence.password,
-    DBNAME: opts.persistence.database,
-    VISIBILITY_POSTGRES_SEEDS: opts.visibility.host,
-    VISIBILITY_DB_PORT: String(opts.visibility.port),
-    VISIBILITY_POSTGRES_USER: opts.visibility.user,
-    VISIBILITY_POSTGRES_PWD: opts.visibility.password,
-    VISIBILITY_DBNAME: opts.visibility.database,
+    ...{
+      POSTGRES_SEEDS: p.host,
+      DB_PORT: String(p.port),
+      POSTGRES_USER: p.user,
+      POSTGRES_PWD: p.password,
+      DBNAME: p.database,
+    },
+    ...{ VISIBILITY_POSTGRES_SEEDS: v.host, VISIBILITY_DB_PORT: String(v.port), VISIBILITY_POSTGRES_USER: v.user },
+    ...{ VISIBILITY_POSTGRES_PWD: v.password, VISIBILITY_DBNAME: v.database },
     BIND_ON_IP: '127.0.0.1',
     TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
     DYNAMIC_CONFIG_FILE_PATH: path.join(repoRoot(), 'scripts', 'temporal-cluster', 'dynamicconfig.yaml'),
-    ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+    ...Object.fromEntries(Object.entries(clusterPorts(opts.port)).map(([k, port]) => [k, String(port)])),
   };
-
-  const server = spawnLogged(
-    opts.binaries.server,
-    ['--root', opts.dataDir, '--config', 'config', '--env', 'docker', '--allow-no-auth', 'start'],
-    serverEnv,
-    log,
-    20_000,
-  );
-  let ui: ReturnType<typeof spawnLogged> | undefined;
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      if (ui) await ui.stop();
-      await server.stop();
-    })();
-    return stopping;
-  };
-
-  try {
-    const connection = await waitForConnection(address, timeoutMs, server.child);
-    let info: { persistenceStore: string; visibilityStore: string; serverVersion: string };
-    try {
-      const cluster = await connection.workflowService.getClusterInfo({});
-      info = {
-        persistenceStore: cluster.persistenceStore ?? '?',
-        visibilityStore: cluster.visibilityStore ?? '?',
-        serverVersion: cluster.serverVersion ?? '?',
-      };
-      await ensureNamespace(connection, namespace, opts.retentionDays ?? 3, timeoutMs, log);
-      const added = await ensureSearchAttributes(connection, namespace, {
-        attributes: opts.searchAttributes ?? projectSearchAttributes(),
-        timeoutMs,
-      });
-      if (added.length > 0) log(`registered search attributes ${added.join(', ')} in namespace ${namespace}`);
-    } finally {
-      await connection.close().catch(() => undefined);
-    }
-
-    const uiDir = path.join(opts.dataDir, 'ui');
-    await mkdir(path.join(uiDir, 'config'), { recursive: true });
-    await writeFile(
-      path.join(uiDir, 'config', 'development.yaml'),
-      [
-        '# Generated by scripts/lib/temporal-cluster.ts at every start; edit that file instead.',
-        `temporalGrpcAddress: ${address}`,
-        'host: 127.0.0.1',
-        `port: ${uiPort}`,
-        'enableUi: true',
-        `defaultNamespace: ${namespace}`,
-        'refreshInterval: 1m',
-        'notifyOnNewVersion: false',
-        'hideLogs: true',
-        'cors:',
-        '  cookieInsecure: true',
-        '  allowOrigins: []',
-        '',
-      ].join('\n'),
-    );
-    ui = spawnLogged(
-      opts.binaries.uiServer,
-      ['--root', uiDir, '--config', 'config', '--env', 'development', 'start'],
-      { PATH: process.env.PATH, HOME: process.env.HOME },
-      log,
-      10_000,
-    );
-    await waitForHttp(`${uiUrl}/api/v1/namespaces/${encodeURIComponent(namespace)}`, {
-      timeoutMs,
-      child: ui.child,
-    });
-
-    const uiChild = ui.child;
-    const exited = Promise.race([
-      server.child.exited.then((exit) => ({ which: 'server' as const, exit })),
-      uiChild.exited.then((exit) => ({ which: 'ui' as const, exit })),
-    ]);
-    return { address, uiUrl, ...info, server: server.child, ui: uiChild, exited, stop };
-  } catch (error) {
-    await stop();
-    const tail = (
-      await Promise.all(
-        [server, ui]
-          .filter((p) => p !== undefined)
-          .filter((p) => p.exitedEarly)
-          .map(async (p) => `\n${p.label} exited (${describeExit(await p.child.exited)}):\n${p.tail.join('\n')}`),
-      )
-    ).join('');
-    throw new Error(`${errorMessage(error)}${tail}`);
-  }
-}
-
-/** A child (own process group) with its output sent to `log` and its last 40 lines kept. */
-function spawnLogged(command: string, args: string[], env: NodeJS.ProcessEnv, log: LogFn, stopTimeoutMs: number) {
-  const label = path.basename(path.dirname(command)) + '/' + path.basename(command);
-  const tail: string[] = [];
-  let quiet = false;
-  const child = new Child(label, command, args, {
-    env,
-    stopTimeoutMs,
-    onLine: (line) => {
-      tail.push(line);
-      if (tail.length > 40) tail.shift();
-      // While stopping, the server logs its own services losing each other: not news.
-      if (!quiet) log(line);
-    },
-  });
   return {
-    child,
-    label,
-    tail,
-    /** Whether it exited before anybody stopped it. */
-    get exitedEarly(): boolean {
-      return !quiet && !child.running;
+    server: {
+      file: opts.binaries.server,
+      args: ['--root', opts.dataDir, '--config', 'config', '--env', 'docker', '--allow-no-auth', 'start'],
+      env: server,
     },
-    /** SIGTERM, SIGKILL after its stop timeout. */
-    async stop(): Promise<void> {
-      quiet = true;
-      const exit = await child.stop();
-      if (exit.forced) log(`${label} did not stop within ${stopTimeoutMs} ms and was killed`);
+    ui: {
+      file: opts.binaries.uiServer,
+      args: ['--root', uiDir, '--config', 'config', '--env', 'development', 'start'],
+      env: base,
     },
   };
 }
 
-/** Connects to the frontend, retrying until `getSystemInfo` answers; fails early if the server exits. */
-async function waitForConnection(address: string, timeoutMs: number, server: Child): Promise<Connection> {
-  return pollUntil(
-    `the Temporal frontend at ${address} to answer`,
+/**
+ * Waits until the cluster's frontend answers, registers the namespace (retention 3 days) and this project's search
+ * attributes when missing, and waits until the UI serves the namespace.
+ * @returns what the frontend reports (persistence and visibility stores, e.g. `postgres12`, server version).
+ * @throws Error when a step is not done within `timeoutMs` each.
+ */
+export async function clusterReady(opts: {
+  address: string;
+  uiUrl: string;
+  namespace: string;
+  timeoutMs: number;
+  log: LogFn;
+}): Promise<{ persistenceStore: string; visibilityStore: string; serverVersion: string }> {
+  const connection = await pollUntil(
+    `the Temporal frontend at ${opts.address}`,
     async () => {
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
-      try {
-        await connection.withDeadline(Date.now() + 2000, () => connection.workflowService.getSystemInfo({}));
-        return connection;
-      } catch (error) {
-        await connection.close().catch(() => undefined);
-        throw error;
-      }
+      const c = await Connection.connect({ address: opts.address, connectTimeout: 1000 });
+      return c
+        .withDeadline(Date.now() + 2000, () => c.workflowService.getSystemInfo({}))
+        .then(
+          () => c,
+          async (error: unknown) => {
+            await c.close();
+            throw error;
+          },
+        );
     },
-    { timeoutMs, child: server },
+    opts,
   );
+  try {
+    const info = await connection.workflowService.getClusterInfo({});
+    await ensureNamespace(connection, opts.namespace, 3, opts.timeoutMs, opts.log);
+    const added = await ensureSearchAttributes(connection, opts.namespace, {
+      attributes: projectSearchAttributes(),
+      timeoutMs: opts.timeoutMs,
+    });
+    if (added.length > 0) opts.log(`registered search attributes ${added.join(', ')} in namespace ${opts.namespace}`);
+    await waitForHttp(`${opts.uiUrl}/api/v1/namespaces/${encodeURIComponent(opts.namespace)}`, opts);
+    return {
+      persistenceStore: info.persistenceStore ?? '?',
+      visibilityStore: info.visibilityStore ?? '?',
+      serverVersion: info.serverVersion ?? '?',
+    };
+  } finally {
+    await connection.close();
+  }
 }
 
 /** gRPC status codes used here. */
