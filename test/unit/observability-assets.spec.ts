@@ -1,7 +1,7 @@
 /**
  * observability/ (alert rules and their unit tests, the scrape config, the Grafana dashboard) and the checks of
- * `npm run check:observability` (scripts/lib/observability-check.ts): the metric-name extraction, the SDK's declared
- * metrics, and whole runs of the check on the committed files and on broken dashboards, against scrapes built from
+ * `npm run check:observability` (scripts/lib/observability-check.ts): the metric-name extraction (the official
+ * PromQL grammar), the exposition parser, the SDK's lazily created metrics, and whole runs of the check on the committed files and on broken dashboards, against scrapes built from
  * src/metrics/metric-definitions.ts. promtool is found or built (scripts/lib/promtool.ts): a missing promtool fails
  * these tests, it never skips them (CI builds it before `npm test`).
  */
@@ -17,11 +17,10 @@ import {
   metricNames,
   nameSource,
   OBSERVABILITY_FILES,
-  parseExposition,
   parseRuleFile,
   runObservabilityCheck,
-  sdkCoreSourceDir,
-  sdkDeclaredMetrics,
+  SDK_LAZY_METRICS,
+  servedNames,
   substituteGrafanaVariables,
   variableExpression,
 } from '../../scripts/lib/observability-check.js';
@@ -48,8 +47,8 @@ describe('metricNames: the metric names a PromQL expression reads', () => {
       'max by (status) (delta(x{status="attention_required"}[15m])) > 0 and count_values("v", y) unless absent(up{job="order-api"})',
       ['up', 'x', 'y'],
     ],
-    // a name that is also a function or keyword name elsewhere, quoted names (Prometheus 3), __name__ matchers
-    ['rate(sum[5m]) + {__name__="by_name", a="b"} + {"dotted.name", c=~"d|e"}', ['by_name', 'dotted.name', 'sum']],
+    // a name that is also a function name elsewhere, quoted names (Prometheus 3), __name__ matchers
+    ['rate(rate[5m]) + {__name__="by_name", a="b"} + {"dotted.name", c=~"d|e"}', ['by_name', 'dotted.name', 'rate']],
     ['label_replace(vector(1), "dst", "$1", "src", "(.*)") * time()', []],
   ])('%s', (expr, names) => {
     expect(metricNames(expr)).toEqual(names);
@@ -57,6 +56,10 @@ describe('metricNames: the metric names a PromQL expression reads', () => {
 
   it('refuses a selector that picks names by a regular expression (it cannot be checked against a scrape)', () => {
     expect(() => metricNames('{__name__=~"temporal_.*"}')).toThrow(/name the metrics/);
+  });
+
+  it('refuses an expression that does not parse', () => {
+    expect(() => metricNames('sum(rate(x[5m])')).toThrow(/does not parse/);
   });
 
   it('substitutes Grafana variables before reading', () => {
@@ -76,33 +79,22 @@ describe('metricNames: the metric names a PromQL expression reads', () => {
   });
 });
 
-describe('the Temporal SDK metrics declared in the SDK source that ships in node_modules', () => {
-  const sdk = sdkDeclaredMetrics(sdkCoreSourceDir(ROOT));
-
-  it('has the counters created at their first event and the histograms, with the worker prefix', () => {
-    expect(sdk.get('temporal_workflow_failed')).toBe('other');
-    expect(sdk.get('temporal_workflow_task_execution_failed')).toBe('other');
-    expect(sdk.get('temporal_long_request_failure')).toBe('other');
-    expect(sdk.get('temporal_workflow_endtoend_latency')).toBe('histogram');
-    expect(sdk.get('temporal_request_latency')).toBe('histogram');
-    expect(sdk.size).toBeGreaterThan(30);
-    // the test modules' fixtures are left out
-    expect([...sdk.keys()].filter((n) => /temporal_(ctr|histo|gauge)$/.test(n))).toEqual([]);
-  });
-
-  it('resolves a name: scrape first, then Prometheus, then the SDK declarations; a typo is missing', () => {
-    const api = parseExposition('# TYPE h histogram\nh_bucket{le="+Inf"} 1\n# TYPE c_total counter\nc_total 2\n');
-    const worker = parseExposition('# TYPE temporal_num_pollers gauge\ntemporal_num_pollers 2\n');
+describe('where a metric name comes from', () => {
+  it('resolves a name: scrape first, then Prometheus, then the SDK metrics created at their first event', () => {
+    const api = servedNames(
+      '# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n# TYPE c_total counter\nc_total 2\n',
+    );
+    const worker = servedNames('# TYPE temporal_num_pollers gauge\ntemporal_num_pollers 2\n');
     const scrapes = { api, worker };
-    expect(nameSource('h_sum', scrapes, sdk)).toBe('api');
-    expect(nameSource('c_total', scrapes, sdk)).toBe('api');
-    expect(nameSource('temporal_num_pollers', scrapes, sdk)).toBe('worker');
-    expect(nameSource('up', scrapes, sdk)).toBe('prometheus');
-    expect(nameSource('temporal_workflow_failed', scrapes, sdk)).toBe('sdk-declared');
-    expect(nameSource('temporal_workflow_endtoend_latency_bucket', scrapes, sdk)).toBe('sdk-declared');
-    expect(nameSource('temporal_workflow_failed_bucket', scrapes, sdk)).toBe('missing'); // a counter has no buckets
-    expect(nameSource('temporal_workflow_faild', scrapes, sdk)).toBe('missing');
-    expect(nameSource('c_bucket', scrapes, sdk)).toBe('missing');
+    expect(nameSource('h_sum', scrapes)).toBe('api');
+    expect(nameSource('c_total', scrapes)).toBe('api');
+    expect(nameSource('temporal_num_pollers', scrapes)).toBe('worker');
+    expect(nameSource('up', scrapes)).toBe('prometheus');
+    expect(nameSource('temporal_workflow_failed', scrapes)).toBe('sdk');
+    expect(nameSource('temporal_workflow_endtoend_latency_bucket', scrapes)).toBe('sdk');
+    expect(SDK_LAZY_METRICS.has('temporal_workflow_failed_bucket')).toBe(false); // a counter has no buckets
+    expect(nameSource('temporal_workflow_faild', scrapes)).toBe('missing');
+    expect(nameSource('c_bucket', scrapes)).toBe('missing');
   });
 });
 
@@ -203,7 +195,7 @@ describe('npm run check:observability on the committed files and on broken dashb
     const dashboard = dashboardExpressions(JSON.parse(readFileSync(DASHBOARD, 'utf8')), 'order-fulfilment.json');
     expect(dashboard.problems).toEqual([]);
     expect(report.expressions.length).toBe(12 + dashboard.expressions.length);
-    expect(report.names.get('temporal_workflow_task_execution_failed')?.source).toBe('sdk-declared');
+    expect(report.names.get('temporal_workflow_task_execution_failed')?.source).toBe('sdk');
     expect(report.names.get('order_fulfilment_orders')?.source).toBe('api');
     expect(report.names.get('up')?.source).toBe('prometheus');
   });
