@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: the service against the Temporal floor, side by side, in arms interleaved ABBA per cycle
  * (`F0 F5 S S F5 F0`), each in a fresh environment (bench/lib/env.ts). F0 / F5: bare workflows of 4 / 5 no-op
- * activities started by a raw client; S: the service as `npm start` runs it, orders over HTTP; V: a variant of the
- * service (another checkout's build, or other worker options). Phases of each arm: warm-up (discarded); burst (N at
+ * activities started by a raw client; S: the service as `npm start` runs it, orders over HTTP; V: the service from
+ * another checkout's build (--variant-root). Phases of each arm: warm-up (discarded); burst (N at
  * once: completions/s, CPU ms per unit per process, send latency, history events); flash sale (the burst with every
  * order for one SKU); open loop at half the service's burst rate (latency from each request's intended send time);
  * backlog (sent with the worker stopped, then drained); checks (every unit completed once; the service's orders,
@@ -11,31 +11,42 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
-import * as hdr from 'hdr-histogram-js';
 import pg from 'pg';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { checkLedger, describeLedgerCheck, readLedgers } from '../scripts/lib/ledgers.js';
 import { ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
-import { raiseStock, ROOT, startEnv, type ArmEnv, type ArmKind } from './lib/env.js';
+import { raiseStock, ROOT, startEnv, type ArmEnv } from './lib/env.js';
+import {
+  ARMS,
+  fmt,
+  kindOf,
+  pct,
+  unitCost,
+  csv,
+  report,
+  type Arm,
+  type ArmResult,
+  type Floor,
+  type Phase,
+  type PhaseName,
+} from './lib/report.js';
 
 const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms F0,S,S,F0] [--only <arm>]
   [--warmup 20] [--burst 200] [--flash <burst>] [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000]
-  [--backlog-concurrency 16] [--backlog-arms F0,S] [--worker-options <json>] [--floor-worker-options <json>]
-  [--variant-root <checkout>] [--variant-worker-options <json>] [--variant-label <text>] [--pg-url <url>]
+  [--backlog-concurrency 16] [--backlog-arms F0,S] [--variant-root <checkout>] [--variant-label <text>]
   [--wait-quiet] [--no-build] [--keep] [--profile] [--out <dir>] [--label <text>]`;
 const args = parseArgs({
   options: {
     ...Object.fromEntries(
-      ['cycles', 'floors', 'warmup', 'burst', 'flash', 'open-seconds', 'backlog', 'backlog-arms', 'worker-options']
-        .concat(['floor-worker-options', 'arms', 'variant-root', 'variant-worker-options', 'variant-label', 'only'])
-        .concat(['pg-url', 'out', 'label'])
+      ['cycles', 'floors', 'warmup', 'burst', 'flash', 'open-seconds', 'backlog', 'backlog-arms']
+        .concat(['arms', 'variant-root', 'variant-label', 'only'])
+        .concat(['out', 'label'])
         .map((name) => [name, { type: 'string' as const }]),
     ),
     'open-rate': { type: 'string', default: 'auto' },
@@ -63,37 +74,13 @@ const BACKLOG = num('backlog', 5000, 30);
 const BACKLOG_ARMS = opt('backlog-arms')?.split(',');
 const OPEN_RATE = args['open-rate'] === 'auto' ? undefined : Number(args['open-rate']);
 
-type Floor = 'F0' | 'F5';
-type Arm = Floor | 'S' | 'V';
-const ARMS: readonly Arm[] = ['F0', 'F5', 'S', 'V'];
 const FLOOR_TYPES: Record<Floor, string> = { F0: 'floor4', F5: 'floor5' };
-const kindOf = (arm: Arm): ArmKind => (arm === 'S' || arm === 'V' ? 'service' : 'floor');
 const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
 const OUT = path.resolve(opt('out') ?? path.join(ROOT, '.data', 'bench', stamp));
 const t0 = Date.now();
 const say = (line: string): void => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(7)} s] ${line}`);
 const load = (): number => os.loadavg()[0]!;
 
-// ---- statistics: percentiles from an HDR histogram (µs resolution, 3 significant digits)
-
-function pct(values: readonly number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const h = hdr.build({ numberOfSignificantValueDigits: 3 });
-  for (const v of values) h.recordValue(Math.max(0, Math.round(v * 1000)));
-  const value = h.getValueAtPercentile(p) / 1000;
-  h.destroy();
-  return value;
-}
-const mean = (values: readonly number[]): number => {
-  const v = values.filter(Number.isFinite);
-  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : NaN;
-};
-const fmt = (v: number | undefined, digits = 1): string =>
-  v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits);
-const mode = (values: readonly number[]): number =>
-  [...values.reduce((m, v) => m.set(v, (m.get(v) ?? 0) + 1), new Map<number, number>())].sort(
-    (a, b) => b[1] - a[1],
-  )[0]?.[0] ?? NaN;
 async function pool<T>(tasks: ReadonlyArray<() => Promise<T>>, limit: number): Promise<T[]> {
   const results: T[] = [];
   let next = 0;
@@ -105,23 +92,6 @@ async function pool<T>(tasks: ReadonlyArray<() => Promise<T>>, limit: number): P
 }
 
 // ---- what one arm sends
-
-type PhaseName = 'burst' | 'flash' | 'open' | 'backlog';
-interface Phase {
-  units: number;
-  firstSend: number;
-  lastClose: number;
-  rate: number;
-  /** CPU ms per process over the phase. */
-  cpu: Record<string, number>;
-  /** Start / POST latencies, ms (open loop: from the intended send time). */
-  latencies: number[];
-  /** Close time of each unit, s since firstSend. */
-  closeOffsets: number[];
-  events: number[];
-  targetRate?: number;
-  drainSeconds?: number;
-}
 
 interface Sender {
   workflowType: string;
@@ -259,25 +229,8 @@ async function finishPhase(
   };
 }
 
-/** CPU the arm's work costs: service = dev server + worker + API + PostgreSQL; floor = dev server + worker + starter. */
-function unitCost(kind: ArmKind, p: Phase, phase: PhaseName): number {
-  const parts =
-    kind === 'service'
-      ? ['server', 'worker', 'api', 'postgres']
-      : ['server', 'worker', 'client', ...(phase === 'open' ? ['postgres'] : [])];
-  return parts.reduce((sum, k) => sum + (p.cpu[k] ?? 0), 0) / p.units;
-}
-
 // ---- one arm
 
-interface ArmResult {
-  arm: Arm;
-  position: number;
-  phases: Partial<Record<PhaseName, Phase>>;
-  checks: string[];
-  ok: boolean;
-  load: [number, number];
-}
 let serviceRate: number | undefined;
 
 async function runArm(arm: Arm, position: number): Promise<ArmResult> {
@@ -288,13 +241,6 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
   const env = await startEnv({
     kind,
     dir,
-    pgUrl: opt('pg-url'),
-    workerOptions:
-      arm === 'V'
-        ? (opt('variant-worker-options') ?? opt('worker-options'))
-        : kind === 'service'
-          ? opt('worker-options')
-          : opt('floor-worker-options'),
     serviceRoot: arm === 'V' ? opt('variant-root') : undefined,
     profileDir: args.profile ? path.join(dir, 'profiles') : undefined,
     log: (line) => say(`  ${line}`),
@@ -431,177 +377,6 @@ async function check(env: ArmEnv, s: Sender, total: number, flashSku?: string): 
   return out;
 }
 
-// ---- report
-
-function table(headers: string[], rows: string[][]): string {
-  const w = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(w[i]!)).join(' | ')} |`;
-  return [line(headers), `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`, ...rows.map(line)].join('\n');
-}
-
-/** The event count of the newest recorded history of a completed order (test/replay/histories/): the design's. */
-function designEvents(): number {
-  const dir = path.join(ROOT, 'test', 'replay', 'histories');
-  const files = readdirSync(dir, { recursive: true })
-    .map(String)
-    .filter((f) => f.endsWith('order-fulfilment-completed.json'));
-  const newest = files.sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1);
-  return newest
-    ? (JSON.parse(readFileSync(path.join(dir, newest), 'utf8')) as { events: unknown[] }).events.length
-    : NaN;
-}
-
-function report(results: ArmResult[], meta: Record<string, string>): string {
-  const cpuParts = (kind: ArmKind): string[] =>
-    kind === 'floor' ? ['server', 'worker', 'client'] : ['server', 'worker', 'api', 'postgres'];
-  const per = (r: ArmResult, k: string): number => (r.phases.burst!.cpu[k] ?? NaN) / r.phases.burst!.units;
-  const perArm = table(
-    [
-      '#',
-      'arm',
-      'completions/s',
-      'CPU ms/unit (parts)',
-      'flash /s, CPU',
-      'client',
-      'sims',
-      'events',
-      'send p50/p99 ms',
-      'open R/s: p50/p99 ms',
-      'backlog drain s',
-      'checks',
-      'load',
-    ],
-    results.map((r) => {
-      const kind = kindOf(r.arm);
-      const { burst: b, flash: f, open: o, backlog: g } = r.phases;
-      return [
-        String(r.position),
-        r.arm,
-        fmt(b!.rate, 2),
-        `${fmt(unitCost(kind, b!, 'burst'), 0)} (${cpuParts(kind)
-          .map((k) => fmt(per(r, k), 0))
-          .join(' / ')})`,
-        f ? `${fmt(f.rate, 2)}, ${fmt(unitCost(kind, f, 'flash'), 0)}` : '–',
-        fmt(per(r, 'client'), 1),
-        fmt(per(r, 'sims'), 1),
-        String(mode(b!.events)),
-        `${fmt(pct(b!.latencies, 50), 0)}/${fmt(pct(b!.latencies, 99), 0)}`,
-        o ? `${fmt(o.targetRate, 2)}: ${fmt(pct(o.latencies, 50), 1)}/${fmt(pct(o.latencies, 99), 1)}` : '–',
-        g ? fmt(g.drainSeconds, 1) : '–',
-        r.ok ? (r.checks.some((c) => c.startsWith('WARN')) ? 'ok*' : 'ok') : 'FAIL',
-        `${fmt(r.load[0], 2)}→${fmt(r.load[1], 2)}`,
-      ];
-    }),
-  );
-  const kinds = ARMS.filter((a) => results.some((r) => r.arm === a));
-  const pairs: Array<[Arm, Arm]> = kinds
-    .filter((k) => kindOf(k) === 'service')
-    .flatMap((x) => kinds.filter((k) => kindOf(k) === 'floor').map((f) => [x, f] as [Arm, Arm]));
-  if (kinds.includes('V') && kinds.includes('S')) pairs.push(['V', 'S']);
-  const of = (a: Arm, get: (r: ArmResult) => number | undefined): number =>
-    mean(results.filter((r) => r.arm === a).map((r) => get(r) ?? NaN));
-  const figures: Array<[string, (r: ArmResult) => number | undefined, number, string?]> = [
-    ['completions/s (burst)', (r) => r.phases.burst!.rate, 2, 'S/F0 ≥ 0.8'],
-    ['CPU ms per unit (burst)', (r) => unitCost(kindOf(r.arm), r.phases.burst!, 'burst'), 0, 'S/F0 ≤ 1.5'],
-    ['completions/s (flash sale: one SKU)', (r) => r.phases.flash?.rate, 2],
-    ['CPU ms per unit (flash sale)', (r) => r.phases.flash && unitCost(kindOf(r.arm), r.phases.flash, 'flash'), 0],
-    ...['server', 'worker', 'api', 'postgres'].map((k): [string, (r: ArmResult) => number, number] => [
-      `  ${k} (api: floor's starter)`,
-      (r) => per(r, k === 'api' && kindOf(r.arm) === 'floor' ? 'client' : k),
-      0,
-    ]),
-    ['burst POST/start p50 ms', (r) => pct(r.phases.burst!.latencies, 50), 0],
-    ['burst POST/start p99 ms', (r) => pct(r.phases.burst!.latencies, 99), 0],
-    ['burst unit close p50 s (send→close)', (r) => pct(r.phases.burst!.closeOffsets, 50), 2],
-    ['open loop POST / raw probe p50 ms', (r) => r.phases.open && pct(r.phases.open.latencies, 50), 1, 'S/F0 ≤ 1.5'],
-    ['open loop POST / raw probe p99 ms', (r) => r.phases.open && pct(r.phases.open.latencies, 99), 1, 'S ≤ 25 ms'],
-    [`backlog drain s (${BACKLOG} units)`, (r) => r.phases.backlog?.drainSeconds, 1, 'S/F0 ≤ 1.25'],
-  ];
-  const expected: Record<Arm, number> = { F0: 29, F5: 35, S: designEvents(), V: NaN };
-  const means = table(
-    ['figure', ...kinds, ...pairs.map(([a, b]) => `${a}/${b}`), 'target'],
-    [
-      ...figures.map(([label, get, digits, target]) => [
-        label,
-        ...kinds.map((k) => fmt(of(k, get), digits)),
-        ...pairs.map(([a, b]) => fmt(of(a, get) / of(b, get), 2)),
-        target ?? '',
-      ]),
-      [
-        'history events per unit (design)',
-        ...kinds.map(
-          (k) => `${mode(results.filter((r) => r.arm === k).flatMap((r) => r.phases.burst!.events))} (${expected[k]})`,
-        ),
-        ...pairs.map(() => ''),
-        'S = design',
-      ],
-    ],
-  );
-  const failed = results.filter((r) => !r.ok);
-  return [
-    ...Object.entries(meta).map(([k, v]) => `${k}: ${v}`),
-    '',
-    'Per arm (burst unless named). CPU ms per unit: floor (dev server / worker / starter), service (dev server / worker / api / postgres).',
-    perArm,
-    '',
-    `Mean per kind (${kinds.map((k) => `${k}: ${results.filter((r) => r.arm === k).length} arm(s)`).join(', ')}); the flash sale: ${FLASH} units at once, every order for one SKU (a floor: a second burst)`,
-    means,
-    ...results.flatMap((r) =>
-      r.checks.filter((c) => c.startsWith('WARN')).map((c) => `arm ${r.position} ${r.arm}: ${c}`),
-    ),
-    '',
-    failed.length
-      ? `CHECKS FAILED in arm(s) ${failed.map((r) => `${r.position}-${r.arm}: ${r.checks.filter((c) => c.startsWith('FAIL')).join('; ')}`).join(', ')}`
-      : 'checks: every unit completed once in every arm; the service: every order completed, one per POST, 1 effect per key in every ledger, stock = the sums of its movements',
-  ].join('\n');
-}
-
-function csv(results: ArmResult[]): string {
-  const procs = ['server', 'worker', 'api', 'postgres', 'client', 'sims'];
-  const head = [
-    'position',
-    'arm',
-    'phase',
-    'units',
-    'seconds',
-    'rate_per_s',
-    ...procs.map((p) => `cpu_${p}_ms_per_unit`),
-    'cpu_total_ms_per_unit',
-  ].concat([
-    'latency_p50_ms',
-    'latency_p90_ms',
-    'latency_p99_ms',
-    'latency_max_ms',
-    'target_rate_per_s',
-    'load_before',
-    'load_after',
-    'checks_ok',
-  ]);
-  const rows = results.flatMap((r) =>
-    Object.entries(r.phases).map(([phase, p]) =>
-      [
-        r.position,
-        r.arm,
-        phase,
-        p.units,
-        p.drainSeconds ?? (p.lastClose - p.firstSend) / 1000,
-        p.rate,
-        ...procs.map((k) => (p.cpu[k] ?? NaN) / p.units),
-      ]
-        .concat([
-          unitCost(kindOf(r.arm), p, phase as PhaseName),
-          ...[50, 90, 99, 100].map((q) => pct(p.latencies, q)),
-          p.targetRate ?? NaN,
-          ...r.load,
-        ])
-        .map((v) => (typeof v === 'number' ? (Number.isFinite(v) ? String(Math.round(v * 1000) / 1000) : '') : v))
-        .concat(String(r.ok))
-        .join(','),
-    ),
-  );
-  return `${[head.join(','), ...rows].join('\n')}\n`;
-}
-
 async function main(): Promise<void> {
   await mkdir(OUT, { recursive: true });
   if (!args['no-build']) await execa('npm', ['run', 'build'], { cwd: ROOT, stdout: 'ignore', stderr: 'inherit' });
@@ -635,9 +410,7 @@ async function main(): Promise<void> {
     phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s, backlog ${BACKLOG}`,
     ...(order.includes('V')
       ? {
-          'variant V': [opt('variant-label'), opt('variant-root'), opt('variant-worker-options')]
-            .filter(Boolean)
-            .join('; '),
+          'variant V': [opt('variant-label'), opt('variant-root')].filter(Boolean).join('; '),
         }
       : {}),
   };
@@ -649,7 +422,7 @@ async function main(): Promise<void> {
     .map((l) => l.toFixed(2))
     .join(' ');
   meta.duration = `${((Date.now() - t0) / 60_000).toFixed(1)} min`;
-  const text = report(results, meta);
+  const text = report(results, meta, { flash: FLASH, backlog: BACKLOG });
   console.log(`\n${text}\n`);
   await writeFile(path.join(OUT, 'report.txt'), `${text}\n`);
   await writeFile(path.join(OUT, 'results.csv'), csv(results));

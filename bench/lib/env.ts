@@ -1,7 +1,6 @@
 /**
  * The benchmark's environments, one per arm and each from nothing: a fresh Temporal dev server (its own SQLite file,
- * free ports), a fresh PostgreSQL (embedded, as `npm start` runs it, or a fresh database on an external server with
- * --pg-url), and then either the floor (one bare worker process, bench/floor/worker.ts, default options) or the
+ * free ports), a fresh embedded PostgreSQL (as `npm start` runs it), and then either the floor (one bare worker process, bench/floor/worker.ts, default options) or the
  * service: the processes of the stack definition (scripts/lib/stack-definition.ts) from `dist/` with the environment
  * it derives, migrations and seed first, each on a free port with its output in `<arm>/logs/`. Every process is a
  * child of the bench, so pidusage reads its CPU time (a PostgreSQL's with its backends).
@@ -80,10 +79,6 @@ export interface EnvOptions {
   kind: ArmKind;
   /** Folder of this arm: dev-server database, PostgreSQL data, logs. */
   dir: string;
-  /** External PostgreSQL maintenance URL; else embedded. */
-  pgUrl?: string;
-  /** Extra WorkerOptions (JSON) for this arm's worker (bench/variants/worker-options.mjs). */
-  workerOptions?: string;
   /** The checkout whose build, migrations and seed the service runs from (a lever experiment); default this one. */
   serviceRoot?: string;
   /** `--cpu-prof` for the worker and the API, profiles into this folder. */
@@ -141,22 +136,17 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         stops.push(s.stop);
         return s;
       })(),
-      opts.pgUrl
-        ? externalDatabase(opts.pgUrl, `bench_${path.basename(dir).replace(/\W/g, '_')}_${process.pid}`, stops)
-        : embeddedDatabase(dir, logDir, stops),
+      embeddedDatabase(dir, logDir, stops),
     ]);
     const connection = await Connection.connect({ address: server.address });
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: NAMESPACE });
     const taskQueue = opts.kind === 'floor' ? 'bench-floor' : ORDER_TASK_QUEUE;
     const nodeArgs = opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`] : [];
-    const options = opts.workerOptions ? { BENCH_WORKER_OPTIONS: opts.workerOptions } : {};
-    const preload = opts.workerOptions ? ['--import', path.join(ROOT, 'bench', 'variants', 'worker-options.mjs')] : [];
     let workerEnv: NodeJS.ProcessEnv = {
       ...process.env,
       TEMPORAL_ADDRESS: server.address,
       BENCH_TASK_QUEUE: taskQueue,
-      ...options,
     };
     let workerProcess: def.StackProcess = { name: 'worker', entry: path.join(ROOT, 'bench', 'floor', 'worker.ts') };
     let worker: Proc | undefined;
@@ -177,7 +167,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
           root,
           env: workerEnv,
           logFile: path.join(logDir, 'worker.log'),
-          nodeArgs: [...nodeArgs, ...preload],
+          nodeArgs,
         });
         return { spawnedAt: Date.now() };
       },
@@ -235,7 +225,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         // One client sending thousands of orders: no per-client rate limit.
         RATE_LIMIT_MAX: '0',
       };
-      workerEnv = { ...inherited, ...serviceEnv, WORKER_METRICS_PORT: String(metricsPort), ...options };
+      workerEnv = { ...inherited, ...serviceEnv, WORKER_METRICS_PORT: String(metricsPort) };
       workerProcess = def.STACK_PROCESSES.worker;
       const api = spawn(def.STACK_PROCESSES.api, { ...serviceEnv, PORT: String(apiPort) }, nodeArgs);
       meters.push(treeMeter('api', () => api.pid));
@@ -283,30 +273,4 @@ async function embeddedDatabase(dir: string, logDir: string, stops: Array<() => 
     url: server.adminUrl.replace(/\/postgres$/, '/order_fulfilment'),
     meter: treeMeter('postgres', () => server.child.pid),
   };
-}
-
-/** A fresh database on an external server; CPU: the backends connected to it (pg_stat_activity), by pidusage. */
-async function externalDatabase(adminUrl: string, name: string, stops: Array<() => Promise<void>>) {
-  const admin = await connect(adminUrl);
-  await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(name)} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)}`);
-  stops.push(async () => {
-    await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(name)} WITH (FORCE)`);
-    await admin.end();
-  });
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const seen = new Map<number, number>();
-  const meter: CpuMeter = {
-    name: 'postgres',
-    read: async () => {
-      const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [
-        name,
-      ]);
-      const stats = await pidusage(rows.map((r) => r.pid)).catch(() => ({}) as Record<string, { ctime: number }>);
-      for (const [p, s] of Object.entries(stats)) if (s) seen.set(Number(p), s.ctime);
-      return [...seen.values()].reduce((a, b) => a + b, 0);
-    },
-  };
-  return { url: url.toString(), meter };
 }
