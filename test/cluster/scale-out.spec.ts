@@ -1,74 +1,56 @@
 /**
- * `npm run scale-out`: horizontal scale, verified on a running Temporal cluster (`npm run start:cluster` or
- * `npm run temporal:cluster`). It starts, from `dist/` (run `npm run build` first), on free ports:
- * every provider simulator under `dist/simulators/<name>/main.js`, two workers and two API processes with their
- * reconcilers on (RECONCILE_INTERVAL_MS=1000) on one task queue of a fresh namespace (no search attributes: the
- * two workers register them at once), in a database of its own; then:
- *
- * 1. orphans: a third API whose Temporal address is dead takes `--orphans` orders (202, no workflow), the
- *    way a Temporal outage at POST time leaves them; the two reconcilers must start them (each logs its share);
- * 2. burst: `--orders` orders at once over both APIs (`--concurrency` in flight), plus `--duplicates` repeats
- *    of earlier Idempotency-Keys sent to the other API; worker 1 is SIGKILLed after a third of the burst and
- *    started again after two thirds;
- * 3. drain: `--drain-orders` more orders while the first provider a step calls (PROVIDER_LIST order) answers in
- *    3 s, then SIGTERM to worker 2 while its activities wait on it: it must finish them and exit 0 within its shutdownGraceTime (20 s) plus
- *    5 s; the rest of the work finishes on worker 1.
- *
- * Every API call uses an operator key the run makes in its database (`scale-out` client); the APIs run with no rate
- * limit (RATE_LIMIT_MAX=0), which is not what this run measures.
- *
- * Then it checks every order: `completed`; one order per Idempotency-Key (every repeat got the same order or a
- * 409 while in flight); in Temporal, one workflow run per order and all of them Completed; in every provider's
- * ledger (`<simulator URL>/<name>/_sim/ledger`), exactly one effect per key and at least one key per order. It prints
- * a summary table and exits 1 if any check fails. The order steps may change: the ledger check is generic over the
- * providers (scripts/lib/ledgers.ts).
- *
- * Usage: `npm run scale-out -- [--orders 100] [--duplicates 20] [--orphans 10] [--drain-orders 20]
- *   [--concurrency 20] [--namespace <existing>] [--allow-dev-server] [--keep]`
- * Env: TEMPORAL_ADDRESS (127.0.0.1:7233); SCALE_OUT_PG_URL, else TEST_DATABASE_URL, else
- * postgresql://postgres@127.0.0.1:5432/postgres: a maintenance database on the PostgreSQL server where the run's
- * own database `scale_out_<time>` is created (and dropped at the end unless --keep).
+ * Horizontal scale on a running Temporal cluster (`npm run start:cluster`; CI's cluster steps run it with
+ * `VITEST_CLUSTER=1 npx vitest run test/cluster`, which `npm test` leaves out). It starts, from `dist/`, on free
+ * ports: the simulator process, two workers and two APIs with their reconcilers on (RECONCILE_INTERVAL_MS=1000), on
+ * one task queue of a fresh namespace (the two workers register its search attributes at once), in a database of its
+ * own; then:
+ * 1. orphans: a third API whose Temporal address is dead takes SCALE_OUT_ORPHANS orders (202, no workflow), as a
+ *    Temporal outage at POST time leaves them; the other APIs must start them;
+ * 2. burst: SCALE_OUT_ORDERS orders at once over both APIs, plus SCALE_OUT_DUPLICATES repeats of earlier
+ *    Idempotency-Keys sent to the other API; worker 1 is SIGKILLed after a third of the burst, started again after
+ *    two thirds;
+ * 3. drain: SCALE_OUT_DRAIN orders more while the first provider a step calls answers in 3 s, then SIGTERM to worker
+ *    2 while its activities wait on it: it must finish them and exit 0 within its shutdownGraceTime (20 s) + 5 s.
+ * Then every order must be `completed`, one per Idempotency-Key; in Temporal one run per order, all Completed; in
+ * every provider's ledger exactly one effect per key and a key for every order (scripts/lib/ledgers.ts). Env:
+ * TEMPORAL_ADDRESS; SCALE_OUT_PG_URL, else TEST_DATABASE_URL: the PostgreSQL server where the run's own database
+ * `scale_out_<time>` is created and dropped. Logs in `.data/logs/scale-out/`.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
+import { expect, it } from 'vitest';
 import { execa } from 'execa';
 import getPort from 'get-port';
 import pg from 'pg';
-import { ORDER_TASK_QUEUE, ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
-import { ApiKeyStore } from '../src/auth/api-key.store.js';
-import { Scope } from '../src/auth/scopes.js';
-import { createPrismaClient } from '../src/prisma/prisma.js';
-import { PROVIDER_LIST } from '../providers/index.js';
-import { errorMessage, repoRoot } from './lib/env.js';
-import { checkLedger, readLedgers } from './lib/ledgers.js';
-import { pollUntil, spawnStackProcess, stop, waitForHttp, waitForWorkerPollers, type Proc } from './lib/processes.js';
-import * as def from './lib/stack-definition.js';
-import { ensureNamespace } from './lib/temporal-cluster.js';
+import { ORDER_TASK_QUEUE, ORDER_WORKFLOW_TYPE } from '../../workflows/order-fulfilment.contract.js';
+import { ApiKeyStore } from '../../src/auth/api-key.store.js';
+import { Scope } from '../../src/auth/scopes.js';
+import { createPrismaClient } from '../../src/prisma/prisma.js';
+import { PROVIDER_LIST } from '../../providers/index.js';
+import { repoRoot } from '../../scripts/lib/env.js';
+import { checkLedger, readLedgers } from '../../scripts/lib/ledgers.js';
+import {
+  pollUntil,
+  spawnStackProcess,
+  stop,
+  waitForHttp,
+  waitForWorkerPollers,
+  type Proc,
+} from '../../scripts/lib/processes.js';
+import * as def from '../../scripts/lib/stack-definition.js';
+import { ensureNamespace } from '../../scripts/lib/temporal-cluster.js';
 
 const ROOT = repoRoot();
-const { values: args } = parseArgs({
-  options: {
-    orders: { type: 'string', default: '100' },
-    duplicates: { type: 'string', default: '20' },
-    orphans: { type: 'string', default: '10' },
-    'drain-orders': { type: 'string', default: '20' },
-    concurrency: { type: 'string', default: '20' },
-    namespace: { type: 'string' },
-    'allow-dev-server': { type: 'boolean', default: false },
-    keep: { type: 'boolean', default: false },
-  },
-  strict: true,
-});
-const ORDERS = Number(args.orders);
-const DUPLICATES = Math.min(Number(args.duplicates), ORDERS);
-const ORPHANS = Number(args.orphans);
-const DRAIN_ORDERS = Number(args['drain-orders']);
-const CONCURRENCY = Number(args.concurrency);
+const int = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
+const ORDERS = int('SCALE_OUT_ORDERS', 100);
+const DUPLICATES = Math.min(int('SCALE_OUT_DUPLICATES', 20), ORDERS);
+const ORPHANS = int('SCALE_OUT_ORPHANS', 10);
+const DRAIN_ORDERS = int('SCALE_OUT_DRAIN', 20);
+const CONCURRENCY = 20;
 const ADDRESS = process.env.TEMPORAL_ADDRESS?.trim() || '127.0.0.1:7233';
 const ADMIN_URL =
   process.env.SCALE_OUT_PG_URL?.trim() ||
@@ -214,18 +196,14 @@ async function main(): Promise<Row[]> {
   say(
     `Temporal at ${ADDRESS}: server ${info.serverVersion}, persistence ${info.persistenceStore}, visibility ${info.visibilityStore}`,
   );
-  if (info.persistenceStore === 'sqlite' && !args['allow-dev-server']) {
-    throw new Error(
-      `${ADDRESS} is the dev server (sqlite); start a cluster (npm run start:cluster) or pass --allow-dev-server`,
-    );
+  if (info.persistenceStore === 'sqlite') {
+    throw new Error(`${ADDRESS} is the dev server (sqlite); start a cluster (npm run start:cluster)`);
   }
   row('Temporal', `${info.serverVersion} on ${info.persistenceStore}`);
 
   const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
-  const namespace = args.namespace ?? `scale-out-${stamp}`;
-  if (!args.namespace) {
-    await ensureNamespace(connection, namespace, 1, 60_000, say);
-  }
+  const namespace = `scale-out-${stamp}`;
+  await ensureNamespace(connection, namespace, 1, 60_000, say);
   const taskQueue = ORDER_TASK_QUEUE;
   const waitForPoller = (w: Named): Promise<void> =>
     waitForWorkerPollers({ connection, namespace, taskQueue, pid: w.child.pid, child: w.child });
@@ -525,7 +503,7 @@ async function main(): Promise<Row[]> {
   } finally {
     await stopAll();
     await connection.close();
-    if (!args.keep) {
+    {
       const cleanup = new pg.Client({ connectionString: ADMIN_URL });
       await cleanup.connect();
       await cleanup.query(`DROP DATABASE IF EXISTS ${cleanup.escapeIdentifier(database)} WITH (FORCE)`);
@@ -534,33 +512,20 @@ async function main(): Promise<Row[]> {
   }
 }
 
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    say(`${signal}: stopping the processes`);
-    void stopAll().then(() => process.exit(130));
-  });
-}
-
-main().then(
-  (rows) => {
+it(
+  'two APIs and two workers share the work: no order lost or doubled through a kill, a drain and orphans',
+  async () => {
+    let rows: Row[] = [];
+    try {
+      rows = await main();
+    } finally {
+      await stopAll();
+    }
     const width = Math.max(...rows.map((r) => r.check.length));
-    console.log('\nScale-out summary');
-    for (const r of rows) console.log(`  ${r.ok ? 'ok  ' : 'FAIL'}  ${r.check.padEnd(width)}  ${r.value}`);
-    const failed = rows.filter((r) => !r.ok);
     console.log(
-      failed.length
-        ? `\n${failed.length} check(s) failed; logs in ${path.relative(ROOT, LOG_DIR)}/`
-        : '\nall checks passed',
+      `Scale-out summary\n${rows.map((r) => `  ${r.ok ? 'ok  ' : 'FAIL'}  ${r.check.padEnd(width)}  ${r.value}`).join('\n')}`,
     );
-    process.exit(failed.length ? 1 : 0);
+    expect(rows.filter((r) => !r.ok)).toEqual([]);
   },
-  async (error: unknown) => {
-    console.error(`scale-out failed: ${errorMessage(error)}`);
-    console.error(`logs in ${path.relative(ROOT, LOG_DIR)}/`);
-    await stopAll();
-    process.exit(1);
-  },
+  20 * 60_000,
 );
