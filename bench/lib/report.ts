@@ -130,7 +130,7 @@ export function report(
     ['completions/s (flash sale: one SKU)', (r) => r.phases.flash?.rate, 2],
     ['CPU ms per unit (flash sale)', (r) => r.phases.flash && unitCost(kindOf(r.arm), r.phases.flash, 'flash'), 0],
     ...['server', 'worker', 'api', 'postgres'].map((k): [string, (r: ArmResult) => number, number] => [
-      `  ${k} (api: floor's starter)`,
+      `  ${k === 'api' ? 'api (floor: its starter)' : k}`,
       (r) => per(r, k === 'api' && kindOf(r.arm) === 'floor' ? 'client' : k),
       0,
     ]),
