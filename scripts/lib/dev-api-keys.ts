@@ -2,8 +2,7 @@
  * The development API clients and keys of `npm start`: two customer-facing clients (`dev-shop-a`, `dev-shop-b`:
  * orders:write, orders:read, orders:cancel) and one operator (`dev-ops`: operator). Their keys (`of_dev_…`) are
  * kept in `.data/api-keys.json` (mode 0600; the demo, the bench and the README's curl lines read it) and reused on
- * the next start; a key that is missing from the database
- * (a fresh database) is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
+ * the next start; a key missing from the database (a fresh one) is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
  */
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -26,23 +25,12 @@ export interface DevApiKey {
 /** Where `npm start` writes the development keys. */
 export const API_KEYS_FILE = path.join(repoRoot(), '.data', 'api-keys.json');
 
-/** The entries of `file`, or `[]` when it does not exist or is not a list of entries. */
+/** The entries of `file`; `[]` when it does not exist or is not JSON. */
 export async function readApiKeysFile(file = API_KEYS_FILE): Promise<DevApiKey[]> {
-  if (!existsSync(file)) return [];
-  try {
-    const parsed = JSON.parse(await readFile(file, 'utf8')) as unknown;
-    if (!Array.isArray(parsed)) return [];
-    return parsed.filter(
-      (e): e is DevApiKey =>
-        typeof e === 'object' &&
-        e !== null &&
-        typeof (e as DevApiKey).client === 'string' &&
-        typeof (e as DevApiKey).key === 'string' &&
-        Array.isArray((e as DevApiKey).scopes),
-    );
-  } catch {
-    return [];
-  }
+  const parsed = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8').catch(() => '[]')) as unknown) : [];
+  return Array.isArray(parsed)
+    ? (parsed as DevApiKey[]).filter((e) => typeof e?.key === 'string' && Array.isArray(e.scopes))
+    : [];
 }
 
 /**

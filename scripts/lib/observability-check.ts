@@ -235,26 +235,15 @@ export const PROMETHEUS_SERIES: ReadonlySet<string> = new Set([
  * that a fresh worker's scrape lacks them. Histograms are listed by family.
  */
 export const SDK_LAZY_METRICS: ReadonlySet<string> = new Set(
-  [
-    ...[
-      'activity_execution_failed',
-      'activity_poll_no_task',
-      'activity_task_received',
-      'local_activity_execution_failed',
-    ],
-    ...['long_request', 'long_request_failure', 'request', 'request_failure', 'sticky_cache_hit', 'sticky_cache_miss'],
-    ...['sticky_cache_total_forced_eviction', 'workflow_canceled', 'workflow_completed', 'workflow_continue_as_new'],
-    ...['workflow_failed', 'workflow_task_execution_failed', 'workflow_task_queue_poll_empty'],
-    ...['workflow_task_queue_poll_succeed', 'workflow_endtoend_latency', 'workflow_endtoend_latency_bucket'],
-    ...['activity_execution_latency', 'activity_schedule_to_start_latency', 'activity_succeed_endtoend_latency']
-      .concat(['local_activity_execution_latency', 'long_request_latency', 'request_latency'])
-      .concat([
-        'workflow_task_execution_latency',
-        'workflow_task_replay_latency',
-        'workflow_task_schedule_to_start_latency',
-      ])
-      .map((h) => `${h}_bucket`),
-  ].map((n) => `temporal_${n}`),
+  `activity_execution_failed activity_poll_no_task activity_task_received local_activity_execution_failed long_request
+  long_request_failure request request_failure sticky_cache_hit sticky_cache_miss sticky_cache_total_forced_eviction
+  workflow_canceled workflow_completed workflow_continue_as_new workflow_failed workflow_task_execution_failed
+  workflow_task_queue_poll_empty workflow_task_queue_poll_succeed workflow_endtoend_latency workflow_endtoend_latency_bucket
+  activity_execution_latency_bucket activity_schedule_to_start_latency_bucket activity_succeed_endtoend_latency_bucket
+  local_activity_execution_latency_bucket long_request_latency_bucket request_latency_bucket
+  workflow_task_execution_latency_bucket workflow_task_replay_latency_bucket workflow_task_schedule_to_start_latency_bucket`
+    .split(/\s+/)
+    .map((name) => `temporal_${name}`),
 );
 
 /** Where a metric name was found. */

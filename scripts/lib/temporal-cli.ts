@@ -66,8 +66,8 @@ export async function downloadTemporalCli(dir: string, timeoutMs = 120_000): Pro
     if (!res.ok) throw new Error(`${url} answered ${res.status}`);
     return Buffer.from(await res.arrayBuffer());
   };
-  const sums = await get(`https://github.com/temporalio/cli/releases/download/v${v}/temporal_cli_${v}_checksums.txt`);
   const archive = await get(`https://temporal.download/cli/archive/v${v}?platform=${platform}&arch=${arch}`);
+  const sums = await get(`https://github.com/temporalio/cli/releases/download/v${v}/temporal_cli_${v}_checksums.txt`);
   const expected = sums
     .toString('utf8')
     .split('\n')
@@ -87,23 +87,30 @@ export async function downloadTemporalCli(dir: string, timeoutMs = 120_000): Pro
   return path.join(dir, 'temporal');
 }
 
+/** Where {@link ensureTemporalCli} looks for the CLI, in order. */
+export interface CliSources {
+  find(): Promise<string | undefined>;
+  download(dir: string): Promise<string>;
+  build(log: LogFn): Promise<string>;
+}
+const DEFAULT_SOURCES: CliSources = {
+  find: findTemporalCli,
+  download: downloadTemporalCli,
+  build: (log) => ensureGoTool(CLI_TOOL, log),
+};
+
 /**
  * {@link findTemporalCli}; else the official download ({@link downloadTemporalCli}); else, when that fails, a Go
  * build (`go install` of the pinned version, minutes the first time). Says on `log` which it does and why.
- * `sources` replaces the download and the build (tests).
+ * `sources` replaces any of the three (tests).
  * @returns the binary's absolute path.
  * @throws Error when both the download and the build fail (with both reasons).
  */
-export async function ensureTemporalCli(
-  opts: { log?: LogFn; sources?: { download(dir: string): Promise<string>; build(log: LogFn): Promise<string> } } = {},
-): Promise<string> {
+export async function ensureTemporalCli(opts: { log?: LogFn; sources?: Partial<CliSources> } = {}): Promise<string> {
   const log = opts.log ?? log2stderr;
-  const found = await findTemporalCli();
+  const { find, download, build } = { ...DEFAULT_SOURCES, ...opts.sources };
+  const found = await find();
   if (found !== undefined) return found;
-  const { download, build } = opts.sources ?? {
-    download: downloadTemporalCli,
-    build: (l: LogFn) => ensureGoTool(CLI_TOOL, l),
-  };
   const dir = path.dirname(goToolPath(CLI_TOOL));
   log(
     `No Temporal CLI found: downloading the official Temporal CLI ${TEMPORAL_CLI_VERSION} into ${path.relative(process.cwd(), dir)}`,
