@@ -6,8 +6,8 @@
  * once: completions/s, CPU ms per unit per process, send latency, history events); flash sale (the burst with every
  * order for one SKU); open loop at half the service's burst rate (latency from each request's intended send time);
  * backlog (sent with the worker stopped, then drained); checks (every unit completed once; the service's orders,
- * ledgers and stock). Prints the tables (with the S/F0 and S/F5 ratios) and writes report.txt, results.csv and
- * units.csv into the run folder. See bench/README.md.
+ * ledgers and stock). Prints the tables (with the S/F0 and S/F5 ratios) and writes report.txt and results.csv into
+ * the run folder. See docs/benchmark.md.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -426,13 +426,7 @@ async function main(): Promise<void> {
   console.log(`\n${text}\n`);
   await writeFile(path.join(OUT, 'report.txt'), `${text}\n`);
   await writeFile(path.join(OUT, 'results.csv'), csv(results));
-  const units = results.flatMap((r) =>
-    Object.entries(r.phases).flatMap(([ph, p]) =>
-      p.closeOffsets.map((t, k) => `${r.position},${r.arm},${ph},${t.toFixed(3)},${p.events[k]}`),
-    ),
-  );
-  await writeFile(path.join(OUT, 'units.csv'), `position,arm,phase,close_offset_s,events\n${units.join('\n')}\n`);
-  say(`wrote report.txt, results.csv, units.csv in ${path.relative(process.cwd(), OUT)}`);
+  say(`wrote report.txt and results.csv in ${path.relative(process.cwd(), OUT)}`);
   if (results.some((r) => !r.ok)) process.exit(1);
 }
 

@@ -182,46 +182,23 @@ export function report(
 
 export function csv(results: ArmResult[]): string {
   const procs = ['server', 'worker', 'api', 'postgres', 'client', 'sims'];
-  const head = [
-    'position',
-    'arm',
-    'phase',
-    'units',
-    'seconds',
-    'rate_per_s',
-    ...procs.map((p) => `cpu_${p}_ms_per_unit`),
-    'cpu_total_ms_per_unit',
-  ].concat([
-    'latency_p50_ms',
-    'latency_p90_ms',
-    'latency_p99_ms',
-    'latency_max_ms',
-    'target_rate_per_s',
-    'load_before',
-    'load_after',
-    'checks_ok',
-  ]);
+  const head = `position,arm,phase,units,seconds,rate_per_s,${procs.map((p) => `cpu_${p}_ms_per_unit`).join(',')},\
+cpu_total_ms_per_unit,latency_p50_ms,latency_p90_ms,latency_p99_ms,latency_max_ms,close_p50_s,target_rate_per_s,checks_ok`;
+  const cell = (v: number): string => (Number.isFinite(v) ? String(Math.round(v * 1000) / 1000) : '');
   const rows = results.flatMap((r) =>
-    Object.entries(r.phases).map(([phase, p]) =>
-      [
+    Object.entries(r.phases).map(([phase, p]) => {
+      const seconds = p.drainSeconds ?? (p.lastClose - p.firstSend) / 1000;
+      const cpu = procs.map((k) => (p.cpu[k] ?? NaN) / p.units);
+      const latencies = [50, 90, 99, 100].map((q) => pct(p.latencies, q));
+      const figures = [p.units, seconds, p.rate, ...cpu, unitCost(kindOf(r.arm), p, phase as PhaseName), ...latencies];
+      return [
         r.position,
         r.arm,
         phase,
-        p.units,
-        p.drainSeconds ?? (p.lastClose - p.firstSend) / 1000,
-        p.rate,
-        ...procs.map((k) => (p.cpu[k] ?? NaN) / p.units),
-      ]
-        .concat([
-          unitCost(kindOf(r.arm), p, phase as PhaseName),
-          ...[50, 90, 99, 100].map((q) => pct(p.latencies, q)),
-          p.targetRate ?? NaN,
-          ...r.load,
-        ])
-        .map((v) => (typeof v === 'number' ? (Number.isFinite(v) ? String(Math.round(v * 1000) / 1000) : '') : v))
-        .concat(String(r.ok))
-        .join(','),
-    ),
+        ...[...figures, pct(p.closeOffsets, 50), p.targetRate ?? NaN].map(cell),
+        r.ok,
+      ].join(',');
+    }),
   );
-  return `${[head.join(','), ...rows].join('\n')}\n`;
+  return `${[head, ...rows].join('\n')}\n`;
 }

@@ -11,9 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import {
-  alertProblems,
   dashboardExpressions,
-  headingAnchors,
   metricNames,
   nameSource,
   OBSERVABILITY_FILES,
@@ -27,6 +25,43 @@ import {
 import { repoRoot } from '../../scripts/lib/env.js';
 import { ensurePromtool } from '../../scripts/lib/promtool.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
+import type { PromRule } from '../../scripts/lib/observability-check.js';
+
+/** The anchors GitHub gives a Markdown document's headings (lower case, spaces to `-`, punctuation dropped). */
+function headingAnchors(markdown: string): Set<string> {
+  const unfenced = markdown.replace(/^(```|~~~)[\s\S]*?^\1/gm, '');
+  return new Set(
+    [...unfenced.matchAll(/^#{1,6}\s+(.*?)\s*#*\s*$/gm)].map((m) =>
+      m[1]!
+        .replace(/`/g, '')
+        .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    ),
+  );
+}
+
+/** What each alert must carry: severity critical|warning, summary, description, a runbook_url `<doc>#<heading>`. */
+function alertProblems(rules: readonly PromRule[], runbookDoc: string, docs: string): string[] {
+  const anchors = headingAnchors(docs);
+  return rules.flatMap((rule) => {
+    if (!rule.alert) return [];
+    const at = `alert ${rule.alert}`;
+    const [doc, anchor] = (rule.annotations.runbook_url ?? '').split('#');
+    return [
+      ...(['critical', 'warning'].includes(rule.labels.severity ?? '')
+        ? []
+        : [`${at}: label severity is ${rule.labels.severity ?? 'missing'}`]),
+      ...['summary', 'description'].filter((k) => !rule.annotations[k]?.trim()).map((k) => `${at}: no ${k} annotation`),
+      ...(doc !== runbookDoc || !anchor
+        ? [`${at}: runbook_url ${rule.annotations.runbook_url ?? '(none)'} is not ${runbookDoc}#<anchor>`]
+        : anchors.has(anchor)
+          ? []
+          : [`${at}: runbook_url ${doc}#${anchor}: ${runbookDoc} has no heading with the anchor #${anchor}`]),
+    ];
+  });
+}
 
 const ROOT = repoRoot();
 const DASHBOARD = path.join(ROOT, OBSERVABILITY_FILES.dashboards, 'order-fulfilment.json');

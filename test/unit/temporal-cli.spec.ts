@@ -4,10 +4,10 @@
  * from source on any machine with Go, even where the download works).
  */
 import { describe, expect, it } from 'vitest';
-import { devServerArgs, ensureTemporalCli } from '../../scripts/lib/temporal-cli.js';
+import { devServerArgs, ensureTemporalCli, type CliSources } from '../../scripts/lib/temporal-cli.js';
 
 describe('ensureTemporalCli', () => {
-  const run = async (sources: Parameters<typeof ensureTemporalCli>[0]['sources']) => {
+  const run = async (sources: Partial<CliSources>) => {
     const calls: string[] = [];
     const lines: string[] = [];
     const cli = await ensureTemporalCli({
