@@ -355,8 +355,13 @@ const onSignal = (signal: NodeJS.Signals): void => {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
 // A safety net: no process group outlives the supervisor.
 process.on('exit', () => {
-  for (const { command } of started)
-    if (command.state === 'started' && command.pid) process.kill(-command.pid, 'SIGKILL');
+  for (const { command } of started.filter((p) => p.command.state === 'started' && p.command.pid)) {
+    try {
+      process.kill(-command.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 });
 
 main().catch((error: unknown) => {
