@@ -100,7 +100,7 @@ const boundaryZones = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'prisma/generated/', '.tools/', '.data/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', 'prisma/generated/', '.tools/', '.data/', 'coverage/', '.wireit/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,
