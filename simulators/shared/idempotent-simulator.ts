@@ -178,6 +178,15 @@ function randomText(length: number, alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUV
   return text;
 }
 
+/**
+ * The body an operation's request schema sees: for an operation whose path members travel in the path only
+ * (`paramsInBody: false`), a JSON object body with the path's parameters merged in; otherwise the body as sent.
+ */
+function withPathParams(operation: OperationDefinition, body: unknown, params: Record<string, string>): unknown {
+  if (operation.paramsInBody !== false || body === null || typeof body !== 'object' || Array.isArray(body)) return body;
+  return { ...body, ...params };
+}
+
 /** A validated request, or the 422 problem listing its issues. */
 function validate(operation: OperationDefinition, body: unknown): unknown {
   const parsed = operation.request.safeParse(body);
@@ -399,10 +408,11 @@ export function createProviderSimulator(
           records.delete(key);
           return;
         }
+        const params = stringParams(req.params);
         const context: SimulateContext<unknown> = {
           key,
-          request: validate(operation, req.body),
-          params: stringParams(req.params),
+          request: validate(operation, withPathParams(operation, req.body, params)),
+          params,
           state,
           newId,
           randomText,
@@ -415,7 +425,6 @@ export function createProviderSimulator(
       }
 
       const response: StoredResponse = { status: result.status, body: result.body };
-      records.set(key, { state: 'done', fingerprint, response });
       ledger.push({
         key,
         effectId: `eff_${randomUUID().replace(/-/g, '')}`,
@@ -424,6 +433,9 @@ export function createProviderSimulator(
         request: req.body,
         response,
       });
+      // A slow provider: it acted, and answers later; until then the key is in flight (a retry gets 409).
+      if (result.delayMs && !(await wait(result.delayMs, closing))) return;
+      records.set(key, { state: 'done', fingerprint, response });
 
       if (fault?.mode === FaultMode.DropResponse) {
         dropResponse(req);
