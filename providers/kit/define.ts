@@ -116,17 +116,20 @@ export interface OperationDefinition<Req = unknown, Res = unknown> {
 }
 
 /**
- * An operation's example. An operation that acts on what another one created (a capture of an authorization) names
- * that operation in `after` and builds its request from the answers of those examples: the generic tests perform
- * them first, against the simulator, and pass their answer bodies by operation name.
+ * An operation's example: a valid request and a 2xx answer. An operation that acts on what another one created (a
+ * capture of an authorization) names that operation in `after` and builds its request with `requestFrom` from those
+ * examples' answers: the generic tests perform them first, against the simulator, and pass their answer bodies by
+ * operation name (against a recording server, their examples' answers).
  */
 export interface OperationExample<Req, Res> {
+  /** A valid request (for an operation without `after`). */
+  request?: Req;
   /** Operations of the same provider whose examples run first, in this order (e.g. `['authorize']`). */
   after?: readonly string[];
-  /** A valid request, or a function of the earlier examples' answer bodies (by operation name). */
+  /** The request, from the answer bodies of the `after` operations by operation name (e.g. `earlier.authorize.id`). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  request: Req | ((earlier: Readonly<Record<string, any>>) => Req);
-  /** A 2xx answer of the real provider (for the earlier operations' answers, their examples' answers are used). */
+  requestFrom?(earlier: Readonly<Record<string, any>>): Req;
+  /** A 2xx answer of the real provider. */
   answer: { status: number; body: Res };
 }
 

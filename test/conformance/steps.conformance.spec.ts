@@ -73,6 +73,9 @@ for (const step of STEPS) {
         async () => {
           const outcome = await outcomes.get(`${step.name}/${scenario.id}`)!.promise;
           if (outcome.error !== undefined) throw outcome.error;
+          // What the scenario tells the author, in the test output (e.g. how long a provider that never answers
+          // keeps an order from a person).
+          if (outcome.note) (outcome.note.warning ? console.warn : console.log)(outcome.note.text);
         },
         120_000,
       );
