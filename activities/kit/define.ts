@@ -3,7 +3,9 @@
  * retry profile) and what it does (a database transaction, or a provider call with its idempotency key and how its
  * answer is recorded), with its compensation beside it. The kit (./run.ts) runs the protocols every step needs:
  * - the order-row lock and the halt fence (a halted or final order is refused before anything happens);
- * - for a provider step: claim first, act second under the step's idempotency key (a `side_effect_claims` row
+ * - for a provider step: the order read once per attempt and handed to its `request` with earlier steps' answers
+ *   (a request is a mapping: see {@link RequestContext}); claim first, act second under the step's idempotency key
+ *   (a `side_effect_claims` row
  *   written before the call, the key sent as `Idempotency-Key` on every attempt), heartbeats during the call,
  *   definite versus unknown outcomes (a definite refusal frees the claim, an unknown one keeps it for a retry with
  *   the same key), retries with jitter, and the answer recorded with the status in one transaction;

@@ -11,6 +11,9 @@
  *   completed → the stored status and body are replayed with `Idempotent-Replayed: true`, no new effect;
  * - same key, different fingerprint → 422 problem+json (draft §2.7);
  * - same key while the first request is still being processed → 409 problem+json (draft §2.7).
+ * A definition's simulated answer may take time (`delayMs`): the effect is performed at once and the answer sent
+ * after the wait, the key in flight (409) meanwhile. An operation whose path members travel in the path only
+ * (`paramsInBody: false`) is validated with them merged into its JSON object body.
  * Keys are scoped to the provider (it has one client). Stored responses are kept until `POST /_sim/reset`
  * or process exit (the retention this simulator publishes). Like hosted providers do, a request that fails
  * validation or that meets an error fault stores nothing, so the key may be used again.
