@@ -10,10 +10,11 @@
  * {@link activitiesByTaskQueue}.
  */
 import { OrderStatus } from '../workflows/order-fulfilment.contract.js';
-import type { OrderFacts, OrderPlan } from '../workflows/order-plan.js';
+import type { OrderPlan } from '../workflows/order-plan.js';
 import type { StepDefinition } from './kit/define.js';
 import { notFound } from './kit/failures.js';
 import { writeOrderStatus } from './kit/order-guards.js';
+import { readOrder } from './kit/order.js';
 import { buildPlan } from './kit/plan.js';
 import {
   type CompensationInput,
@@ -81,36 +82,6 @@ export type OrderActivities = KitActivities &
   ReturnType<typeof createRetentionActivities> &
   Record<string, StepActivity | CompensationActivity | ((input: never) => Promise<unknown>)>;
 
-/** The order facts a plan's summaries read, from a stored order. */
-async function orderFacts(deps: ActivityDeps, orderId: string): Promise<{ facts: OrderFacts; plan: unknown }> {
-  const [row] = await deps.db.$queryRaw<
-    Array<{
-      customer_email: string;
-      customer_name: string | null;
-      currency: string;
-      total_minor: number;
-      plan: unknown;
-      lines: Array<{ sku: string; quantity: number }> | null;
-    }>
-  >`
-    SELECT o.customer_email, o.customer_name, o.currency, o.total_minor, o.plan,
-           (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.line_no)
-            FROM order_lines l WHERE l.order_id = o.id) AS lines
-    FROM orders o WHERE o.id = ${orderId}::uuid`;
-  if (!row) throw notFound('order', orderId);
-  return {
-    facts: {
-      orderId,
-      customerEmail: row.customer_email,
-      customerName: row.customer_name,
-      currency: row.currency,
-      totalMinor: row.total_minor,
-      lines: row.lines ?? [],
-    },
-    plan: row.plan,
-  };
-}
-
 /**
  * Builds every activity over `deps`, for the steps of `steps` (default: the registry).
  * @returns a record of activity functions by activity name (register them with {@link activitiesByTaskQueue}).
@@ -145,9 +116,12 @@ export function createActivities(deps: ActivityDeps, steps: readonly StepDefinit
       return { applied: false };
     },
     async planOrder({ orderId }) {
-      const { facts, plan } = await orderFacts(deps, orderId);
-      if (plan) return plan as OrderPlan;
-      const built = buildPlan(steps, facts);
+      const [row] = await deps.db.$queryRaw<Array<{ plan: OrderPlan | null }>>`
+        SELECT plan FROM orders WHERE id = ${orderId}::uuid`;
+      if (!row) throw notFound('order', orderId);
+      if (row.plan) return row.plan;
+      // The summaries read the order as a step's request does: one read (activities/kit/order.ts).
+      const built = buildPlan(steps, await readOrder(deps.db, orderId));
       await deps.db.$executeRaw`
         UPDATE orders SET plan = ${JSON.stringify(built)}::jsonb WHERE id = ${orderId}::uuid AND plan IS NULL`;
       const [stored] = await deps.db.$queryRaw<Array<{ plan: OrderPlan }>>`

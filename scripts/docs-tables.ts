@@ -1,10 +1,14 @@
 /**
  * `npm run docs:tables`: regenerates the documentation tables that restate code (retry profiles in
  * docs/guarantees.md, limits in docs/api.md, metrics in docs/operations.md; see scripts/lib/docs-tables.ts), in
- * every document that holds one. `--check` changes nothing and exits 1 when a document is out of date.
+ * every document that holds one, and the code blocks that show a file by reference (embedme: a fence whose first
+ * line is `// <path>` holds that file, e.g. the scaffold's templates in docs/extending.md). `--check` changes
+ * nothing and exits 1 when a document is out of date.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { docPath, GENERATED_FILES, renderDocument, renderSections } from './lib/docs-tables.js';
+import { execa } from 'execa';
+import { docPath, EMBED_FILES, GENERATED_FILES, renderDocument, renderSections } from './lib/docs-tables.js';
+import { repoRoot } from './lib/env.js';
 
 const check = process.argv.includes('--check');
 const sections = await renderSections();
@@ -21,5 +25,22 @@ for (const file of GENERATED_FILES) {
     await writeFile(docPath(file), next);
     console.log(`${file}: tables regenerated`);
   }
+}
+const embed = await execa(
+  'embedme',
+  ['--source-root', '.', '--silent', ...(check ? ['--verify'] : []), ...EMBED_FILES],
+  {
+    cwd: repoRoot(),
+    preferLocal: true,
+    reject: false,
+    all: true,
+  },
+);
+if (embed.exitCode !== 0) {
+  console.error(`${EMBED_FILES.join(', ')}: the files shown by reference are out of date: run \`npm run docs:tables\``);
+  console.error(embed.all);
+  stale++;
+} else {
+  console.log(`${EMBED_FILES.join(', ')}: files shown by reference are ${check ? 'up to date' : 'embedded'}`);
 }
 if (stale > 0) process.exit(1);

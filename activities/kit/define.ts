@@ -3,7 +3,9 @@
  * retry profile) and what it does (a database transaction, or a provider call with its idempotency key and how its
  * answer is recorded), with its compensation beside it. The kit (./run.ts) runs the protocols every step needs:
  * - the order-row lock and the halt fence (a halted or final order is refused before anything happens);
- * - for a provider step: claim first, act second under the step's idempotency key (a `side_effect_claims` row
+ * - for a provider step: the order read once per attempt and handed to its `request` with earlier steps' answers
+ *   (a request is a mapping: see {@link RequestContext}); claim first, act second under the step's idempotency key
+ *   (a `side_effect_claims` row
  *   written before the call, the key sent as `Idempotency-Key` on every attempt), heartbeats during the call,
  *   definite versus unknown outcomes (a definite refusal frees the claim, an unknown one keeps it for a retry with
  *   the same key), retries with jitter, and the answer recorded with the status in one transaction;
@@ -22,15 +24,51 @@ import { StepPhase } from '../../workflows/order-plan.js';
 import type { OrderFacts } from '../../workflows/order-plan.js';
 import type { ProviderAnswer, ProviderDefinition, RequestOf, ResponseOf } from '../../providers/kit/define.js';
 import type { Db, SqlQueries } from '../ports.js';
+import type { StepOrder } from './order.js';
 
 export { StepPhase };
-export type { OrderFacts };
+export type { OrderFacts, StepOrder };
+
+/**
+ * Earlier steps' recorded answers, read when asked (a typed part of every step's context): what a step needs of an
+ * effect made before it, e.g. a capture needs the authorization id its provider returned. Reads go through the
+ * context's connection (a database step's: its transaction, under the order-row lock). See docs/extending.md.
+ */
+export interface EarlierAnswers {
+  /**
+   * The provider's id of an earlier provider step's effect for this order (recorded on its claim when it was
+   * `sent`), e.g. `auth_…` for an authorization.
+   * @throws ApplicationFailure `RecordNotFoundError` (non-retryable) when that step has not acted for this order.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  providerId(step: ProviderStepDefinition<any, any>): Promise<string>;
+  /**
+   * What an earlier `recorded` database step returned for this order (its result in `order_step_results`).
+   * @throws ApplicationFailure `RecordNotFoundError` (non-retryable) when that step has no recorded result for this
+   *   order; Error for a step idempotent by nature (it records nothing: read its own tables).
+   */
+  data<R>(step: DatabaseStepDefinition<R>): Promise<R>;
+}
 
 /** What every step's code gets. */
 export interface StepContext {
   orderId: string;
   /** The database (outside any transaction), for reads. */
   db: Db;
+  /** Earlier steps' recorded answers. */
+  answers: EarlierAnswers;
+}
+
+/** What a provider step's `request` gets: {@link StepContext} and the order, read once for the attempt. */
+export interface RequestContext extends StepContext {
+  /** The stored order, its lines and its invoice (activities/kit/order.ts). */
+  order: StepOrder;
+}
+
+/** What a provider compensation's `request` gets: {@link RequestContext} and the answer of the effect it undoes. */
+export interface CompensationRequestContext extends RequestContext {
+  /** The forward step's effect: its idempotency key and the provider's id of it (e.g. the authorization to void). */
+  forward: { key: string; providerId: string };
 }
 
 /** What a database step's (or a database compensation's) transaction gets: {@link StepContext} and the transaction. */
@@ -88,22 +126,31 @@ export interface DatabaseCompensation {
 }
 
 /**
- * A compensation that is itself a provider call (e.g. a cancellation notice after a confirmation), made claim-first
- * under its own idempotency key. The kit calls it only when the forward effect happened (its claim is `sent`).
+ * A compensation that is itself a provider call (e.g. a void of a payment authorization), made claim-first under its
+ * own idempotency key. The kit calls it only when the forward effect happened (its claim is `sent`), and hands its
+ * `request` that effect's provider id (`ctx.forward.providerId`).
  */
-export interface ProviderCompensation<P extends ProviderDefinition = ProviderDefinition> {
+export interface ProviderCompensation<
+  P extends ProviderDefinition = ProviderDefinition,
+  K extends keyof P['operations'] & string = keyof P['operations'] & string,
+> {
   kind: 'provider';
   name: string;
   description: string;
   provider: P;
-  operation: keyof P['operations'] & string;
-  /** Idempotency key of the compensation, from the identity of the work (e.g. `cancellation-notice:<orderId>`). */
+  operation: K;
+  /** Idempotency key of the compensation, from the identity of the work (e.g. `payment-void:<orderId>`). */
   key(orderId: string): string;
-  request(ctx: StepContext): Promise<unknown>;
+  /**
+   * Builds the request from the order, the forward effect's answer and earlier answers only (a mapping: every attempt
+   * sends the identical body).
+   */
+  request(ctx: CompensationRequestContext): RequestOf<P['operations'][K]> | Promise<RequestOf<P['operations'][K]>>;
 }
 
-/** Either kind of compensation. */
-export type Compensation = DatabaseCompensation | ProviderCompensation;
+/** Either kind of compensation (`any`: the variance escape hatch, as for {@link StepDefinition}). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Compensation = DatabaseCompensation | ProviderCompensation<any, any>;
 
 /** A step that writes only to the database, in one transaction. */
 export interface DatabaseStepDefinition<R = unknown> extends StepCommon {
@@ -139,10 +186,12 @@ export interface ProviderStepDefinition<
    */
   key(orderId: string): string;
   /**
-   * Builds the request from stored, immutable data only, so every attempt sends the identical body for the key.
-   * @throws ApplicationFailure `RecordNotFoundError` (via `notFound`) when something it needs is missing.
+   * Builds the request: a mapping of the order the kit read for this attempt (`ctx.order`) and of earlier steps'
+   * answers (`ctx.answers`), stored data only, so every attempt sends the identical body for the key.
+   * @throws ApplicationFailure `RecordNotFoundError` (via `notFound`) when something it needs is missing,
+   *   `OrderHaltedError` (via `halted`) when what it would send was undone (e.g. a void invoice).
    */
-  request(ctx: StepContext): Promise<RequestOf<P['operations'][K]>>;
+  request(ctx: RequestContext): RequestOf<P['operations'][K]> | Promise<RequestOf<P['operations'][K]>>;
   /**
    * Records the answer in the step's own tables, in the transaction that also marks the claim `sent` and writes
    * the status (optional: the claim already keeps the provider's id). Must tolerate a second run (the claim
@@ -168,10 +217,10 @@ export function defineProviderStep<P extends ProviderDefinition, K extends keyof
   return { kind: 'provider', ...step };
 }
 
-/** Declares a provider compensation. */
-export function defineProviderCompensation<P extends ProviderDefinition>(
-  compensation: Omit<ProviderCompensation<P>, 'kind'>,
-): ProviderCompensation<P> {
+/** Declares a provider compensation (an identity function that keeps the request type of the operation). */
+export function defineProviderCompensation<P extends ProviderDefinition, K extends keyof P['operations'] & string>(
+  compensation: Omit<ProviderCompensation<P, K>, 'kind'>,
+): ProviderCompensation<P, K> {
   return { kind: 'provider', ...compensation };
 }
 

@@ -28,7 +28,9 @@ import type {
   StepDefinition,
 } from './define.js';
 import { StepPhase } from './define.js';
+import { earlierAnswers } from './answers.js';
 import { rethrowProviderError } from './failures.js';
+import { readOrder } from './order.js';
 import {
   cancellationRequested,
   currentClaimOwner,
@@ -140,7 +142,7 @@ export async function runDatabaseStep(
         SELECT result FROM order_step_results WHERE order_id = ${orderId}::uuid AND step = ${step.name}`;
       if (recorded) return { step: step.name, performed: false, data: recorded.result };
       refuseUnlessOpen(order, orderId, step.name);
-      const data = (await step.run({ orderId, db, tx })) ?? null;
+      const data = (await step.run({ orderId, db, tx, answers: earlierAnswers(tx, orderId) })) ?? null;
       await tx.$executeRaw`
         WITH recorded AS (
           INSERT INTO order_step_results (order_id, step, result)
@@ -156,7 +158,7 @@ export async function runDatabaseStep(
       const ownStatus = order.haltedAt === null && order.status === status && order.statusStep === rank;
       if (!ownStatus) refuseUnlessOpen(order, orderId, step.name);
     }
-    const data = (await step.run({ orderId, db, tx })) ?? null;
+    const data = (await step.run({ orderId, db, tx, answers: earlierAnswers(tx, orderId) })) ?? null;
     return { step: step.name, performed: true, data };
   });
 }
@@ -172,7 +174,8 @@ function retryTiming(): { attempt: number; retryPolicy?: ReturnType<typeof activ
  * 1. Claims the step's key under the order-row lock (refusing a final or halted order unless the effect was
  *    performed already): one statement for a new claim, else a transaction that applies the claim rules
  *    (./claims.ts). A `sent` claim returns its provider id, calls nothing; a tombstone refuses (`OrderHaltedError`).
- * 2. Builds the request, then calls the provider with `Idempotency-Key: <key>` while heartbeating. A cancel request
+ * 2. Reads the order (./order.ts) and builds the request from it and earlier answers (./answers.ts), then calls the
+ *    provider with `Idempotency-Key: <key>` while heartbeating. A cancel request
  *    that arrives before the call stops the step (nothing called); once under way the call is never cut short.
  * 3. A definite refusal (the provider did not act) frees the claim; an unknown outcome keeps it `sending` for a
  *    retry with the same key. Transient failures are retried with jitter.
@@ -209,7 +212,9 @@ export async function runProviderStep(
 
   let request: unknown;
   try {
-    request = await step.request({ orderId, db });
+    // The order, read once for this attempt: the request is a mapping of it and of earlier answers.
+    const answers = earlierAnswers(db, orderId);
+    request = await step.request({ orderId, db, answers, order: await readOrder(db, orderId) });
   } catch (err) {
     await markSideEffectNotPerformed(db, key, owner, claim.prior);
     throw err;
@@ -239,7 +244,7 @@ export async function runProviderStep(
   }
   const providerId = await db.$transaction(async (tx) => {
     const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
-    await record({ orderId, db, tx, key, request, answer });
+    await record({ orderId, db, tx, answers: earlierAnswers(tx, orderId), key, request, answer });
     return stored;
   });
   return { step: step.name, performed: true, providerId, key };
@@ -260,7 +265,7 @@ export async function runDatabaseCompensation(
   return db.$transaction(async (tx) => {
     await lockOrder(tx, orderId);
     await markHalted(tx, orderId, 'compensating');
-    const data = (await compensation.run({ orderId, db, tx })) ?? null;
+    const data = (await compensation.run({ orderId, db, tx, answers: earlierAnswers(tx, orderId) })) ?? null;
     return { compensation: compensation.name, performed: true, data };
   });
 }
@@ -291,18 +296,33 @@ export async function runProviderCompensation(
         ErrorType.ClaimInProgress,
       );
     }
-    if (forward?.status !== 'sent') return null;
-    return claimSideEffect(tx, { key, kind: compensation.name, owner, leaseMs: deps.settings.claimLeaseMs });
+    if (forward?.status !== 'sent' || !forward.provider_id) return null;
+    const outcome = await claimSideEffect(tx, {
+      key,
+      kind: compensation.name,
+      owner,
+      leaseMs: deps.settings.claimLeaseMs,
+    });
+    return { outcome, forward: { key: forwardKey, providerId: forward.provider_id } };
   });
   if (claim === null) return { compensation: compensation.name, performed: false };
-  if (claim.state === 'done')
-    return { compensation: compensation.name, performed: false, providerId: claim.providerId };
-  if (claim.state === 'cancelled') return { compensation: compensation.name, performed: false };
+  if (claim.outcome.state === 'done')
+    return { compensation: compensation.name, performed: false, providerId: claim.outcome.providerId };
+  if (claim.outcome.state === 'cancelled') return { compensation: compensation.name, performed: false };
+  const { prior } = claim.outcome;
   let request: unknown;
   try {
-    request = await compensation.request({ orderId, db });
+    // The order, read once for this attempt, and the answer of the effect this compensation undoes.
+    const answers = earlierAnswers(db, orderId);
+    request = await compensation.request({
+      orderId,
+      db,
+      answers,
+      order: await readOrder(db, orderId),
+      forward: claim.forward,
+    });
   } catch (err) {
-    await markSideEffectNotPerformed(db, key, owner, claim.prior);
+    await markSideEffectNotPerformed(db, key, owner, prior);
     throw err;
   }
   const client = clientOf(deps, compensation.provider.name);
@@ -310,8 +330,7 @@ export async function runProviderCompensation(
   try {
     answer = await withHeartbeats(() => client[compensation.operation]!(request, key));
   } catch (err) {
-    if (err instanceof ProviderError && !err.mayHaveActed)
-      await markSideEffectNotPerformed(db, key, owner, claim.prior);
+    if (err instanceof ProviderError && !err.mayHaveActed) await markSideEffectNotPerformed(db, key, owner, prior);
     rethrowProviderError(err, compensation.provider.title, retryTiming());
   }
   const providerId = await completeSideEffect(db, key, answer.providerId);

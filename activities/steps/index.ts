@@ -2,7 +2,8 @@
  * The step registry: the ordered steps of an order, defined once. Everything that lists steps or statuses derives
  * from it: the plan each new order runs (and so the workflow's sequence), the worker's activity registration, the
  * reconciler, the page's step track (through the API), the progress output, the generated docs tables and the
- * metric labels. `npm run new:step -- <activityName> [--provider <name>] [--after <step>]` adds a step here.
+ * metric labels. `npm run new:step -- <activityName> [--provider <name>] [--before|--after <step>]` adds a step
+ * here: an import above the first marker, and its line above the second (or next to the step it names).
  * See docs/extending.md.
  */
 import { validateSteps } from '../kit/define.js';
@@ -11,6 +12,7 @@ import { reserveInventory } from './reserve-inventory.step.js';
 import { sendOrderConfirmation } from './send-order-confirmation.step.js';
 import { shipOrder } from './ship-order.step.js';
 import { syncInvoiceToAccounting } from './sync-invoice-to-accounting.step.js';
+// new:step inserts imports above this line.
 
 /** Every step, in the order an order runs them. */
 export const STEPS = validateSteps([
@@ -19,4 +21,5 @@ export const STEPS = validateSteps([
   sendOrderConfirmation,
   shipOrder,
   syncInvoiceToAccounting,
+  // new:step inserts steps above this line (or next to the step of --before/--after).
 ]);

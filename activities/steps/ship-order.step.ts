@@ -7,7 +7,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import { carrier } from '../../providers/carrier.provider.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { defineProviderStep, StepPhase } from '../kit/define.js';
-import { notFound } from '../kit/failures.js';
 import { plural } from '../kit/text.js';
 
 /** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key`. */
@@ -35,24 +34,11 @@ export const shipOrder = defineProviderStep({
       'item',
     )}`,
   /** Who receives which items, from the stored order only: every attempt sends the identical body. */
-  async request({ orderId, db }) {
-    const [order] = await db.$queryRaw<
-      Array<{ customer_email: string; customer_name: string | null; lines: Array<{ sku: string; quantity: number }> }>
-    >`
-      SELECT o.customer_email, o.customer_name,
-             (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity) ORDER BY l.line_no)
-              FROM order_lines l WHERE l.order_id = o.id) AS lines
-      FROM orders o WHERE o.id = ${orderId}::uuid`;
-    if (!order?.lines) throw notFound('order', orderId);
-    return {
-      reference: orderId,
-      recipient: {
-        email: order.customer_email,
-        ...(order.customer_name === null ? {} : { name: order.customer_name }),
-      },
-      items: order.lines,
-    };
-  },
+  request: ({ orderId, order }) => ({
+    reference: orderId,
+    recipient: { email: order.customerEmail, ...(order.customerName === null ? {} : { name: order.customerName }) },
+    items: order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+  }),
   /**
    * The `shipments` row and, when this run inserted it, one movement per line in SKU order (the order reserve and
    * release lock products in), applied only when the movement is new.

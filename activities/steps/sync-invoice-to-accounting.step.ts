@@ -27,35 +27,19 @@ export const syncInvoiceToAccounting = defineProviderStep({
    * The invoice from the stored order and invoice only (every attempt sends the identical body).
    * @throws ApplicationFailure `RecordNotFoundError` (order or invoice missing), `OrderHaltedError` (the invoice is void).
    */
-  async request({ orderId, db }) {
-    const [order] = await db.$queryRaw<
-      Array<{
-        customer_email: string;
-        number: string | null;
-        status: string | null;
-        currency: string | null;
-        total_minor: number | null;
-        issued_at: Date | null;
-        lines: Array<{ sku: string; quantity: number; unitPriceMinor: number }> | null;
-      }>
-    >`
-      SELECT o.customer_email, i.number, i.status, i.currency, i.total_minor, i.issued_at,
-             (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,
-                                                'unitPriceMinor', l.unit_price_minor) ORDER BY l.line_no)
-              FROM order_lines l WHERE l.order_id = o.id) AS lines
-      FROM orders o LEFT JOIN invoices i ON i.order_id = o.id
-      WHERE o.id = ${orderId}::uuid`;
-    if (!order) throw notFound('order', orderId);
-    if (order.number === null) throw notFound('invoice of order', orderId);
-    if (order.status === 'void') throw halted(orderId, 'syncInvoiceToAccounting', `invoice ${order.number} is void`);
+  request: ({ orderId, order }) => {
+    const { invoice } = order;
+    if (invoice === null) throw notFound('invoice of order', orderId);
+    if (invoice.status === 'void')
+      throw halted(orderId, 'syncInvoiceToAccounting', `invoice ${invoice.number} is void`);
     return {
-      externalId: order.number,
+      externalId: invoice.number,
       orderId,
-      customerEmail: order.customer_email,
-      currency: order.currency!,
-      totalMinor: order.total_minor!,
-      issuedAt: order.issued_at!.toISOString(),
-      lines: order.lines ?? [],
+      customerEmail: order.customerEmail,
+      currency: invoice.currency,
+      totalMinor: invoice.totalMinor,
+      issuedAt: invoice.issuedAt,
+      lines: order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity, unitPriceMinor: l.unitPriceMinor })),
     };
   },
   /** The accounting system's id of the invoice, in `accounting_syncs`. */

@@ -43,6 +43,13 @@ export interface Simulated {
   status: number;
   body: unknown;
   effect: string;
+  /**
+   * How long the simulated provider takes to answer, in ms (default 0): the effect is performed at once and the
+   * answer sent after the wait, while the key is in flight (a retry meanwhile gets 409). A slow provider (e.g. a
+   * payment authorization that takes 3 s) or one that answers after the client gave up (longer than
+   * `PROVIDER_TIMEOUT_MS`: every call's outcome is then unknown, which the conformance battery reports).
+   */
+  delayMs?: number;
 }
 
 /**
@@ -75,9 +82,16 @@ export interface OperationDefinition<Req = unknown, Res = unknown> {
   method: EffectMethod;
   /**
    * Path under the provider's base URL, Express style: `:name` segments are filled from the request's members of
-   * that name (percent-encoded), e.g. `/v1/invoices/:externalId`.
+   * that name (percent-encoded), e.g. `/v1/invoices/:externalId` or `/v1/authorizations/:authorizationId/capture`.
    */
   path: string;
+  /**
+   * Whether the members that fill the path are also sent in the JSON body (default true: e.g. an upsert by id whose
+   * body repeats the id). `false`: they travel in the path only (e.g. a capture whose body has only an amount); the
+   * simulator then validates the body with the path's parameters (strings) merged in, so the request schema still
+   * names them.
+   */
+  paramsInBody?: boolean;
   /** Schema of the request body (the simulator answers 422 with the issues when it does not parse). */
   request: z.ZodType<Req>;
   /** Schema of the 2xx answer (the client treats an answer that does not parse as `unavailable`). */
@@ -98,7 +112,25 @@ export interface OperationDefinition<Req = unknown, Res = unknown> {
    * A valid request and a 2xx answer of the real provider, for the docs and for the generic tests of every provider's
    * client and simulator (test/helpers/provider-samples.ts uses it where no hand-written sample exists).
    */
-  example?: { request: Req; answer: { status: number; body: Res } };
+  example?: OperationExample<Req, Res>;
+}
+
+/**
+ * An operation's example: a valid request and a 2xx answer. An operation that acts on what another one created (a
+ * capture of an authorization) names that operation in `after` and builds its request with `requestFrom` from those
+ * examples' answers: the generic tests perform them first, against the simulator, and pass their answer bodies by
+ * operation name (against a recording server, their examples' answers).
+ */
+export interface OperationExample<Req, Res> {
+  /** A valid request (for an operation without `after`). */
+  request?: Req;
+  /** Operations of the same provider whose examples run first, in this order (e.g. `['authorize']`). */
+  after?: readonly string[];
+  /** The request, from the answer bodies of the `after` operations by operation name (e.g. `earlier.authorize.id`). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  requestFrom?(earlier: Readonly<Record<string, any>>): Req;
+  /** A 2xx answer of the real provider. */
+  answer: { status: number; body: Res };
 }
 
 /**
@@ -211,18 +243,40 @@ export function providerTaskQueue(taskQueue: string, provider: string): string {
   return `${taskQueue}.${provider}`;
 }
 
+const PATH_PARAM = /:([A-Za-z_][A-Za-z0-9_]*)/g;
+
+/** The names of the `:name` segments of an operation's path, in order (e.g. `['authorizationId']`). */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(PATH_PARAM)].map((m) => m[1]!);
+}
+
 /**
  * Fills the `:name` segments of an operation's path from the request's members (percent-encoded).
- * @throws Error when the request lacks a member the path names, or it is not a string or number.
+ * @throws ProviderError `rejected` that did not act (the request cannot be sent) when the request lacks a member the
+ *   path names, or it is not a string or a number.
  */
 export function operationPath(path: string, request: unknown): string {
-  return path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_match, name: string) => {
+  return path.replace(PATH_PARAM, (_match, name: string) => {
     const value = (request as Record<string, unknown> | null)?.[name];
     if (typeof value !== 'string' && typeof value !== 'number') {
-      throw new Error(`the request has no ${name} for the path ${path}`);
+      throw new ProviderError(
+        `the request cannot be sent: it has no ${name} for the path ${path}`,
+        'rejected',
+        undefined,
+        {
+          notSent: true,
+        },
+      );
     }
     return encodeURIComponent(String(value));
   });
+}
+
+/** The request without the members that fill the path (for an operation with `paramsInBody: false`). */
+export function withoutPathParams(path: string, request: unknown): unknown {
+  const params = pathParams(path);
+  if (params.length === 0 || request === null || typeof request !== 'object' || Array.isArray(request)) return request;
+  return Object.fromEntries(Object.entries(request).filter(([name]) => !params.includes(name)));
 }
 
 /** Connection settings of one provider's client, and its settings (e.g. `{ from }`). */
@@ -232,11 +286,14 @@ export interface ProviderClientOptions extends ProviderHttpOptions {
 
 /**
  * The HTTP client of `provider`: each operation sends its request (with the provider's settings applied) as JSON
- * with `Idempotency-Key: <key>` and the bearer token, and parses the 2xx answer with the operation's schema.
+ * with `Idempotency-Key: <key>` and the bearer token, to its path filled from the request (the path's members left
+ * out of the body when the operation says `paramsInBody: false`), and parses the 2xx answer with the operation's
+ * schema.
  * @returns one method per operation.
  * @throws (from each method) ProviderError: `unavailable` (5xx, 408, 425, 429, a timeout after `timeoutMs` ms, a
  *   network error, a 2xx whose body does not match the response schema), `conflict` (409: the key is in flight),
- *   `unauthorized` (401/403), `rejected` (other 4xx).
+ *   `unauthorized` (401/403), `rejected` (other 4xx, or a request that cannot be sent: see ./http.ts and
+ *   {@link operationPath}; `mayHaveActed` false).
  */
 export function createProviderClient<Ops extends Record<string, AnyOperation>>(
   provider: ProviderDefinition<Ops>,
@@ -246,8 +303,9 @@ export function createProviderClient<Ops extends Record<string, AnyOperation>>(
   const client: Record<string, (request: unknown, key: string) => Promise<ProviderAnswer>> = {};
   for (const [name, operation] of Object.entries(provider.operations) as Array<[string, OperationDefinition]>) {
     client[name] = async (request, idempotencyKey) => {
-      const body = operation.withSettings ? operation.withSettings(request, settings) : request;
-      const path = operationPath(operation.path, body);
+      const full = operation.withSettings ? operation.withSettings(request, settings) : request;
+      const path = operationPath(operation.path, full);
+      const body = operation.paramsInBody === false ? withoutPathParams(operation.path, full) : full;
       const { status, body: answer } = await callProvider(options, {
         provider: provider.name,
         method: operation.method,

@@ -16,19 +16,18 @@ export type ProviderFailureKind = 'unavailable' | 'conflict' | 'unauthorized' | 
  * Whether a failed call may have produced its effect at the provider:
  * - `false` (definitely not performed): the provider answered with a status that says it did not act on the
  *   request: any 4xx but 409, and 503 (RFC 9110 §15.6.4: the server is "currently unable to handle the
- *   request"); or the connection was refused, so nothing was sent.
+ *   request"); or the request was never sent: the URL is invalid, its host name did not resolve (DNS), the
+ *   connection was refused or could not be opened, or the request could not be built (a body that cannot be
+ *   serialised as JSON, a path parameter it lacks).
  * - `true` (outcome unknown): a timeout or a connection lost after the request went out, 409 (the same key is
  *   being processed by the provider right now), 500/502/504 and other 5xx (a gateway may have forwarded it),
  *   or a 2xx whose body could not be read.
  * A retry with the same Idempotency-Key settles an unknown outcome: the provider replays the effect if it
  * happened and performs it if not.
  */
-export function mayHaveActed(
-  status: number | undefined,
-  kind: ProviderFailureKind,
-  connectionRefused = false,
-): boolean {
-  if (status === undefined) return !connectionRefused;
+export function mayHaveActed(status: number | undefined, kind: ProviderFailureKind, notSent = false): boolean {
+  if (notSent) return false;
+  if (status === undefined) return true;
   if (status >= 200 && status < 300) return true;
   if (status === 409) return true;
   if (status >= 400 && status < 500) return false;
@@ -45,16 +44,17 @@ export class ProviderError extends Error {
    * @param message names the provider, method, path and status.
    * @param kind the failure's class (see {@link ProviderFailureKind}).
    * @param status HTTP status, when there was a response.
-   * @param options.connectionRefused true when the request never reached the provider (ECONNREFUSED).
+   * @param options.notSent true when the request was never sent, so the provider cannot have acted (see
+   *   {@link mayHaveActed}).
    */
   constructor(
     message: string,
     readonly kind: ProviderFailureKind,
     readonly status?: number,
-    options: { connectionRefused?: boolean } = {},
+    options: { notSent?: boolean } = {},
   ) {
     super(message);
     this.name = 'ProviderError';
-    this.mayHaveActed = mayHaveActed(status, kind, options.connectionRefused ?? false);
+    this.mayHaveActed = mayHaveActed(status, kind, options.notSent ?? false);
   }
 }

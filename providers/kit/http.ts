@@ -1,7 +1,7 @@
 /**
  * The HTTP call shared by the provider clients: JSON over global `fetch` with a per-request timeout, the
  * `Idempotency-Key` and bearer headers on every call, and the mapping of every failure to a
- * {@link ProviderError} kind as `activities/provider-error.ts` documents it.
+ * {@link ProviderError} kind as ./errors.ts documents it.
  */
 import { ProviderError, type ProviderFailureKind } from './errors.js';
 
@@ -51,12 +51,32 @@ export function classifyStatus(status: number): ProviderFailureKind {
  * Sends `request` as JSON and returns the 2xx answer.
  * Redirects are not followed (a POST/PUT must not be re-sent elsewhere silently): they count as a failure.
  * @throws ProviderError `unavailable` on timeout, network error, a lost response, a redirect, 5xx/408/425/429
- *   or a 2xx whose body is not JSON; `conflict` on 409; `unauthorized` on 401/403; `rejected` on other 4xx. The message
+ *   or a 2xx whose body is not JSON; `conflict` on 409; `unauthorized` on 401/403; `rejected` on other 4xx, and for
+ *   a request that cannot be sent (a body that is not JSON-serialisable, a URL that is not http(s)). The message
  *   names provider, method, path and status and carries the provider's problem `detail` (RFC 9457) when given.
+ *   `mayHaveActed` is false for every request that was never sent (see {@link NOT_SENT_CODES}).
  */
 export async function callProvider(options: ProviderHttpOptions, request: ProviderRequest): Promise<ProviderResponse> {
   const url = `${options.baseUrl.replace(/\/+$/, '')}${request.path}`;
   const what = `${request.provider} provider ${request.method} ${request.path}`;
+  let body: string;
+  try {
+    body = JSON.stringify(request.body);
+  } catch (error) {
+    throw new ProviderError(
+      `${what} cannot be sent: the body is not JSON (${errorText(error)})`,
+      'rejected',
+      undefined,
+      {
+        notSent: true,
+      },
+    );
+  }
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new ProviderError(`${what} cannot be sent: ${url} is not an http(s) URL`, 'rejected', undefined, {
+      notSent: true,
+    });
+  }
   let status: number;
   let text: string;
   let contentType: string;
@@ -69,7 +89,7 @@ export async function callProvider(options: ProviderHttpOptions, request: Provid
         authorization: `Bearer ${options.apiKey}`,
         'idempotency-key': request.idempotencyKey,
       },
-      body: JSON.stringify(request.body),
+      body,
       redirect: 'error',
       signal: AbortSignal.timeout(options.timeoutMs),
     });
@@ -81,9 +101,7 @@ export async function callProvider(options: ProviderHttpOptions, request: Provid
       `${what} failed: ${describeTransportError(error, options.timeoutMs)}`,
       'unavailable',
       undefined,
-      {
-        connectionRefused: isConnectionRefused(error),
-      },
+      { notSent: neverSent(error) },
     );
   }
 
@@ -117,10 +135,37 @@ function problemDetail(text: string, contentType: string): string {
   return text === '' ? 'no response body' : truncate(text);
 }
 
-/** True when the request never reached the provider: the connection was refused, so nothing was sent. */
-function isConnectionRefused(error: unknown): boolean {
-  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
-  return cause?.code === 'ECONNREFUSED';
+/**
+ * Error codes of a request that never left this process: no connection was made, so nothing was sent. The host name
+ * did not resolve (`ENOTFOUND`, `EAI_AGAIN`, `EAI_FAIL`, `EAI_NONAME`), the connection was refused or could not be
+ * opened (`ECONNREFUSED`, `ENETUNREACH`, `EHOSTUNREACH`, `UND_ERR_CONNECT_TIMEOUT`: undici's connect phase), or the
+ * URL could not be parsed (`ERR_INVALID_URL`). A reset or a timeout once connected is not among them: the request
+ * may have gone out.
+ */
+export const NOT_SENT_CODES: ReadonlySet<string> = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NONAME',
+  'ECONNREFUSED',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ERR_INVALID_URL',
+]);
+
+/**
+ * True when fetch failed before sending anything: one of {@link NOT_SENT_CODES}, or undici refusing the URL
+ * itself (`unknown scheme`, `bad port`: fetch's blocked ports).
+ */
+function neverSent(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | undefined)?.cause;
+  if (typeof cause?.code === 'string' && NOT_SENT_CODES.has(cause.code)) return true;
+  return cause?.message === 'unknown scheme' || cause?.message === 'bad port';
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function describeTransportError(error: unknown, timeoutMs: number): string {

@@ -57,6 +57,12 @@ import {
 import { HISTORY_EVENTS_LIMIT, REMEMBERED_UPDATES } from '../../workflows/order-fulfilment.contract.js';
 import { repoRoot } from './env.js';
 
+/**
+ * The documents with code blocks that show a file by reference (embedme: the block's first line `// <path from the
+ * repository's root>`), kept equal to the files by `npm run docs:tables` and checked by its `--check`.
+ */
+export const EMBED_FILES = ['docs/extending.md'] as const;
+
 /** Names of the generated sections. */
 export const GENERATED_SECTIONS = [
   'steps',

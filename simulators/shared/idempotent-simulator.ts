@@ -11,6 +11,9 @@
  *   completed → the stored status and body are replayed with `Idempotent-Replayed: true`, no new effect;
  * - same key, different fingerprint → 422 problem+json (draft §2.7);
  * - same key while the first request is still being processed → 409 problem+json (draft §2.7).
+ * A definition's simulated answer may take time (`delayMs`): the effect is performed at once and the answer sent
+ * after the wait, the key in flight (409) meanwhile. An operation whose path members travel in the path only
+ * (`paramsInBody: false`) is validated with them merged into its JSON object body.
  * Keys are scoped to the provider (it has one client). Stored responses are kept until `POST /_sim/reset`
  * or process exit (the retention this simulator publishes). Like hosted providers do, a request that fails
  * validation or that meets an error fault stores nothing, so the key may be used again.
@@ -176,6 +179,15 @@ function randomText(length: number, alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUV
   let text = '';
   for (let i = 0; i < length; i++) text += alphabet[randomInt(alphabet.length)];
   return text;
+}
+
+/**
+ * The body an operation's request schema sees: for an operation whose path members travel in the path only
+ * (`paramsInBody: false`), a JSON object body with the path's parameters merged in; otherwise the body as sent.
+ */
+function withPathParams(operation: OperationDefinition, body: unknown, params: Record<string, string>): unknown {
+  if (operation.paramsInBody !== false || body === null || typeof body !== 'object' || Array.isArray(body)) return body;
+  return { ...body, ...params };
 }
 
 /** A validated request, or the 422 problem listing its issues. */
@@ -399,10 +411,11 @@ export function createProviderSimulator(
           records.delete(key);
           return;
         }
+        const params = stringParams(req.params);
         const context: SimulateContext<unknown> = {
           key,
-          request: validate(operation, req.body),
-          params: stringParams(req.params),
+          request: validate(operation, withPathParams(operation, req.body, params)),
+          params,
           state,
           newId,
           randomText,
@@ -415,7 +428,6 @@ export function createProviderSimulator(
       }
 
       const response: StoredResponse = { status: result.status, body: result.body };
-      records.set(key, { state: 'done', fingerprint, response });
       ledger.push({
         key,
         effectId: `eff_${randomUUID().replace(/-/g, '')}`,
@@ -424,6 +436,9 @@ export function createProviderSimulator(
         request: req.body,
         response,
       });
+      // A slow provider: it acted, and answers later; until then the key is in flight (a retry gets 409).
+      if (result.delayMs && !(await wait(result.delayMs, closing))) return;
+      records.set(key, { state: 'done', fingerprint, response });
 
       if (fault?.mode === FaultMode.DropResponse) {
         dropResponse(req);

@@ -10,7 +10,10 @@
  *
  * Scenarios per step (in this order; later ones compare with the footprints of earlier ones):
  * - every step: `once`, `twice`, `concurrent`, `answer-lost`, `closed`, `killed`;
- * - provider steps only: `unavailable` (a definite 503) and `rejected` (a permanent 4xx). A database step has no
+ * - provider steps only: `unavailable` (a definite 503), `rejected` (a permanent 4xx) and `never-answers` (a
+ *   provider that never answers in time: each attempt an unknown outcome, at most one effect, and the figure of how
+ *   long the step's retry profile takes to reach `attention_required`, with a warning above
+ *   {@link ATTENTION_BOUND_MS}). A database step has no
  *   provider answer to fail: its transaction commits or rolls back as a whole, which `killed` and `answer-lost`
  *   cover; generating them for database steps would only produce skipped checks;
  * - steps up to and including the pivot: `halted` (the workflow can halt the order only before the pivot passed;
@@ -26,6 +29,7 @@ import type { ProviderStepDefinition, StepDefinition } from '../../activities/ki
 import type { CompensationResult, StepResult } from '../../activities/kit/run.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { FINAL_FAILURE_RANK, StepPhase } from '../../workflows/order-plan.js';
 import { footprintDelta, type Footprint } from './footprint.js';
 import {
@@ -40,6 +44,7 @@ import {
   naturalActivityId,
   orderState,
   placeOrder,
+  PROVIDER_TIMEOUT_MS,
   quiesce,
   retryPolicyOf,
   runActivity,
@@ -55,6 +60,9 @@ import {
   type PlacedOrder,
 } from './harness.js';
 
+/** A retry profile of workflows/activity-options.ts. */
+type RetryProfileName = keyof typeof RETRY_PROFILES;
+
 /** The scenarios of the battery (see the module). */
 export type ScenarioId =
   | 'once'
@@ -63,6 +71,7 @@ export type ScenarioId =
   | 'answer-lost'
   | 'unavailable'
   | 'rejected'
+  | 'never-answers'
   | 'halted'
   | 'closed'
   | 'killed'
@@ -90,6 +99,8 @@ interface ScenarioContext {
   /** The pivot's position. */
   pivot: number;
   refs: References;
+  /** What the scenario tells the author (printed with its test), and whether it is a warning. */
+  note?: { text: string; warning: boolean };
 }
 
 /** One generated scenario. */
@@ -108,12 +119,25 @@ export interface ScenarioOutcome {
   error?: unknown;
   /** Wall-clock time of the scenario, ms. */
   ms: number;
+  /** What the scenario tells the author (e.g. the `never-answers` figure), and whether it is a warning. */
+  note?: { text: string; warning: boolean };
 }
 
 /** Wait of the `slow` fault that widens the window of two concurrent calls, ms. */
 const CONCURRENT_SLOW_MS = 1_000;
 /** Wait of the `slow` fault that keeps a killed worker's call in flight, ms. */
 const KILL_SLOW_MS = 2_500;
+/**
+ * The bound on how long an order whose provider never answers in time may wait before a person hears of it (its step's
+ * retry profile exhausted: `attention_required`): 15 minutes (docs/extending.md). Above it, `never-answers` warns.
+ */
+export const ATTENTION_BOUND_MS = 15 * 60_000;
+/** The client timeout of the `never-answers` attempts, ms (short, so the scenario takes seconds, not minutes). */
+const IMPATIENT_TIMEOUT_MS = 250;
+/** How long the provider of `never-answers` holds its first request before it acts, ms (beyond every attempt). */
+const NEVER_ANSWERS_SLOW_MS = 4_000;
+/** Attempts of `never-answers` while the provider holds the request. */
+const NEVER_ANSWERS_ATTEMPTS = 3;
 /** Activity ids beyond any plan's: an operator's retry (a new activity of the same workflow run). */
 const OPERATOR_RETRY_ID_BASE = 100;
 /** Activity ids of compensations (two different ones for the concurrent pair). */
@@ -256,6 +280,68 @@ function backoffMs(policy: RetryPolicy, attempt: number): number {
   const coefficient = policy.backoffCoefficient ?? 2;
   const maximum = msOptionalToNumber(policy.maximumInterval) ?? initial * 100;
   return Math.min(maximum, initial * coefficient ** (attempt - 1));
+}
+
+/** How long a retry profile takes to give up on a provider that never answers in time (see {@link attentionEstimate}). */
+export interface AttentionEstimate {
+  /** Attempts of the profile. */
+  attempts: number;
+  /** One attempt, ms: the client's timeout, within the profile's start-to-close. */
+  attemptMs: number;
+  /** The backoffs between the attempts, ms: the least (half of each, the kit's jitter) and the most. */
+  backoffMs: { min: number; max: number };
+  /** The whole wait until the last attempt fails (capped by the schedule-to-close timeout), ms. */
+  totalMs: { min: number; max: number };
+}
+
+/**
+ * How long `profile` keeps retrying a provider call that never answers within `providerTimeoutMs`, until the order
+ * reaches `attention_required` (the activity fails for good: after the pivot it waits for an operator; before it,
+ * the halt finds the outcome unknown): every attempt waits the client's timeout (or the start-to-close, if shorter),
+ * and between attempts the kit's jittered backoff (half the profile's interval, up to all of it).
+ */
+export function attentionEstimate(profile: RetryProfileName, providerTimeoutMs: number): AttentionEstimate {
+  const options = RETRY_PROFILES[profile];
+  const policy = retryPolicyOf(profile);
+  const attempts = policy.maximumAttempts ?? 1;
+  const startToClose = msOptionalToNumber(options.startToCloseTimeout) ?? Number.POSITIVE_INFINITY;
+  const attemptMs = Math.min(providerTimeoutMs, startToClose);
+  let max = 0;
+  for (let attempt = 1; attempt < attempts; attempt++) max += backoffMs(policy, attempt);
+  const min = max / 2;
+  const cap = msOptionalToNumber(options.scheduleToCloseTimeout) ?? Number.POSITIVE_INFINITY;
+  const total = (backoff: number) => Math.min(cap, attempts * attemptMs + backoff);
+  return { attempts, attemptMs, backoffMs: { min, max }, totalMs: { min: total(min), max: total(max) } };
+}
+
+/**
+ * What the `never-answers` scenario tells the author of `step`: how long its retry profile takes to bring an order
+ * whose provider never answers within `providerTimeoutMs` to `attention_required`, as a warning when it can take
+ * longer than {@link ATTENTION_BOUND_MS}.
+ */
+export function attentionNote(
+  step: string,
+  profile: RetryProfileName,
+  providerTimeoutMs: number,
+): { text: string; warning: boolean } {
+  const estimate = attentionEstimate(profile, providerTimeoutMs);
+  const figure =
+    `${step}: a provider that never answers in time puts the order in attention_required after ` +
+    `${minutes(estimate.totalMs.min)} to ${minutes(estimate.totalMs.max)} (retry profile ${profile}: ` +
+    `${estimate.attempts} attempts of ${estimate.attemptMs / 1000} s, PROVIDER_TIMEOUT_MS, and ` +
+    `${minutes(estimate.backoffMs.min)} to ${minutes(estimate.backoffMs.max)} of backoff)`;
+  const warning = estimate.totalMs.max > ATTENTION_BOUND_MS;
+  return {
+    text: warning
+      ? `WARNING ${figure}: above the ${minutes(ATTENTION_BOUND_MS)} bound of docs/extending.md; give the step a shorter retry profile`
+      : figure,
+    warning,
+  };
+}
+
+/** `ms` as minutes with one decimal, e.g. `9.5 min`. */
+function minutes(ms: number): string {
+  return `${(ms / 60_000).toFixed(1)} min`;
 }
 
 /**
@@ -454,6 +540,48 @@ const rejected: Scenario = {
       assertFootprint(await since(ctx, before), ctx.refs.once, "4xx then the operator's retry", 'once');
       await assertPlannedStatus(ctx, order, "4xx then the operator's retry");
     }
+  },
+};
+
+const neverAnswers: Scenario = {
+  id: 'never-answers',
+  title:
+    'a provider that never answers in time: every attempt an unknown outcome, at most one effect, the claim kept; ' +
+    'the same key settles it; prints how long the retry profile takes to reach attention_required',
+  async run(ctx) {
+    const step = providerStep(ctx.step)!;
+    const order = await prepared(ctx);
+    const key = step.key(order.orderId);
+    const natural = naturalActivityId(ctx.index);
+    const sim = ctx.lane.sims.provider(step.provider.name);
+    const stateBefore = await orderState(ctx.lane, order.orderId);
+    const before = await footprint(ctx.lane);
+    // The provider holds the first request past every attempt's timeout (then acts: the effect the client never
+    // heard of); the later attempts meet it in flight (409) or time out too. Either way: an unknown outcome.
+    sim.injectFault({ mode: 'slow', delayMs: NEVER_ANSWERS_SLOW_MS, keyPrefix: key, times: 1 });
+    const impatient = ctx.lane.impatient(IMPATIENT_TIMEOUT_MS);
+    for (let attempt = 1; attempt <= NEVER_ANSWERS_ATTEMPTS; attempt++) {
+      await expectFailure(
+        runStep(ctx.lane, order, ctx.index, { activityId: natural, attempt }, impatient),
+        { type: ErrorType.ProviderUnavailable, retryable: true, mayHaveActed: true },
+        `never answers (attempt ${attempt})`,
+      );
+      assert.equal(await claimStatus(ctx, order), 'sending', `never answers: the claim after attempt ${attempt}`);
+      assert.ok(sim.ledger.count(key) <= 1, `never answers: ${sim.ledger.count(key)} effects after attempt ${attempt}`);
+    }
+    assert.deepEqual(await orderState(ctx.lane, order.orderId), stateBefore, 'never answers: the order changed');
+    await quiesce(ctx.lane, NEVER_ANSWERS_SLOW_MS * 3);
+    assert.ok(sim.ledger.count(key) <= 1, `never answers: ${sim.ledger.count(key)} effects once the provider acted`);
+    // A later attempt under the same key gets the provider's answer: one effect, the status written.
+    const settled = await runStep(ctx.lane, order, ctx.index, {
+      activityId: natural,
+      attempt: NEVER_ANSWERS_ATTEMPTS + 1,
+    });
+    await assertOneEffect(ctx, order, settled, 'never answers, then answered');
+    assertFootprint(await since(ctx, before), ctx.refs.once, 'never answers, then answered', 'once');
+    await assertPlannedStatus(ctx, order, 'never answers, then answered');
+
+    ctx.note = attentionNote(ctx.step.name, order.plan.steps[ctx.index]!.retry, PROVIDER_TIMEOUT_MS);
   },
 };
 
@@ -675,7 +803,7 @@ export function scenariosFor(step: StepDefinition, registry: readonly StepDefini
     twice,
     concurrent,
     answerLost,
-    ...(step.kind === 'provider' ? [unavailable, rejected] : []),
+    ...(step.kind === 'provider' ? [unavailable, rejected, neverAnswers] : []),
     ...(index <= pivot ? [halted] : []),
     closed,
     killed,
@@ -705,6 +833,7 @@ export async function runBattery(
   for (const scenario of scenariosFor(step, lane.registry)) {
     const started = Date.now();
     let error: unknown;
+    ctx.note = undefined;
     try {
       await scenario.run(ctx);
     } catch (err) {
@@ -717,6 +846,7 @@ export async function runBattery(
       title: scenario.title,
       ...(error === undefined ? {} : { error }),
       ms: Date.now() - started,
+      ...(ctx.note ? { note: ctx.note } : {}),
     };
     outcomes.push(outcome);
     onOutcome(outcome);

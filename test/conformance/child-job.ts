@@ -4,7 +4,17 @@
  */
 import type { Info } from '@temporalio/activity';
 import type { Logger } from '@temporalio/common';
+import type { StepDefinition } from '../../activities/kit/define.js';
 import type { StepInput } from '../../activities/kit/run.js';
+import { PROVIDER_LIST } from '../../providers/index.js';
+import {
+  createProviderClient,
+  envPrefix,
+  type ProviderClients,
+  type ProviderDefinition,
+} from '../../providers/kit/define.js';
+import type { AppConfig } from '../../src/config/config.js';
+import { createProviderClients } from '../../src/config/provider-clients.js';
 
 /** Where a child process finds the registry of a lane: a module (absolute path) and the name of its export. */
 export interface RegistrySource {
@@ -40,3 +50,44 @@ export const SILENT_LOGGER: Logger = {
   warn: () => undefined,
   error: () => undefined,
 };
+
+/**
+ * Every provider a lane serves: the registered ones (providers/index.ts), and any other provider the registry's steps
+ * or compensations call (a test fixture's), in that order.
+ */
+export function laneProviders(registry: readonly StepDefinition[]): ProviderDefinition[] {
+  const providers = new Map(PROVIDER_LIST.map((p) => [p.name, p]));
+  for (const step of registry) {
+    if (step.kind === 'provider' && !providers.has(step.provider.name))
+      providers.set(step.provider.name, step.provider);
+    const compensation = step.compensation;
+    if (compensation?.kind === 'provider' && !providers.has(compensation.provider.name)) {
+      providers.set(compensation.provider.name, compensation.provider);
+    }
+  }
+  return [...providers.values()];
+}
+
+/**
+ * The provider clients of a lane, as the worker builds them from `config` (createProviderClients), plus a client of
+ * each provider only the registry names, at `<SIMULATOR_URL>/<name>` with `<NAME>_PROVIDER_API_KEY` of `env` and
+ * `timeoutMs` (default the configuration's `PROVIDER_TIMEOUT_MS`).
+ */
+export function laneClients(
+  registry: readonly StepDefinition[],
+  config: AppConfig,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = config.PROVIDER_TIMEOUT_MS,
+): ProviderClients {
+  const clients = { ...createProviderClients({ ...config, PROVIDER_TIMEOUT_MS: timeoutMs }) };
+  for (const provider of laneProviders(registry)) {
+    if (clients[provider.name]) continue;
+    clients[provider.name] = createProviderClient(provider, {
+      baseUrl: `${env.SIMULATOR_URL}/${provider.name}`,
+      apiKey: env[`${envPrefix(provider)}_PROVIDER_API_KEY`] ?? '',
+      timeoutMs,
+      settings: Object.fromEntries(Object.entries(provider.settings ?? {}).map(([n, s]) => [n, s.default])),
+    });
+  }
+  return clients;
+}

@@ -2,14 +2,18 @@
  * The conformance battery discriminates: the same battery functions the suite runs on the registry
  * (./steps.conformance.spec.ts) report the properties a deliberately broken step breaks
  * (./fixtures/broken-steps.ts), while they pass what it keeps; and they pass correct new steps added to the
- * registry the way issue 15 describes (./fixtures/extended-steps.ts), with no edit to the battery.
+ * registry the way issue 15 describes (./fixtures/extended-steps.ts), with no edit to the battery; and steps of a
+ * payments provider whose operations depend on each other (./fixtures/payment-steps.ts): an authorization placed
+ * first whose compensation voids it by the id of its answer, and a capture after the pivot that reads that answer.
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepDefinition } from '../../activities/kit/define.js';
-import { runBattery, type ScenarioId, type ScenarioOutcome } from './battery.js';
+import { attentionNote, runBattery, type ScenarioId, type ScenarioOutcome } from './battery.js';
 import { BROKEN_STEPS, bumpStockUnguarded, sendWithFreshKey } from './fixtures/broken-steps.js';
 import { selfCheckPoints, EXTENDED_STEPS, selfCheckNotice } from './fixtures/extended-steps.js';
+import { PAYMENT_STEPS } from './fixtures/payment-steps.js';
+import { authorizeTestPayment, captureTestPayment } from '../helpers/test-payments.js';
 import { openLane, type Lane, type RegistrySource } from './harness.js';
 
 /** A registry of the fixtures, as a child process loads it. */
@@ -29,6 +33,16 @@ const RUNS: Array<{ step: StepDefinition; registry: readonly StepDefinition[]; s
     step: selfCheckPoints,
     registry: EXTENDED_STEPS,
     source: fixtureRegistry('extended-steps.ts', 'EXTENDED_STEPS'),
+  },
+  {
+    step: authorizeTestPayment,
+    registry: PAYMENT_STEPS,
+    source: fixtureRegistry('payment-steps.ts', 'PAYMENT_STEPS'),
+  },
+  {
+    step: captureTestPayment,
+    registry: PAYMENT_STEPS,
+    source: fixtureRegistry('payment-steps.ts', 'PAYMENT_STEPS'),
   },
 ];
 
@@ -97,5 +111,27 @@ describe('conformance self-check', () => {
   // until the kit lets a step re-run on the status it wrote itself (activities/kit/run.ts, runDatabaseStep).
   it('passes a correct database step, idempotent by nature, appended after the last step', () => {
     expect(Object.fromEntries(failures(selfCheckPoints.name))).toEqual({});
+  });
+
+  it('passes a provider step placed first whose compensation voids by the id of its answer (ctx.forward)', () => {
+    expect(Object.fromEntries(failures(authorizeTestPayment.name))).toEqual({});
+    // Its compensation ran against the provider, and the never-answers scenario reported the profile's figure.
+    const scenarios = outcomes.get(authorizeTestPayment.name)!.map((o) => o.scenario);
+    expect(scenarios).toEqual(expect.arrayContaining(['compensation-once', 'never-answers']));
+  });
+
+  it("passes a provider step after the pivot whose request reads an earlier step's answer (ctx.answers)", () => {
+    expect(Object.fromEntries(failures(captureTestPayment.name))).toEqual({});
+  });
+
+  it('tells how long a provider that never answers keeps an order from a person, and warns above the bound', () => {
+    const note = outcomes.get(captureTestPayment.name)!.find((o) => o.scenario === 'never-answers')!.note!;
+    // providerCall: 15 attempts of 10 s and 2+4+8+16+32+60×9 s of backoff, of which the kit's jitter waits half to all.
+    expect(note.text).toContain('attention_required after 7.5 min to 12.5 min (retry profile providerCall');
+    expect(note.warning).toBe(false);
+    // A profile that keeps retrying longer than the bound is reported as a warning.
+    const long = attentionNote('slowStep', 'compensation', 10_000);
+    expect(long.warning).toBe(true);
+    expect(long.text).toMatch(/^WARNING slowStep: .* after 10\.4 min to 17\.4 min .* above the 15\.0 min bound/);
   });
 });

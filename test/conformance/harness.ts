@@ -3,8 +3,8 @@
  * a step registry), orders placed as the API places them, and activities run as a worker runs them.
  *
  * Everything is derived from the registry a lane is opened with: the plan of each order (buildPlan), the providers
- * (PROVIDER_LIST: one simulator server over HTTP, one client per provider), the activities (createActivities). No
- * step, provider, table or status is named here.
+ * (PROVIDER_LIST and any other its steps call: one simulator server over HTTP, one client per provider), the
+ * activities (createActivities). No step, provider, table or status is named here.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -19,18 +19,23 @@ import type { StepDefinition } from '../../activities/kit/define.js';
 import { buildPlan } from '../../activities/kit/plan.js';
 import type { CompensationResult, StepInput, StepResult } from '../../activities/kit/run.js';
 import type { ActivityDeps } from '../../activities/ports.js';
-import { PROVIDER_LIST } from '../../providers/index.js';
 import { envPrefix, type ProviderClient, type ProviderClients } from '../../providers/kit/define.js';
 import { testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
 import { startSimulators, type RunningSimulators } from '../../simulators/shared/idempotent-simulator.js';
 import { loadConfig } from '../../src/config/config.js';
-import { createProviderClients } from '../../src/config/provider-clients.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 import { StepPhase, type OrderPlan, type PlannedRetryProfile } from '../../workflows/order-plan.js';
 import { insertOrder, seedTestCatalogue, TEST_CATALOGUE } from '../helpers/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
-import { SILENT_LOGGER, type ChildJob, type ChildLane, type RegistrySource } from './child-job.js';
+import {
+  laneClients,
+  laneProviders,
+  SILENT_LOGGER,
+  type ChildJob,
+  type ChildLane,
+  type RegistrySource,
+} from './child-job.js';
 import { measureFootprint, readFootprintSchema, type Footprint, type FootprintSchema } from './footprint.js';
 
 export { SILENT_LOGGER, type ChildJob, type RegistrySource };
@@ -44,8 +49,11 @@ export const PROJECT_REGISTRY: RegistrySource = {
 /** Lease of a `sending` claim in the lanes, ms: as in production, longer than any scenario, so no claim expires. */
 export const CLAIM_LEASE_MS = 120_000;
 
-/** Per-request timeout of the provider clients, ms (the slow faults of the battery stay well below it). */
-const PROVIDER_TIMEOUT_MS = 10_000;
+/**
+ * Per-request timeout of the provider clients, ms: the configuration's default, as in production (the slow faults
+ * of the battery stay well below it, but for the one that plays a provider that never answers in time).
+ */
+export const PROVIDER_TIMEOUT_MS = 10_000;
 
 /**
  * One lane of the battery: everything a step's scenarios run against, shared by nobody else, so footprints and
@@ -55,10 +63,18 @@ export interface Lane {
   registry: readonly StepDefinition[];
   registrySource: RegistrySource;
   db: TestDatabase;
-  /** One real HTTP server simulating every registered provider under `/<name>`, with their test API keys. */
+  /**
+   * One real HTTP server simulating every provider of the lane (the registered ones and those only its registry
+   * calls) under `/<name>`, with their test API keys.
+   */
   sims: RunningSimulators;
   deps: ActivityDeps;
   activities: OrderActivities;
+  /**
+   * The activities of the registry with provider clients that give up after `timeoutMs` (for the scenario of a
+   * provider that never answers in time), built when first asked.
+   */
+  impatient(timeoutMs: number): OrderActivities;
   /** Provider client calls made by this process, by provider name (each counted when the call starts). */
   calls: Map<string, number>;
   /** The environment of a child process that runs an activity of this lane (see fixtures/step-process.ts). */
@@ -76,9 +92,13 @@ export interface Lane {
  * resolves to `<SIMULATOR_URL>/<name>`), the simulator's URL, and each provider's test API key as
  * `<NAME>_PROVIDER_API_KEY`.
  */
-function laneEnvironment(simulatorUrl: string, apiKeys: Record<string, string>): NodeJS.ProcessEnv {
+function laneEnvironment(
+  simulatorUrl: string,
+  apiKeys: Record<string, string>,
+  providers: readonly { name: string }[],
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const provider of PROVIDER_LIST) delete env[`${envPrefix(provider)}_PROVIDER_URL`];
+  for (const provider of providers) delete env[`${envPrefix(provider)}_PROVIDER_URL`];
   for (const [name, key] of Object.entries(apiKeys)) env[`${envPrefix({ name })}_PROVIDER_API_KEY`] = key;
   env.SIMULATOR_URL = simulatorUrl;
   env.PROVIDER_TIMEOUT_MS = String(PROVIDER_TIMEOUT_MS);
@@ -110,18 +130,20 @@ function countingClients(clients: ProviderClients, calls: Map<string, number>): 
  * `registry` (createActivities).
  */
 export async function openLane(registry: readonly StepDefinition[], registrySource: RegistrySource): Promise<Lane> {
-  const apiKeys = testProviderApiKeys(PROVIDER_LIST);
-  const [db, sims] = await Promise.all([createTestDatabase(), startSimulators(PROVIDER_LIST, { apiKeys })]);
+  const providers = laneProviders(registry);
+  const apiKeys = testProviderApiKeys(providers);
+  const [db, sims] = await Promise.all([createTestDatabase(), startSimulators(providers, { apiKeys })]);
   await seedTestCatalogue(db.prisma);
-  const childEnv = laneEnvironment(sims.url, apiKeys);
+  const childEnv = laneEnvironment(sims.url, apiKeys, providers);
   const config = loadConfig(childEnv);
   const calls = new Map<string, number>();
   const deps: ActivityDeps = {
     db: db.sql,
-    providers: countingClients(createProviderClients(config), calls),
+    providers: countingClients(laneClients(registry, config, childEnv), calls),
     idempotencyRecords: { purgeExpired: async () => 0 },
     settings: { claimLeaseMs: CLAIM_LEASE_MS },
   };
+  const impatient = new Map<number, OrderActivities>();
   const children = new Set<ChildProcess>();
   const lane: Lane = {
     registry,
@@ -130,6 +152,13 @@ export async function openLane(registry: readonly StepDefinition[], registrySour
     sims,
     deps,
     activities: createActivities(deps, registry),
+    impatient(timeoutMs) {
+      if (!impatient.has(timeoutMs)) {
+        const clients = countingClients(laneClients(registry, config, childEnv, timeoutMs), calls);
+        impatient.set(timeoutMs, createActivities({ ...deps, providers: clients }, registry));
+      }
+      return impatient.get(timeoutMs)!;
+    },
     calls,
     childEnv,
     schema: await readFootprintSchema(db.sql),
@@ -214,7 +243,7 @@ export interface Execution {
 }
 
 /** The retry policy of a profile (workflows/activity-options.ts). */
-export function retryPolicyOf(profile: PlannedRetryProfile | 'compensation'): RetryPolicy {
+export function retryPolicyOf(profile: keyof typeof RETRY_PROFILES): RetryPolicy {
   const policy = RETRY_PROFILES[profile].retry;
   if (!policy) throw new Error(`retry profile ${profile} has no retry policy`);
   return policy;
@@ -261,11 +290,17 @@ export function naturalActivityId(index: number): string {
 
 /**
  * Runs the plan's step at `index` as `execution` (default: its natural activity id, attempt 1) through the lane's
- * real activity.
+ * real activity (or `activities`'s, e.g. {@link Lane.impatient}'s).
  */
-export function runStep(lane: Lane, order: PlacedOrder, index: number, execution?: Execution): Promise<StepResult> {
+export function runStep(
+  lane: Lane,
+  order: PlacedOrder,
+  index: number,
+  execution?: Execution,
+  activities: OrderActivities = lane.activities,
+): Promise<StepResult> {
   const planned = order.plan.steps[index]!;
-  const fn = lane.activities[planned.name] as (input: StepInput) => Promise<StepResult>;
+  const fn = activities[planned.name] as (input: StepInput) => Promise<StepResult>;
   if (!fn) throw new Error(`no activity ${planned.name} in the lane's registry`);
   const exec = execution ?? { activityId: naturalActivityId(index), attempt: 1 };
   return runActivity(

@@ -9,6 +9,8 @@
  * ledger counts a scenario measures are its own. Lanes run at the same time; within a lane scenarios run one after
  * another (the later ones compare with the first's footprint). The battery starts in `beforeAll` without waiting;
  * each test waits for its scenario's outcome, so results come in as the lanes progress.
+ *
+ * `CONFORMANCE_STEPS=<name>,<name>` runs the battery of those steps only (e.g. the step you are writing).
  */
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { STEPS } from '../../activities/steps/index.js';
@@ -34,9 +36,16 @@ function pending(): Pending {
   return { promise, resolve, reject };
 }
 
+/** The steps whose battery runs: every step of the registry, or those `CONFORMANCE_STEPS` names. */
+const only = process.env.CONFORMANCE_STEPS?.split(',').map((s) => s.trim());
+const UNDER_TEST = only ? STEPS.filter((s) => only.includes(s.name)) : STEPS;
+if (only && UNDER_TEST.length !== only.length) {
+  throw new Error(`CONFORMANCE_STEPS names a step the registry lacks: ${only.join(', ')}`);
+}
+
 /** `<step>/<scenario>` → its outcome, created while the tests are collected. */
 const outcomes = new Map<string, Pending>();
-for (const step of STEPS) {
+for (const step of UNDER_TEST) {
   for (const scenario of scenariosFor(step, STEPS)) outcomes.set(`${step.name}/${scenario.id}`, pending());
 }
 
@@ -44,7 +53,7 @@ let battery: Promise<unknown> = Promise.resolve();
 
 beforeAll(() => {
   battery = Promise.all(
-    STEPS.map(async (step) => {
+    UNDER_TEST.map(async (step) => {
       let lane: Lane | undefined;
       try {
         lane = await openLane(STEPS, PROJECT_REGISTRY);
@@ -62,7 +71,7 @@ afterAll(async () => {
   await battery;
 });
 
-for (const step of STEPS) {
+for (const step of UNDER_TEST) {
   describe(`${step.name} (${step.kind} step, ${step.phase})`, () => {
     for (const scenario of scenariosFor(step, STEPS)) {
       const title = scenario.id.startsWith('compensation')
@@ -73,6 +82,9 @@ for (const step of STEPS) {
         async () => {
           const outcome = await outcomes.get(`${step.name}/${scenario.id}`)!.promise;
           if (outcome.error !== undefined) throw outcome.error;
+          // What the scenario tells the author, in the test output (e.g. how long a provider that never answers
+          // keeps an order from a person).
+          if (outcome.note) (outcome.note.warning ? console.warn : console.log)(outcome.note.text);
         },
         120_000,
       );

@@ -23,12 +23,11 @@ import {
 } from '../../activities/index.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { buildPlan } from '../../activities/kit/plan.js';
-import { STEPS } from '../../activities/steps/index.js';
-import { PROVIDER_LIST } from '../../providers/index.js';
 import type { ProviderDefinition } from '../../providers/kit/define.js';
 import { pivotIndex, type OrderFacts, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
 import { fakeProviders, type FakeProvider } from './fake-providers.js';
 import type { TestDatabase } from './postgres.js';
+import { SHIPPED_PROVIDERS, SHIPPED_STEPS } from './shipped-steps.js';
 
 /** Order facts for plans built in tests (a plan's statuses and ranks do not depend on them). */
 export const SAMPLE_FACTS: OrderFacts = {
@@ -40,8 +39,8 @@ export const SAMPLE_FACTS: OrderFacts = {
   lines: [{ sku: 'MUG-WHT', quantity: 1 }],
 };
 
-/** The registry's plan, as the API builds it for a new order. */
-export const PLAN: OrderPlan = buildPlan(STEPS, SAMPLE_FACTS);
+/** The plan of the shipped steps (./shipped-steps.ts), as the API builds it for a new order. */
+export const PLAN: OrderPlan = buildPlan(SHIPPED_STEPS, SAMPLE_FACTS);
 
 /**
  * The planned step `name` of `plan`.
@@ -121,9 +120,9 @@ export interface KitTestBed {
 
 /** Options of {@link kitTestBed}. */
 export interface KitTestBedOptions {
-  /** The step registry (default: STEPS). */
+  /** The step registry (default: the shipped steps, ./shipped-steps.ts). */
   steps?: readonly StepDefinition[];
-  /** The providers to fake (default: PROVIDER_LIST). */
+  /** The providers to fake (default: the shipped providers). */
   providers?: readonly ProviderDefinition[];
   /** ActivitySettings.claimLeaseMs (default 60 000). */
   claimLeaseMs?: number;
@@ -131,8 +130,8 @@ export interface KitTestBedOptions {
 
 /** Builds the activities of `options.steps` over `db` (its node-postgres client, as the worker wires it). */
 export function kitTestBed(db: TestDatabase, options: KitTestBedOptions = {}): KitTestBed {
-  const steps = options.steps ?? STEPS;
-  const { fakes, clients } = fakeProviders(options.providers ?? PROVIDER_LIST);
+  const steps = options.steps ?? SHIPPED_STEPS;
+  const { fakes, clients } = fakeProviders(options.providers ?? SHIPPED_PROVIDERS);
   const acts = createActivities(
     {
       db: db.sql,

@@ -5,9 +5,21 @@
  * purpose (the expected path and body are not computed with the code under test); an operation added later gets its
  * sample from its definition's `example` (what `npm run new:step` writes), so adding a provider edits no test. An
  * operation with neither fails {@link operationSamples} (and so those specs) until one is written.
+ *
+ * An operation that acts on what another created (a capture of an authorization: its example names the operation in
+ * `after`) has a chained sample: its request, path and body come from the earlier operations' answers. Against a
+ * recording server the examples' answers serve; against the simulator, {@link liveSample} performs the earlier
+ * operations first, each time under keys of its own (`setup:<hash of the key>:<operation>`), so every key of a test acts on an
+ * effect of its own.
  */
+import { createHash } from 'node:crypto';
 import { PROVIDER_LIST } from '../../providers/index.js';
-import { operationPath, type OperationDefinition, type ProviderDefinition } from '../../providers/kit/define.js';
+import {
+  operationPath,
+  withoutPathParams,
+  type OperationDefinition,
+  type ProviderDefinition,
+} from '../../providers/kit/define.js';
 
 /** A sample call of one operation. */
 export interface OperationSample {
@@ -19,7 +31,9 @@ export interface OperationSample {
   id: string;
   /** The client's settings for this provider (e.g. `{ from }`). */
   settings: Record<string, string>;
-  /** A valid request, as a step builds it. */
+  /** Operations of the same provider that must have acted first (their answers feed this one's request). */
+  after: string[];
+  /** A valid request, as a step builds it (a chained sample: from its earlier operations' example answers). */
   request: Record<string, unknown>;
   /** The JSON body the client must send for it (the settings applied). */
   body: Record<string, unknown>;
@@ -29,9 +43,12 @@ export interface OperationSample {
   invalid: { request: Record<string, unknown>; detail: RegExp };
   /** A valid 2xx answer (status and body) and the provider id the client must read from it. */
   answer: { status: number; body: Record<string, unknown>; providerId: string };
+  /** The request, body and path of a chained sample from the earlier operations' answer bodies (by name). */
+  from(earlier: Readonly<Record<string, unknown>>): Pick<OperationSample, 'request' | 'body' | 'path'>;
 }
 
-type Sample = Omit<OperationSample, 'provider' | 'operation' | 'id' | 'name'>;
+type Sample = Omit<OperationSample, 'provider' | 'operation' | 'id' | 'name' | 'after' | 'from'> &
+  Partial<Pick<OperationSample, 'after' | 'from'>>;
 
 const message = {
   to: 'ada@example.com',
@@ -109,7 +126,8 @@ export function operationSamples(providers: readonly ProviderDefinition[] = PROV
         missing.push(id);
         return [];
       }
-      return [{ ...sample, provider, name, operation, id }];
+      const fixed = { request: sample.request, body: sample.body, path: sample.path };
+      return [{ after: [], from: () => fixed, ...sample, provider, name, operation, id }];
     }),
   );
   if (missing.length > 0) {
@@ -119,25 +137,38 @@ export function operationSamples(providers: readonly ProviderDefinition[] = PROV
 }
 
 /**
- * The sample of an operation from its definition's `example`: the request as given, its body and path as the client
- * builds them (the provider's default settings applied), a JSON array as the request it refuses (every operation's
- * request is an object), and the example's answer.
+ * The sample of an operation from its definition's `example`: the request as given (or, for an operation with
+ * `after`, from the earlier operations' example answers), its body and path as the client builds them (the provider's
+ * default settings applied, the path's members left out of the body when the operation says so), a JSON array as the
+ * request it refuses (every operation's request is an object), and the example's answer.
  * @returns undefined when the operation has no example.
  */
 function fromExample(provider: ProviderDefinition, operation: OperationDefinition): Sample | undefined {
   const example = operation.example;
   if (!example) return undefined;
   const settings = Object.fromEntries(Object.entries(provider.settings ?? {}).map(([n, s]) => [n, s.default]));
-  const request = example.request as Record<string, unknown>;
-  const body = (operation.withSettings ? operation.withSettings(request, settings) : request) as Record<
-    string,
-    unknown
-  >;
+  const after = [...(example.after ?? [])];
+  const from = (earlier: Readonly<Record<string, unknown>>) => {
+    const request = (example.requestFrom ? example.requestFrom(earlier) : example.request) as Record<string, unknown>;
+    if (request === undefined) throw new Error(`the example of ${provider.name} has neither request nor requestFrom`);
+    const full = (operation.withSettings ? operation.withSettings(request, settings) : request) as Record<
+      string,
+      unknown
+    >;
+    const body = (operation.paramsInBody === false ? withoutPathParams(operation.path, full) : full) as Record<
+      string,
+      unknown
+    >;
+    return { request, body, path: operationPath(operation.path, full) };
+  };
+  const exampleAnswers = Object.fromEntries(
+    after.map((name) => [name, provider.operations[name]?.example?.answer.body]),
+  );
   return {
     settings,
-    request,
-    body,
-    path: operationPath(operation.path, body),
+    after,
+    from,
+    ...from(exampleAnswers),
     invalid: { request: [] as unknown as Record<string, unknown>, detail: /expected object/i },
     answer: {
       status: example.answer.status,
@@ -145,4 +176,32 @@ function fromExample(provider: ProviderDefinition, operation: OperationDefinitio
       providerId: operation.providerId(operation.response.parse(example.answer.body)),
     },
   };
+}
+
+/**
+ * `sample` ready to send under `key`: as it is, or for a chained sample, with its request, body and path from the
+ * answers of its earlier operations, performed first through `perform` (each under `setup:<hash of key>:<operation>`,
+ * recursively for their own chains).
+ * @param perform sends one sample's body to its path under a key and returns the answer body (a 2xx).
+ */
+export async function liveSample(
+  sample: OperationSample,
+  samples: readonly OperationSample[],
+  key: string,
+  perform: (earlier: OperationSample, key: string) => Promise<unknown>,
+): Promise<OperationSample> {
+  if (sample.after.length === 0) return sample;
+  const earlier: Record<string, unknown> = {};
+  for (const name of sample.after) {
+    const before = samples.find((s) => s.provider === sample.provider && s.name === name);
+    if (!before) throw new Error(`${sample.id}: its example runs after ${name}, which has no sample`);
+    const setupKey = `setup:${createHash('sha256').update(key).digest('hex').slice(0, 16)}:${name}`;
+    earlier[name] = await perform(await liveSample(before, samples, setupKey, perform), setupKey);
+  }
+  return { ...sample, ...sample.from(earlier) };
+}
+
+/** True for the key of an effect {@link liveSample} caused (not the test's own). */
+export function isSetupKey(key: string): boolean {
+  return key.startsWith('setup:');
 }

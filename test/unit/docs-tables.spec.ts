@@ -2,12 +2,17 @@
  * The documentation tables that restate code (retry profiles in docs/guarantees.md, limits in docs/api.md, metrics
  * in docs/operations.md) must be exactly what `npm run docs:tables` generates from the code
  * (scripts/lib/docs-tables.ts): a change to a retry profile, a limit or a metric without regenerating the docs fails
- * here.
+ * here. So must the code blocks that show a file by reference (the scaffold's templates in docs/extending.md).
  */
-import { readFile } from 'node:fs/promises';
+import { appendFile, cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../../scripts/lib/env.js';
 import {
   docPath,
+  EMBED_FILES,
   GENERATED_FILES,
   GENERATED_SECTIONS,
   markers,
@@ -155,5 +160,33 @@ describe('docs generated tables', () => {
     expect(registryProfileUsage(STEPS).get('compensation')).toEqual(
       STEPS.flatMap((s) => (s.compensation ? [s.compensation.name] : [])).sort(),
     );
+  });
+});
+
+describe('files shown by reference (embedme: a block whose first line is `// <path>`)', () => {
+  const verify = (cwd: string) =>
+    execa('embedme', ['--source-root', '.', '--verify', ...EMBED_FILES], { cwd, preferLocal: true, reject: false });
+
+  it('are the files as they are, and each such document shows at least one', async () => {
+    expect((await verify(repoRoot())).exitCode).toBe(0);
+    for (const file of EMBED_FILES) expect(await read(file)).toMatch(/```\w+\n\/\/ scripts\/templates\/\S+\n/);
+  });
+
+  it('notice a block that differs from its file (the check can fail)', async () => {
+    const copy = await mkdtemp(path.join(tmpdir(), 'embeds-'));
+    try {
+      for (const file of EMBED_FILES) {
+        const text = await read(file);
+        const shown = [...text.matchAll(/```\w+\n\/\/ (\S+)\n/g)].map((m) => m[1]!);
+        for (const source of [file, ...shown]) {
+          await mkdir(path.dirname(path.join(copy, source)), { recursive: true });
+          await cp(path.join(repoRoot(), source), path.join(copy, source));
+        }
+        await appendFile(path.join(copy, shown[0]!), '// changed after the document was written\n');
+      }
+      expect((await verify(copy)).exitCode).toBe(1);
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
   });
 });

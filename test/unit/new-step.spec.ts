@@ -1,45 +1,41 @@
 /**
- * The step scaffold (`npm run new:step`, scripts/lib/new-step.ts): the names it derives, what it refuses (with
- * nothing written), where it places the step, the request it builds from a provider's schema, and that a second
- * run of the same command is refused. Each case writes into a temporary folder holding the two registry files (and
- * the prettier configuration), never into the checkout. That the written files compile, lint and pass the
- * conformance suite is proved by `npm run check:extending` (scripts/check-extending.ts) on a copy of the repository.
+ * The step scaffold (`npm run new:step`, scripts/lib/new-step.ts): what it refuses (one line, nothing written),
+ * where it places the step (last, `--before`, `--after`, and the phase that follows), what it writes (the templates
+ * of scripts/templates/ with the names substituted, one line above each registry's marker) and what it lists as
+ * guessed or to write. It runs on whatever the registry holds, and its own steps' names are the spec's, so a step
+ * someone adds never collides with them. Each case writes into a temporary folder holding the registry files; the
+ * last case scaffolds a database step and a provider step with a new provider into a copy of the working tree and
+ * proves they pass the typecheck, eslint, prettier and the conformance battery there.
  */
-import { cp, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import ts from 'typescript';
+import { promisify, stripVTControlCharacters } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { accounting } from '../../providers/accounting.provider.js';
-import { carrier } from '../../providers/carrier.provider.js';
-import { email } from '../../providers/email.provider.js';
-import {
-  deriveStepNames,
-  describeScaffold,
-  loadRegistryView,
-  NOTIFICATION_REQUEST,
-  parseNewStepArgs,
-  planScaffold,
-  requestSource,
-  runNewStep,
-  ScaffoldRefusal,
-  type RegistryView,
-} from '../../scripts/lib/new-step.js';
+import { StepPhase } from '../../activities/kit/define.js';
+import { STEPS } from '../../activities/steps/index.js';
+import { PROVIDERS } from '../../providers/index.js';
 import { repoRoot } from '../../scripts/lib/env.js';
-import { EXTENDING_DOC, newStepArguments, readWorkedExample } from '../../scripts/check-extending.js';
+import { runNewStep, ScaffoldRefusal, USAGE } from '../../scripts/lib/new-step.js';
+import { testpay } from '../helpers/test-payments.js';
 
+const run = promisify(execFile);
 const REGISTRY_FILES = ['activities/steps/index.ts', 'providers/index.ts', '.prettierrc.json'];
+const FIRST = STEPS[0]!.name;
+const PIVOT = STEPS.find((s) => s.phase === StepPhase.Pivot)!.name;
+const LAST = STEPS.at(-1)!.name;
+/** A registered provider and its file, for the cases that call an existing provider. */
+const [EXISTING] = Object.keys(PROVIDERS);
 
 let root: string;
-let view: RegistryView;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(tmpdir(), 'new-step-'));
-  for (const file of REGISTRY_FILES) {
+  for (const file of [...REGISTRY_FILES, `providers/${EXISTING}.provider.ts`]) {
     await mkdir(path.dirname(path.join(root, file)), { recursive: true });
     await cp(path.join(repoRoot(), file), path.join(root, file));
   }
-  view = loadRegistryView();
 });
 afterEach(async () => {
   await rm(root, { recursive: true, force: true });
@@ -57,10 +53,10 @@ async function snapshot(): Promise<Record<string, string>> {
   return Object.fromEntries(entries.sort(([a], [b]) => a.localeCompare(b)));
 }
 
-/** Runs new:step and returns the refusal's message (the test fails if it was not refused). */
-async function refusal(argv: string[]): Promise<string> {
+/** Runs new:step and returns the refusal's message (the test fails if it was not refused, or wrote anything). */
+async function refusal(argv: string[], registries?: Parameters<typeof runNewStep>[2]): Promise<string> {
   const before = await snapshot();
-  const error = await runNewStep(argv, root, view).then(
+  const error = await runNewStep(argv, root, registries).then(
     () => undefined,
     (err: unknown) => err,
   );
@@ -71,288 +67,196 @@ async function refusal(argv: string[]): Promise<string> {
   return message;
 }
 
-/** The step identifiers of `validateSteps([...])` in the written registry, in order. */
+/** The step lines of `validateSteps([...])` in the written registry, in order. */
 async function registryOrder(): Promise<string[]> {
   const text = await readFile(path.join(root, 'activities/steps/index.ts'), 'utf8');
   const list = /validateSteps\(\[([^\]]*)\]\)/.exec(text)![1]!;
   return list
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /^\w+,$/.test(l))
+    .map((l) => l.slice(0, -1));
 }
 
-/** TypeScript's syntax errors in a written file (the full typecheck runs in check:extending). */
-function syntaxErrors(file: string, text: string): string[] {
-  const out = ts.transpileModule(text, { fileName: file, reportDiagnostics: true });
-  return (out.diagnostics ?? []).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-}
+const read = (file: string) => readFile(path.join(root, file), 'utf8');
 
-describe('names', () => {
+describe('refusals: one line, nothing written', () => {
   it.each([
-    ['sendShippingNotice', 'send-shipping-notice', 'shipping_notice_sent', 'Shipping notice sent'],
-    ['awardLoyaltyPoints', 'award-loyalty-points', 'loyalty_points_awarded', 'Loyalty points awarded'],
-    ['notifyCustomer', 'notify-customer', 'customer_notified', 'Customer notified'],
-    ['createReturnLabel', 'create-return-label', 'return_label_created', 'Return label created'],
-    ['shipGiftCard', 'ship-gift-card', 'gift_card_shipped', 'Gift card shipped'],
-    ['sendSms', 'send-sms', 'sms_sent', 'Sms sent'],
-    ['writeAuditEntry', 'write-audit-entry', 'audit_entry_written', 'Audit entry written'],
-    // consonant-vowel-consonant verbs the table does not know: no guess at a doubled consonant
-    ['zapWidget', 'zap-widget', 'zap_widget_done', 'Zap widget done'],
-  ])('%s → %s.step.ts, status %s (%s)', (name, kebab, status, label) => {
-    const names = deriveStepNames(name);
-    expect([names.kebab, names.status, names.label]).toEqual([kebab, status, label]);
-  });
-
-  it('describes the step in the third person', () => {
-    expect(deriveStepNames('sendShippingNotice').sentence).toBe('Sends the shipping notice');
-    expect(deriveStepNames('notifyCustomer').sentence).toBe('Notifies the customer');
-    expect(deriveStepNames('pushStockLevels').sentence).toBe('Pushes the stock levels');
-  });
-
-  it.each([
-    'SendNotice',
-    'send',
-    'send_notice',
-    'sendSMS',
-    'send-notice',
-    '1send',
-    'sendNotice!',
-    `send${'Notice'.repeat(11)}`,
-  ])('refuses %s: not camelCase verb + object', (name) => {
-    expect(() => deriveStepNames(name)).toThrow(ScaffoldRefusal);
-  });
-});
-
-describe('command line', () => {
-  it('reads the name and the options', () => {
-    expect(parseNewStepArgs(['sendShippingNotice', '--provider', 'sms', '--after', 'shipOrder'])).toEqual({
-      name: 'sendShippingNotice',
-      provider: 'sms',
-      after: 'shipOrder',
-    });
-    expect(parseNewStepArgs(['--help']).help).toBe(true);
-  });
-
-  it.each([[[]], [['a', 'b']], [['sendX', '--bogus']], [['sendX', '--provider']]])(
-    'refuses %j with one line',
-    (argv) => {
-      expect(() => parseNewStepArgs(argv)).toThrow(ScaffoldRefusal);
-    },
-  );
-});
-
-describe('refusals: one line, exit 1 (in the CLI), nothing written', () => {
-  it.each([
-    [['shipOrder'], /shipOrder exists: it is a step/],
-    [['releaseInventory'], /releaseInventory exists: it is an activity/],
-    [['voidInvoice', '--provider', 'sms'], /voidInvoice exists/],
-    [['haltOrder'], /haltOrder exists/],
-    [['purgeExpiredIdempotencyRecords'], /exists/],
-    [['awardLoyaltyPoints', '--after', 'packOrder'], /--after packOrder: no such step/],
-    [['sendShippingNotice', '--provider', 'SMS'], /provider name SMS is not \[a-z\]\[a-z0-9\]\*/],
-    [['sendShippingNotice', '--provider', 'sms-gateway'], /provider name sms-gateway/],
-    [['sendShippingNotice', '--provider', '9sms'], /provider name 9sms/],
-    [['sendShippingNotice', '--status', 'shipped'], /status shipped is taken \(by shipOrder\)/],
-    [['sendShippingNotice', '--status', 'completed'], /status completed is taken/],
-    [['sendShippingNotice', '--status', 'Not-Snake'], /not snake_case/],
-    [['sendShippingNotice', '--provider', 'email', '--operation', 'fax'], /provider email has no operation fax/],
-    [['sendShippingNotice', '--provider', 'sms', '--operation', 'notify'], /is new: it gets one operation, send/],
-    [['awardLoyaltyPoints', '--operation', 'send'], /--operation needs --provider/],
-    [['send_notice'], /not an activity name/],
-  ])('%j', async (argv, message) => {
+    [[], /one activity name/],
+    [['scaffoldSpecA', 'scaffoldSpecB'], /one activity name/],
+    [['scaffoldSpecA', '--bogus'], /Unknown option/],
+    [['scaffoldSpecA', '--before', FIRST, '--after', LAST], /--before or --after, not both/],
+    [['scaffoldSpecA', '--after', 'noSuchStep'], /no step noSuchStep/],
+    [['ScaffoldSpecA'], /ScaffoldSpecA: not a camelCase activity name/],
+    [['scaffold-spec'], /not a camelCase activity name/],
+    [[FIRST], new RegExp(`step ${FIRST}: the name is taken`)],
+    [['haltOrder'], /step haltOrder: the name is taken/],
+    [['scaffoldSpecA', '--status', STEPS[0]!.status], new RegExp(`status ${STEPS[0]!.status} is taken`)],
+    [['scaffoldSpecA', '--status', 'completed'], /status completed is taken/],
+    [['scaffoldSpecA', '--status', 'Not-Snake'], /status Not-Snake is not snake_case/],
+    [['scaffoldSpecA', '--provider', 'SMS'], /provider name SMS is not \[a-z\]\[a-z0-9\]\*/],
+    [['scaffoldSpecA', '--provider', '9sms'], /provider name 9sms is not/],
+    [['scaffoldSpecA', '--operation', 'send'], /--operation needs --provider/],
+    [['scaffoldSpecA', '--provider', EXISTING!, '--operation', 'fax'], new RegExp(`has no operation fax`)],
+    [['scaffoldSpecA', '--provider', 'scaffoldspec', '--operation', 'notify'], /has no operation notify/],
+  ] as Array<[string[], RegExp]>)('%j', async (argv, message) => {
     expect(await refusal(argv)).toMatch(message);
   });
 
-  it('refuses a step file that exists, though the registry does not list it', async () => {
-    await cp(
-      path.join(repoRoot(), 'activities/steps/ship-order.step.ts'),
-      path.join(root, 'activities/steps/award-loyalty-points.step.ts'),
+  it('asks which operation of a provider with several, and refuses a provider whose file it cannot import', async () => {
+    const registries = { steps: STEPS, providers: { ...PROVIDERS, testpay } };
+    expect(await refusal(['scaffoldSpecA', '--provider', 'testpay', '--operation', 'capture'], registries)).toMatch(
+      /providers\/testpay.provider.ts not found: the step template imports testpay from there/,
     );
-    expect(await refusal(['awardLoyaltyPoints'])).toMatch(/award-loyalty-points\.step\.ts exists/);
+    await writeFile(path.join(root, 'providers/testpay.provider.ts'), '// as the registry has it\n');
+    expect(await refusal(['scaffoldSpecA', '--provider', 'testpay'], registries)).toMatch(
+      /testpay has several operations: --operation authorize,capture,void/,
+    );
   });
 
-  it('refuses the same command run twice: the second run changes nothing', async () => {
-    await runNewStep(['sendShippingNotice', '--provider', 'sms', '--after', 'shipOrder'], root, view);
-    expect(await refusal(['sendShippingNotice', '--provider', 'sms', '--after', 'shipOrder'])).toMatch(
-      /send-shipping-notice\.step\.ts exists/,
-    );
-    // Under another name with the same new provider: its file exists now, and the (stale) view does not list it.
-    expect(await refusal(['sendDeliveryNotice', '--provider', 'sms'])).toMatch(/providers\/sms\.provider\.ts exists/);
+  it('refuses a step file or a provider file that exists, and the same command run twice', async () => {
+    await writeFile(path.join(root, 'providers/scaffoldspec.provider.ts'), '// not registered\n');
+    expect(await refusal(['scaffoldSpecA', '--provider', 'scaffoldspec'])).toMatch(/exists, unregistered/);
+    await runNewStep(['scaffoldSpecB'], root);
+    expect(await refusal(['scaffoldSpecB'])).toMatch(/activities\/steps\/scaffold-spec-b.step.ts exists/);
+  });
+
+  it('prints the usage for --help, writing nothing', async () => {
+    const before = await snapshot();
+    expect(await runNewStep(['--help'], root)).toBe(USAGE);
+    expect(await snapshot()).toEqual(before);
   });
 });
 
-describe('what it writes and where it places the step', () => {
-  it('a provider step with a new provider: four files, after shipOrder, after-pivot, key from the work', async () => {
-    const before = await snapshot();
-    const printed = await runNewStep(['sendShippingNotice', '--provider', 'sms', '--after', 'shipOrder'], root, view);
-    const after = await snapshot();
-    const changed = Object.keys(after).filter((f) => after[f] !== before[f]);
-    expect(changed.sort()).toEqual([
-      'activities/steps/index.ts',
-      'activities/steps/send-shipping-notice.step.ts',
-      'providers/index.ts',
-      'providers/sms.provider.ts',
-    ]);
-    expect(printed).toContain('+ activities/steps/send-shipping-notice.step.ts');
-    expect(printed).toContain('~ activities/steps/index.ts');
-    expect(printed).toContain('+ providers/sms.provider.ts');
-    expect(printed).toContain('~ providers/index.ts');
-    expect(printed).toContain('npm run test:conformance');
-
-    const order = await registryOrder();
-    expect(order.indexOf('sendShippingNotice')).toBe(order.indexOf('shipOrder') + 1);
-    expect(order).toHaveLength(view.steps.length + 1);
-    const step = after['activities/steps/send-shipping-notice.step.ts']!;
-    expect(step).toContain('phase: StepPhase.AfterPivot');
-    expect(step).toContain("status: 'shipping_notice_sent'");
-    expect(step).toContain('return `send-shipping-notice:${orderId}`;');
-    expect(step).toContain("import { sms } from '../../providers/sms.provider.js';");
-    expect(step).toMatch(/\n {2}\/\/ No `record`/);
-    expect(step).not.toMatch(/\n {2}async record/);
-    expect(after['activities/steps/index.ts']).toContain(
-      "import { sendShippingNotice } from './send-shipping-notice.step.js';",
+describe('what it writes and where', () => {
+  it('a provider step with a new provider: four files, the templates with the names, one line per marker', async () => {
+    const report = await runNewStep(
+      ['scaffoldSpecNotice', '--provider', 'scaffoldspec', '--after', PIVOT, '--status', 'scaffold_spec_sent'],
+      root,
     );
-    const provider = after['providers/sms.provider.ts']!;
-    expect(provider).toContain("name: 'sms'");
-    expect(provider).toContain("path: '/v1/messages'");
-    expect(provider).toContain("effect: 'sms.sent'");
-    expect(provider).toContain("newId('sms')");
-    expect(after['providers/index.ts']).toMatch(/import \{ sms \} from '.\/sms.provider.js';/);
-    expect(after['providers/index.ts']).toMatch(/accounting,\n {2}sms,\n\}/);
-    for (const file of changed) expect(syntaxErrors(file, after[file]!)).toEqual([]);
-  });
-
-  it('a database step: two files, at the end by default, recorded, computing from the order under the lock', async () => {
-    const before = await snapshot();
-    await runNewStep(['awardLoyaltyPoints'], root, view);
-    const after = await snapshot();
-    expect(Object.keys(after).filter((f) => after[f] !== before[f])).toEqual([
-      'activities/steps/award-loyalty-points.step.ts',
-      'activities/steps/index.ts',
+    expect(report.split('\n').filter((l) => /^ {2}[+~] /.test(l))).toEqual([
+      '  + activities/steps/scaffold-spec-notice.step.ts',
+      '  ~ activities/steps/index.ts',
+      '  + providers/scaffoldspec.provider.ts',
+      '  ~ providers/index.ts',
     ]);
-    expect((await registryOrder()).at(-1)).toBe('awardLoyaltyPoints');
-    const step = after['activities/steps/award-loyalty-points.step.ts']!;
-    expect(step).toContain("idempotency: 'recorded'");
-    expect(step).toContain('phase: StepPhase.AfterPivot');
-    expect(step).toContain("status: 'loyalty_points_awarded'");
-    expect(step).toContain('await tx.$queryRaw');
-    expect(step).toContain('loyaltyPoints: Math.floor(order.total_minor / 100)');
-    expect(syntaxErrors('award-loyalty-points.step.ts', step)).toEqual([]);
-  });
+    expect(report).toMatch(/^scaffoldSpecNotice: a provider step calling scaffoldspec.send, after-pivot, step /);
+    // Everything it chose itself is listed; the status was given, so it is not.
+    expect(report).toContain('guessed (check each):');
+    expect(report).toContain('providers/scaffoldspec.provider.ts: a template (a notification API)');
+    expect(report).toContain("its request (the customer's email as to, a sentence as text)");
+    expect(report).toContain('the label "Scaffold spec sent" (from the status: --label)');
+    expect(report).not.toContain('the status scaffold_spec_sent');
 
-  it('before the pivot when placed before it, never the pivot; after it when placed after the pivot', () => {
-    const pivot = view.steps.find((s) => s.phase === 'pivot')!.name;
-    const beforePivot = view.steps[view.steps.findIndex((s) => s.name === pivot) - 1]!.name;
-    const plan = (argv: string[]) => planScaffold(parseNewStepArgs(argv), view, root);
-    expect(plan(['holdCredit', '--after', beforePivot]).phase).toBe('before-pivot');
-    expect(plan(['holdCredit', '--provider', 'sms', '--after', view.steps[0]!.name]).phase).toBe('before-pivot');
-    expect(plan(['sendReceipt', '--provider', 'sms', '--after', pivot]).phase).toBe('after-pivot');
-    expect(plan(['awardLoyaltyPoints']).position).toBe(view.steps.length);
-    // The last step writes `completed`, not its own status: the printed line says so, for it only.
-    expect([plan(['awardLoyaltyPoints']).last, plan(['holdCredit', '--after', beforePivot]).last]).toEqual([
-      true,
-      false,
+    const step = await read('activities/steps/scaffold-spec-notice.step.ts');
+    expect(step).not.toMatch(/__\w+__/);
+    expect(step).toContain("phase: StepPhase.AfterPivot,\n  status: 'scaffold_spec_sent',");
+    expect(step).toContain('key: (orderId) => `scaffold-spec-notice:${orderId}`');
+    expect(step).toContain("import { scaffoldspec } from '../../providers/scaffoldspec.provider.js';");
+    const provider = await read('providers/scaffoldspec.provider.ts');
+    expect(provider).not.toMatch(/__\w+__/);
+    expect(provider).toContain('`SCAFFOLDSPEC_PROVIDER_URL`, `SCAFFOLDSPEC_PROVIDER_API_KEY`');
+
+    expect(await registryOrder()).toEqual([
+      ...STEPS.slice(0, STEPS.findIndex((s) => s.name === PIVOT) + 1).map((s) => s.name),
+      'scaffoldSpecNotice',
+      ...STEPS.slice(STEPS.findIndex((s) => s.name === PIVOT) + 1).map((s) => s.name),
     ]);
-    expect(describeScaffold(plan(['awardLoyaltyPoints']), false)).toContain(
-      'as the last step of the plan it writes `completed`',
+    const steps = await read('activities/steps/index.ts');
+    expect(steps).toContain(
+      "import { scaffoldSpecNotice } from './scaffold-spec-notice.step.js';\n// new:step inserts imports above this line.",
     );
-    expect(describeScaffold(plan(['holdCredit', '--after', beforePivot]), false)).not.toContain('last step');
-    const early = plan(['holdCredit', '--provider', 'sms', '--after', view.steps[0]!.name]);
-    expect(early.position).toBe(1);
-    expect(early.files[0]!.content).toContain('EDIT: if this step’s effect must be undone then');
+    const providers = await read('providers/index.ts');
+    expect(providers).toContain('  scaffoldspec,\n  // new:step inserts providers above this line.');
   });
 
-  it('an existing provider: its first operation, imported from its own file, no provider file written', async () => {
+  it('a database step: two files, last by default (it then writes completed), the plain status listed', async () => {
+    const report = await runNewStep(['scaffoldSpecPoints'], root);
+    expect(report).toContain('step ' + (STEPS.length + 1) + ' of ' + (STEPS.length + 1));
+    expect(report).toContain('as the last step it writes completed instead');
+    expect(report).toContain('the status scaffold_spec_points_done and its label (plain defaults: --status)');
+    expect(report).toContain(
+      "to write (EDIT):\n  - activities/steps/scaffold-spec-points.step.ts: the step's work in run",
+    );
+    expect(Object.keys(await snapshot())).toContain('activities/steps/scaffold-spec-points.step.ts');
+    expect((await registryOrder()).at(-1)).toBe('scaffoldSpecPoints');
+    expect(await read('activities/steps/scaffold-spec-points.step.ts')).toContain("idempotency: 'recorded'");
+  });
+
+  it('places a step first with --before, before the pivot; before-pivot up to the pivot, after-pivot past it', async () => {
+    const first = await runNewStep(['scaffoldSpecFirst', '--before', FIRST], root);
+    expect(first).toContain('before-pivot, step 1 of');
+    expect((await registryOrder())[0]).toBe('scaffoldSpecFirst');
+    expect(await read('activities/steps/scaffold-spec-first.step.ts')).toContain('phase: StepPhase.BeforePivot');
+    expect(await runNewStep(['scaffoldSpecBefore', '--before', PIVOT], root)).toContain(', before-pivot, ');
+    expect(await runNewStep(['scaffoldSpecAfter', '--after', PIVOT], root)).toContain(', after-pivot, ');
+  });
+
+  it('an existing provider: its operation, imported from its file, the request left to write and listed', async () => {
+    const operation = Object.keys(PROVIDERS[EXISTING as keyof typeof PROVIDERS].operations)[0]!;
+    const report = await runNewStep(['scaffoldSpecCall', '--provider', EXISTING!, '--after', PIVOT], root);
+    expect(Object.keys(await snapshot())).not.toContain(`providers/${EXISTING}.provider.ts~`);
+    expect(report).toContain(
+      `  - activities/steps/scaffold-spec-call.step.ts: the request of ${EXISTING}.${operation}`,
+    );
+    expect(report.split('\n').filter((l) => /^ {2}[+~] /.test(l))).toHaveLength(2);
+    const step = await read('activities/steps/scaffold-spec-call.step.ts');
+    expect(step).toContain(`import { ${EXISTING} } from '../../providers/${EXISTING}.provider.js';`);
+    expect(step).toMatch(/request: \(\{ orderId, order \}\) => \(\{\n {4}\/\/ EDIT: \w+/);
+  });
+
+  it('--dry-run prints the plan and writes nothing', async () => {
     const before = await snapshot();
-    await runNewStep(['sendReviewRequest', '--provider', 'email'], root, view);
-    const after = await snapshot();
-    expect(Object.keys(after).filter((f) => after[f] !== before[f])).toEqual([
-      'activities/steps/index.ts',
-      'activities/steps/send-review-request.step.ts',
-    ]);
-    const step = after['activities/steps/send-review-request.step.ts']!;
-    expect(step).toContain("import { email } from '../../providers/email.provider.js';");
-    expect(step).toContain("operation: 'send'");
-    expect(step).toContain('to: order.customer_email');
-    expect(step).toContain('subject: `Review request for order ${orderId}`');
+    expect(await runNewStep(['scaffoldSpecDry', '--dry-run'], root)).toContain('would write (dry run):');
+    expect(await snapshot()).toEqual(before);
   });
 });
 
-describe('the request, from the operation’s schema and the stored order', () => {
-  const names = deriveStepNames('sendShippingNotice');
-
-  it('a new provider’s send: the customer’s email and a sentence with the line count', () => {
-    expect(requestSource(NOTIFICATION_REQUEST, names)).toEqual({
-      expression:
-        '{ to: order.customer_email, text: `Shipping notice for order ${orderId}: ${order.line_count} line(s).` }',
-      columns: ['customer_email', 'line_count'],
-      warnings: [],
-    });
-  });
-
-  it('every member of the existing providers’ operations, from the order, without warnings', () => {
-    const invoice = requestSource(accounting.operations.upsertInvoice.request, names);
-    expect(invoice.warnings).toEqual([]);
-    expect(invoice.expression).toContain('customerEmail: order.customer_email');
-    expect(invoice.expression).toContain('issuedAt: order.created_at.toISOString()');
-    expect(invoice.expression).toContain(
-      '(order.lines ?? []).map((l) => ({ sku: l.sku, quantity: l.quantity, unitPriceMinor: l.unitPriceMinor }))',
-    );
-    const shipment = requestSource(carrier.operations.createShipment.request, names);
-    expect(shipment.warnings).toEqual([]);
-    expect(shipment.expression).toContain('recipient: { email: order.customer_email }');
-    const message = requestSource(email.operations.send.request, names);
-    expect(message.warnings).toEqual([]);
-    expect(message.expression).not.toContain('metadata');
-  });
-});
-
-describe('the worked example of docs/extending.md, as check:extending reads it', () => {
-  it('reads the commands of the marked blocks, the files it shows, and what new:step prints', async () => {
-    const example = readWorkedExample(await readFile(path.join(repoRoot(), EXTENDING_DOC), 'utf8'));
-    const scaffold = example.commands.find((c) => newStepArguments(c) !== undefined);
-    expect(scaffold).toBe('npm run new:step -- sendShippingNotice --provider sms --after shipOrder');
-    expect(example.commands).toContain('npm run docs:tables');
-    expect(example.files.map((f) => f.path)).toEqual([
-      'activities/steps/send-shipping-notice.step.ts',
-      'providers/sms.provider.ts',
-    ]);
-    expect(example.newStepStatus).toHaveLength(4);
-    expect(example.newStepOutput).toContain('+ providers/sms.provider.ts');
-  });
-
-  it('what the document shows is what the scaffold writes and prints, to the byte', async () => {
-    const example = readWorkedExample(await readFile(path.join(repoRoot(), EXTENDING_DOC), 'utf8'));
-    const printed = await runNewStep(newStepArguments(example.commands[0]!)!, root, view);
-    for (const file of example.files) {
-      expect(await readFile(path.join(root, file.path), 'utf8'), file.path).toBe(file.content);
+describe('scaffolded files, in a copy of the working tree', () => {
+  it('a database step and a provider step with a new provider pass the typecheck, eslint, prettier and the conformance battery', async () => {
+    const copy = await mkdtemp(path.join(tmpdir(), 'new-step-copy-'));
+    try {
+      const source = repoRoot();
+      const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+        cwd: source,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      for (const file of stdout.split('\0').filter(Boolean)) {
+        await mkdir(path.dirname(path.join(copy, file)), { recursive: true });
+        await cp(path.join(source, file), path.join(copy, file)).catch(() => undefined); // deleted, not yet staged
+      }
+      await symlink(path.join(source, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
+      await symlink(path.join(source, 'prisma/generated'), path.join(copy, 'prisma/generated'), 'dir');
+      const sh = (command: string, args: string[], env: NodeJS.ProcessEnv = {}) =>
+        run(command, args, { cwd: copy, env: { ...process.env, ...env }, maxBuffer: 64 * 1024 * 1024 });
+      await sh('npx', ['tsx', 'scripts/new-step.ts', 'scaffoldSpecPoints', '--after', LAST]);
+      await sh('npx', [
+        'tsx',
+        'scripts/new-step.ts',
+        'scaffoldSpecNotice',
+        '--provider',
+        'scaffoldspec',
+        '--after',
+        PIVOT,
+      ]);
+      const files = [
+        'activities/steps/scaffold-spec-points.step.ts',
+        'activities/steps/scaffold-spec-notice.step.ts',
+        'providers/scaffoldspec.provider.ts',
+        'activities/steps/index.ts',
+        'providers/index.ts',
+      ];
+      await sh('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']);
+      await sh('npx', ['eslint', ...files]);
+      await sh('npx', ['prettier', '--check', ...files]);
+      const battery = await sh('npx', ['vitest', 'run', 'test/conformance/steps.conformance.spec.ts'], {
+        CONFORMANCE_STEPS: 'scaffoldSpecPoints,scaffoldSpecNotice',
+      });
+      const output = stripVTControlCharacters(`${battery.stdout}${battery.stderr}`);
+      expect(output).toMatch(/Tests\s+\d+ passed/);
+      expect(output).toContain('scaffoldSpecNotice: a provider that never answers in time');
+    } finally {
+      await rm(copy, { recursive: true, force: true });
     }
-    expect(printed).toBe(example.newStepOutput);
-  });
-
-  it('skips blank lines and comments, joins continued lines, ignores unmarked blocks', () => {
-    const markdown = [
-      '```bash',
-      'npm run not-this',
-      '```',
-      '<!-- ci: worked-example -->',
-      '',
-      '```bash',
-      '# a comment',
-      'npm run one',
-      '',
-      'npx two \\',
-      '  --flag',
-      '```',
-      '<!-- ci: file a/b.ts -->',
-      '```ts',
-      'export const x = 1;',
-      '```',
-    ].join('\n');
-    expect(readWorkedExample(markdown)).toEqual({
-      commands: ['npm run one', 'npx two --flag'],
-      files: [{ path: 'a/b.ts', content: 'export const x = 1;\n' }],
-    });
-    expect(() => readWorkedExample('<!-- ci: worked-example -->\ntext')).toThrow(/not followed by a fenced block/);
-  });
+  }, 600_000);
 });

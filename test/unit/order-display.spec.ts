@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { currencyExponent, formatMinor, maskEmail } from '../../activities/kit/text.js';
 import { buildPlan } from '../../activities/kit/plan.js';
-import { STEPS } from '../../activities/index.js';
+import { SHIPPED_STEPS } from '../helpers/shipped-steps.js';
 import { orderDisplay, type DisplayedOrder } from '../../src/orders/order-display.js';
 import { describeWait, detailsOf, escapeMarkdown } from '../../workflows/order-details.js';
 
@@ -80,7 +80,7 @@ describe('static summary and details', () => {
 });
 
 describe('current details', () => {
-  const plan = buildPlan(STEPS, {
+  const plan = buildPlan(SHIPPED_STEPS, {
     orderId: order.id,
     customerEmail: order.customerEmail,
     customerName: order.customerName,

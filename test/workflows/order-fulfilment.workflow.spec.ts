@@ -9,6 +9,9 @@
  * activity, while waiting) and checks the order's story each time:
  * `cancelled`/`failed` ⇒ no confirmation sent, stock back, invoice void; `completed` ⇒ exactly one confirmation,
  * one shipment (reservation consumed), one accounting sync.
+ *
+ * Its plans are those of the shipped steps (../helpers/shipped-steps.ts), not of the live registry: a step added to
+ * activities/steps/index.ts has no scripted activity here, and must not make these plans wait for it.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -23,7 +26,8 @@ import { ApplicationFailure, CancelledFailure, type Duration } from '@temporalio
 import type { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrderWorkers } from '../../src/worker/order-worker.js';
-import { STEPS } from '../../activities/index.js';
+import { SHIPPED_STEPS } from '../helpers/shipped-steps.js';
+import { activitiesByTaskQueue } from '../../activities/index.js';
 import { buildPlan } from '../../activities/kit/plan.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
@@ -64,9 +68,9 @@ let connection: NativeConnection;
 let client: Client;
 let workers: WorkflowWorkers;
 
-/** The registry's rank of each step (the status rank a step writes with its effect). */
+/** The rank of each shipped step (the status rank a step writes with its effect). */
 const RANK: Record<string, number> = Object.fromEntries(
-  buildPlan(STEPS, {
+  buildPlan(SHIPPED_STEPS, {
     orderId: 'rank',
     customerEmail: 'ada@example.com',
     customerName: 'Ada',
@@ -240,9 +244,9 @@ async function statusUpserts(handle: WorkflowHandle): Promise<string[]> {
   });
 }
 
-/** The plan the API would store for a one-line order (the registry's steps now). */
+/** The plan the API would store for a one-line order of the shipped steps (../helpers/shipped-steps.ts). */
 function planOf(orderId: string) {
-  return buildPlan(STEPS, {
+  return buildPlan(SHIPPED_STEPS, {
     orderId,
     customerEmail: 'ada@example.com',
     customerName: 'Ada',
@@ -342,7 +346,7 @@ function expectOneStory(o: FakeOrder, status: 'completed' | 'cancelled' | 'faile
 }
 
 beforeAll(async () => {
-  workers = await startWorkflowWorkers(taskQueue, activities);
+  workers = await startWorkflowWorkers(taskQueue, activitiesByTaskQueue(activities, SHIPPED_STEPS));
   ({ connection, client } = workers);
 });
 
@@ -585,7 +589,12 @@ describe('orderFulfilment workflow', () => {
     });
     const cancel = outcome(handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] }));
     await new Promise((r) => setTimeout(r, 1_000));
-    const late = await createOrderWorkers({ connection, namespace: 'default', taskQueue: lateQueue, activities });
+    const late = await createOrderWorkers({
+      connection,
+      namespace: 'default',
+      taskQueue: lateQueue,
+      activities: activitiesByTaskQueue(activities, SHIPPED_STEPS),
+    });
     const lateRunning = late.run();
     try {
       expect((await cancel).ok).toBe(true);

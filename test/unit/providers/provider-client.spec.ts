@@ -3,17 +3,22 @@
  * provider: what it sends (method, path with its parameters percent-encoded, JSON body with the provider's settings,
  * `Idempotency-Key` and the bearer token on every call), how it classifies every failure (kind, status, mayHaveActed),
  * against a recording HTTP server on a random local port; and the idempotency round trips (replay, lost answer,
- * timeout then 409 then replay) against the real simulator of the provider.
+ * timeout then 409 then replay) against the real simulator of the provider. Besides the registered providers, a test
+ * provider whose operations depend on each other and keep the path's members out of the body
+ * (../../helpers/test-payments.ts) proves the client serves such operations; and a request that is never sent (no
+ * member for its path, a body that is not JSON, a URL that is not http(s), a host that does not resolve, a refused
+ * connection) is a ProviderError that did not act.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../../providers/index.js';
-import { createProviderClient, type ProviderAnswer } from '../../../providers/kit/define.js';
+import { createProviderClient, pathParams, type ProviderAnswer } from '../../../providers/kit/define.js';
 import type { ProviderFailureKind } from '../../../providers/kit/errors.js';
 import { startSimulators, type RunningSimulators } from '../../../simulators/shared/idempotent-simulator.js';
 import { providerError } from '../../helpers/provider-error.js';
-import { operationSamples, type OperationSample } from '../../helpers/provider-samples.js';
+import { liveSample, operationSamples, type OperationSample } from '../../helpers/provider-samples.js';
+import { testpay } from '../../helpers/test-payments.js';
 
 /** A request as the recording server received it. */
 interface Received {
@@ -77,10 +82,11 @@ class RecordingServer {
 }
 
 const API_KEY = 'test-provider-key';
-const SAMPLES = operationSamples();
+const PROVIDERS = [...PROVIDER_LIST, testpay];
+const SAMPLES = operationSamples(PROVIDERS);
 
-it('has a sample of every operation of every registered provider', () => {
-  const operations = PROVIDER_LIST.flatMap((p) => Object.keys(p.operations).map((o) => `${p.name}.${o}`));
+it('has a sample of every operation of every registered provider (and of the test provider)', () => {
+  const operations = PROVIDERS.flatMap((p) => Object.keys(p.operations).map((o) => `${p.name}.${o}`));
   expect(SAMPLES.map((s) => s.id)).toEqual(operations);
   expect(operations.length).toBeGreaterThanOrEqual(3);
 });
@@ -225,83 +231,164 @@ describe.each(SAMPLES)('$id: on the wire', (sample) => {
   });
 });
 
+describe('a request that is never sent is a ProviderError that did not act', () => {
+  const [sample] = SAMPLES;
+  const client = (baseUrl: string) => call(sample!, baseUrl);
+
+  it.each([
+    ['a host name that does not resolve (DNS)', 'http://no-such-host.invalid', 'unavailable', /ENOTFOUND|EAI_AGAIN/],
+    ['a URL that does not parse', 'http//missing-colon', 'rejected', /cannot be sent: .* is not an http\(s\) URL/],
+    ['a URL that is not http(s)', 'ftp://127.0.0.1:21', 'rejected', /cannot be sent: .* is not an http\(s\) URL/],
+  ] as Array<[string, string, ProviderFailureKind, RegExp]>)('%s', async (_what, baseUrl, kind, message) => {
+    const error = await providerError(() => client(baseUrl)(sample!.request, 'key-1'));
+    expect({ kind: error.kind, status: error.status, mayHaveActed: error.mayHaveActed }).toEqual({
+      kind,
+      status: undefined,
+      mayHaveActed: false,
+    });
+    expect(error.message).toMatch(message);
+  });
+
+  it('a body that cannot be serialised as JSON (rejected, nothing sent)', async () => {
+    const server = new RecordingServer();
+    await server.start();
+    try {
+      const error = await providerError(() => client(server.url)({ ...sample!.request, amount: 1n }, 'key-1'));
+      expect([error.kind, error.status, error.mayHaveActed]).toEqual(['rejected', undefined, false]);
+      expect(error.message).toMatch(/cannot be sent: the body is not JSON/);
+      expect(server.received).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a request without the member its path needs (rejected, nothing sent)', async () => {
+    const server = new RecordingServer();
+    await server.start();
+    try {
+      const capture = createProviderClient(testpay, { baseUrl: server.url, apiKey: API_KEY, timeoutMs: 2_000 });
+      const error = await providerError(() =>
+        capture.capture({ amountMinor: 100 } as unknown as Parameters<typeof capture.capture>[0], 'key-1'),
+      );
+      expect([error.kind, error.status, error.mayHaveActed]).toEqual(['rejected', undefined, false]);
+      expect(error.message).toContain('it has no authorizationId for the path');
+      expect(server.received).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("keeps the path's members out of the body when the operation says paramsInBody: false", async () => {
+    const server = new RecordingServer();
+    await server.start();
+    try {
+      server.answerJson(201, { id: 'cap_1', authorizationId: 'auth/1', amountMinor: 100 });
+      const client = createProviderClient(testpay, { baseUrl: server.url, apiKey: API_KEY, timeoutMs: 2_000 });
+      await client.capture({ authorizationId: 'auth/1', amountMinor: 100 }, 'key-1');
+      expect(server.received.map((r) => [r.url, JSON.parse(r.body)])).toEqual([
+        ['/v1/authorizations/auth%2F1/capture', { amountMinor: 100 }],
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe.each(SAMPLES)('$id: against its simulator', (sample) => {
   let sims: RunningSimulators;
   const sim = () => sims.provider(sample.provider.name);
   const send = (options: { apiKey?: string; timeoutMs?: number } = {}) => call(sample, sim().url, options);
   const idOf = (key: string) => (sim().ledger.effects(key)[0]?.response.body as { id: string } | undefined)?.id;
+  /** The sample for `key` (a chained sample's earlier operations performed first, through the client). */
+  const prepared = (key: string) =>
+    liveSample(sample, SAMPLES, key, async (earlier, setupKey) => {
+      const answer = await call(earlier, sim().url)(earlier.request, setupKey);
+      return answer.response;
+    });
+  const request = async (key: string) => (await prepared(key)).request;
 
   beforeAll(async () => {
-    sims = await startSimulators(PROVIDER_LIST, { apiKeys: { [sample.provider.name]: API_KEY } });
+    sims = await startSimulators(PROVIDERS, { apiKeys: { [sample.provider.name]: API_KEY } });
   });
   afterAll(() => sims.close());
   beforeEach(() => sims.reset());
 
   it('performs the operation once and returns the id the provider recorded', async () => {
-    const answer = await send()(sample.request, 'k1');
+    const live = await prepared('k1');
+    const answer = await send()(live.request, 'k1');
     const [effect] = sim().ledger.effects('k1');
     expect(sim().ledger.count('k1')).toBe(1);
-    expect(effect!.request).toEqual(sample.body);
+    expect(effect!.request).toEqual(live.body);
     expect(answer.providerId).toBe(idOf('k1'));
     expect(answer.status).toBe(effect!.response.status);
   });
 
   it('replays the same id for the same key without a second effect', async () => {
-    const first = await send()(sample.request, 'k2');
-    const second = await send()(sample.request, 'k2');
+    const req = await request('k2');
+    const first = await send()(req, 'k2');
+    const second = await send()(req, 'k2');
     expect(second).toEqual(first);
     expect(sim().ledger.count('k2')).toBe(1);
   });
 
   it('maps an outage (503) to unavailable that did not act, and succeeds on retry', async () => {
+    const req = await request('k3');
     sim().injectFault({ mode: 'unavailable' });
-    const error = await providerError(() => send()(sample.request, 'k3'));
+    const error = await providerError(() => send()(req, 'k3'));
     expect([error.kind, error.status, error.mayHaveActed]).toEqual(['unavailable', 503, false]);
     expect(error.message).toContain('the provider is unavailable');
     expect(sim().ledger.count('k3')).toBe(0);
-    await send()(sample.request, 'k3');
+    await send()(req, 'k3');
     expect(sim().ledger.count('k3')).toBe(1);
   });
 
-  it('maps an invalid request (422) to rejected with the problem detail, and an injected reject too', async () => {
+  it('maps an invalid request to rejected that did not act (a 422 with its detail, or never sent), and an injected reject too', async () => {
     const invalid = await providerError(() => send()(sample.invalid.request, 'k4'));
-    expect([invalid.kind, invalid.status, invalid.mayHaveActed]).toEqual(['rejected', 422, false]);
-    expect(invalid.message).toMatch(sample.invalid.detail);
+    // A request without the members its path needs cannot be sent at all: the client refuses it before any call.
+    const unsendable = pathParams(sample.operation.path).some((p) => !(p in sample.invalid.request));
+    expect([invalid.kind, invalid.status, invalid.mayHaveActed]).toEqual(
+      unsendable ? ['rejected', undefined, false] : ['rejected', 422, false],
+    );
+    expect(invalid.message).toMatch(unsendable ? /cannot be sent/ : sample.invalid.detail);
+    const req = await request('k4');
     sim().injectFault({ mode: 'reject' });
-    expect((await providerError(() => send()(sample.request, 'k4'))).kind).toBe('rejected');
+    expect((await providerError(() => send()(req, 'k4'))).kind).toBe('rejected');
     expect(sim().ledger.count('k4')).toBe(0);
   });
 
   it('maps a wrong key, or an injected 401, to unauthorized', async () => {
-    const wrong = await providerError(() => send({ apiKey: 'wrong' })(sample.request, 'k5'));
+    const req = await request('k5');
+    const wrong = await providerError(() => send({ apiKey: 'wrong' })(req, 'k5'));
     expect([wrong.kind, wrong.status]).toEqual(['unauthorized', 401]);
     expect(wrong.message).toContain('bearer token is not valid');
     sim().injectFault({ mode: 'unauthorized' });
-    expect((await providerError(() => send()(sample.request, 'k5'))).kind).toBe('unauthorized');
+    expect((await providerError(() => send()(req, 'k5'))).kind).toBe('unauthorized');
     expect(sim().ledger.count('k5')).toBe(0);
   });
 
   it('after a dropped answer (may have acted), a retry with the same key returns the same id: one effect', async () => {
+    const req = await request('k6');
     sim().injectFault({ mode: 'drop-response' });
-    const error = await providerError(() => send()(sample.request, 'k6'));
+    const error = await providerError(() => send()(req, 'k6'));
     expect([error.kind, error.status, error.mayHaveActed]).toEqual(['unavailable', undefined, true]);
     expect(sim().ledger.count('k6')).toBe(1);
-    const retry = await send()(sample.request, 'k6');
+    const retry = await send()(req, 'k6');
     expect(retry.providerId).toBe(idOf('k6'));
     expect(sim().ledger.count('k6')).toBe(1);
   });
 
   it('maps a timeout to unavailable; the retry in flight is a conflict; a later retry replays', async () => {
+    const req = await request('k7');
     sim().injectFault({ mode: 'slow', delayMs: 400 });
-    const timeout = await providerError(() => send({ timeoutMs: 100 })(sample.request, 'k7'));
+    const timeout = await providerError(() => send({ timeoutMs: 100 })(req, 'k7'));
     expect([timeout.kind, timeout.mayHaveActed]).toEqual(['unavailable', true]);
     expect(timeout.message).toContain('timed out after 100 ms');
 
-    const conflict = await providerError(() => send()(sample.request, 'k7'));
+    const conflict = await providerError(() => send()(req, 'k7'));
     expect([conflict.kind, conflict.status, conflict.mayHaveActed]).toEqual(['conflict', 409, true]);
 
     await expect.poll(() => sim().ledger.count('k7'), { timeout: 2_000 }).toBe(1);
-    expect((await send()(sample.request, 'k7')).providerId).toBe(idOf('k7'));
+    expect((await send()(req, 'k7')).providerId).toBe(idOf('k7'));
     expect(sim().ledger.count('k7')).toBe(1);
   });
 });

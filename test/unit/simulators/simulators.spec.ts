@@ -4,43 +4,102 @@
  * -header: replay with `Idempotent-Replayed`, 409 in flight, 422 reused key, 400 missing or invalid key), bearer
  * authentication (RFC 6750), validation (422), the injectable faults, and the control API of each provider
  * (`/<name>/_sim`) and of the whole process (`/_sim`). Each provider's own answers: simulated-providers.spec.ts.
+ *
+ * Besides the registered providers, a test provider with operations that depend on each other (../../helpers/
+ * test-payments.ts: a capture and a void of an authorization, with the authorization id in the path only) proves the
+ * rules hold for such operations: each key of a test acts on an effect of its own, prepared first under setup keys
+ * (liveSample), and a test counts only its own keys' effects.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../../providers/index.js';
-import { startSimulators, type RunningSimulators } from '../../../simulators/shared/idempotent-simulator.js';
+import {
+  startSimulators,
+  type LedgerEffect,
+  type RunningSimulators,
+} from '../../../simulators/shared/idempotent-simulator.js';
 import { testProviderApiKeys } from '../../../scripts/lib/stack-definition.js';
-import { operationSamples } from '../../helpers/provider-samples.js';
-import { expectProblem, simCall } from '../../helpers/sim-http.js';
+import { isSetupKey, liveSample, operationSamples, type OperationSample } from '../../helpers/provider-samples.js';
+import { expectProblem, simCall, type SimAnswer } from '../../helpers/sim-http.js';
+import { testpay } from '../../helpers/test-payments.js';
 
-const API_KEYS = testProviderApiKeys(PROVIDER_LIST);
-const SAMPLES = operationSamples();
+const PROVIDERS = [...PROVIDER_LIST, testpay];
+const API_KEYS = testProviderApiKeys(PROVIDERS);
+const SAMPLES = operationSamples(PROVIDERS);
 let sims: RunningSimulators;
 
 beforeAll(async () => {
-  sims = await startSimulators(PROVIDER_LIST, { apiKeys: API_KEYS });
+  sims = await startSimulators(PROVIDERS, { apiKeys: API_KEYS });
 });
 afterAll(() => sims?.close());
 beforeEach(() => sims.reset());
 
+/** Sends a (live) sample under `key` to its provider on `server` (default: the shared simulators), with its token. */
+function sendSample(
+  sample: OperationSample,
+  key: string | undefined,
+  options: { body?: unknown; token?: string | null; server?: RunningSimulators } = {},
+): Promise<SimAnswer> {
+  const server = options.server ?? sims;
+  return simCall(sample.operation.method, `${server.url}/${sample.provider.name}${sample.path}`, {
+    body: options.body ?? sample.body,
+    token: options.token === undefined ? API_KEYS[sample.provider.name]! : options.token,
+    ...(key === undefined ? {} : { key }),
+  });
+}
+
+/** Performs a setup call of a chain (see liveSample) on `server`. @throws Error unless it answers 2xx. */
+function performer(server: () => RunningSimulators) {
+  return async (sample: OperationSample, key: string): Promise<unknown> => {
+    const answer = await sendSample(sample, key, { server: server() });
+    if (answer.status >= 300)
+      throw new Error(`setup ${sample.id} (${key}): ${answer.status} ${JSON.stringify(answer.body)}`);
+    return answer.body;
+  };
+}
+
+/** `sample` ready to send under `key` on the shared simulators (its chain performed first). */
+function ready(sample: OperationSample, key: string): Promise<OperationSample> {
+  return liveSample(
+    sample,
+    SAMPLES,
+    key,
+    performer(() => sims),
+  );
+}
+
+/** The effects a test caused itself (not the setup of a chain). */
+function own(effects: LedgerEffect[]): LedgerEffect[] {
+  return effects.filter((e) => !isSetupKey(e.key));
+}
+
 describe.each(SAMPLES)('$id', (sample) => {
   const name = sample.provider.name;
   const sim = () => sims.provider(name);
-  const url = () => `${sims.url}/${name}${sample.path}`;
   const token = API_KEYS[name]!;
-  /** The operation with `key` (none when undefined), the sample body unless `body` is given, the provider's token. */
-  const send = (key: string | undefined, body: unknown = sample.body, bearer: string | null = token) =>
-    simCall(sample.operation.method, url(), { body, token: bearer, ...(key === undefined ? {} : { key }) });
+  /** The sample live for each key of the test (prepared once per key, and again after a reset). */
+  const live = new Map<string, Promise<OperationSample>>();
+  beforeEach(() => live.clear());
+  /** The sample ready for `key`: call it before queuing a fault, so the chain's setup does not consume it. */
+  const prepare = (key: string): Promise<OperationSample> => {
+    if (!live.has(key)) live.set(key, ready(sample, key));
+    return live.get(key)!;
+  };
+  /** The operation with `key` (none when undefined), its live body unless `body` is given, the provider's token. */
+  const send = async (key: string | undefined, body?: unknown, bearer: string | null = token) =>
+    sendSample(await prepare(key ?? 'no-key'), key, { body, token: bearer });
+  /** This test's effects at the provider (a chain's setup effects left out). */
+  const effects = () => own(sim().ledger.effects());
 
   describe('Idempotency-Key', () => {
     it('answers 400 problem+json when the header is missing, with no effect', async () => {
       expectProblem(await send(undefined), 400, 'idempotency-key-missing');
-      expect(sim().ledger.effects()).toHaveLength(0);
+      expect(effects()).toHaveLength(0);
     });
 
     it('answers 400 when the key is empty or longer than 255 characters; 255 is fine', async () => {
       expectProblem(await send(''), 400, 'idempotency-key-invalid');
       expectProblem(await send('k'.repeat(256)), 400, 'idempotency-key-invalid');
-      expect(sim().ledger.effects()).toHaveLength(0);
+      expect(effects()).toHaveLength(0);
       expect((await send('k'.repeat(255))).status).toBe(sample.answer.status);
     });
 
@@ -50,7 +109,7 @@ describe.each(SAMPLES)('$id', (sample) => {
       expect(first.headers.get('idempotent-replayed')).toBeNull();
 
       // The same request, its members in another order: the same fingerprint (canonical JSON).
-      const reordered = Object.fromEntries(Object.entries(sample.body).reverse());
+      const reordered = Object.fromEntries(Object.entries((await prepare('k1')).body).reverse());
       const again = await send('k1', reordered);
       expect(again.status).toBe(first.status);
       expect(again.body).toEqual(first.body);
@@ -59,19 +118,22 @@ describe.each(SAMPLES)('$id', (sample) => {
     });
 
     it('treats a quoted sf-string key like the bare key', async () => {
-      const bare = await send('k-quoted');
-      const quoted = await send('"k-quoted"');
+      const prepared = await prepare('k-quoted');
+      const bare = await sendSample(prepared, 'k-quoted');
+      const quoted = await sendSample(prepared, '"k-quoted"');
       expect(quoted.body).toEqual(bare.body);
       expect(quoted.headers.get('idempotent-replayed')).toBe('true');
     });
 
     it('answers 422 problem+json when the key is reused with a different request', async () => {
       await send('k2');
-      expectProblem(await send('k2', { ...sample.body, extra: 'different' }), 422, 'idempotency-key-reused');
+      const different = { ...(await prepare('k2')).body, extra: 'different' };
+      expectProblem(await send('k2', different), 422, 'idempotency-key-reused');
       expect(sim().ledger.count('k2')).toBe(1);
     });
 
     it('answers 409 problem+json while the first request with the key is in flight', async () => {
+      await prepare('k3');
       sim().injectFault({ mode: 'slow', delayMs: 300 });
       const first = send('k3');
       await expect.poll(() => sim().inFlightKeys()).toEqual(['k3']);
@@ -101,22 +163,23 @@ describe.each(SAMPLES)('$id', (sample) => {
 
   describe('authentication (RFC 6750 bearer)', () => {
     it('answers 401 with WWW-Authenticate when Authorization is missing, with no effect', async () => {
-      const answer = await send('a1', sample.body, null);
+      const answer = await send('a1', undefined, null);
       expectProblem(answer, 401, 'unauthorized');
       expect(answer.headers.get('www-authenticate')).toBe(`Bearer realm="${name}"`);
-      expect(sim().ledger.effects()).toHaveLength(0);
+      expect(effects()).toHaveLength(0);
     });
 
     it("answers 401 for another token, another provider's included", async () => {
-      expectProblem(await send('a2', sample.body, 'other'), 401);
+      expectProblem(await send('a2', undefined, 'other'), 401);
       const another = Object.entries(API_KEYS).find(([provider]) => provider !== name)![1];
-      expectProblem(await send('a2', sample.body, another), 401);
-      expect(sim().ledger.effects()).toHaveLength(0);
+      expectProblem(await send('a2', undefined, another), 401);
+      expect(effects()).toHaveLength(0);
     });
   });
 
   describe('faults', () => {
     it('unavailable → 503 with Retry-After, reject → 422, unauthorized → 401, each without an effect', async () => {
+      await prepare('f1');
       sim().injectFault({ mode: 'unavailable' });
       sim().injectFault({ mode: 'reject' });
       sim().injectFault({ mode: 'unauthorized' });
@@ -139,10 +202,14 @@ describe.each(SAMPLES)('$id', (sample) => {
       expectProblem(await send('order:1'), 503);
       // A second effect of the operation (the accounting system answers 200 for a replacement): any 2xx.
       expect(String((await send('order:1')).status)).toMatch(/^2\d\d$/);
-      expect(sim().ledger.countsByKey()).toEqual({ 'other:1': 1, 'order:1': 1 });
+      expect(Object.fromEntries(Object.entries(sim().ledger.countsByKey()).filter(([k]) => !isSetupKey(k)))).toEqual({
+        'other:1': 1,
+        'order:1': 1,
+      });
     });
 
     it('slow waits, then performs as usual', async () => {
+      await prepare('f2');
       sim().injectFault({ mode: 'slow', delayMs: 250 });
       const started = Date.now();
       expect((await send('f2')).status).toBe(sample.answer.status);
@@ -151,6 +218,7 @@ describe.each(SAMPLES)('$id', (sample) => {
     });
 
     it('drop-response performs the effect, drops the answer, and the retry replays it', async () => {
+      await prepare('f3');
       sim().injectFault({ mode: 'drop-response' });
       await expect(send('f3')).rejects.toThrow();
       expect(sim().ledger.count('f3')).toBe(1);
@@ -163,16 +231,15 @@ describe.each(SAMPLES)('$id', (sample) => {
     });
 
     it("are the provider's own: the others answer as usual", async () => {
+      const others = await Promise.all(
+        SAMPLES.filter((s) => s.provider.name !== name).map((other) => ready(other, `f4:${other.id}`)),
+      );
       sim().injectFault({ mode: 'unavailable', times: 10 });
-      for (const other of SAMPLES.filter((s) => s.provider.name !== name)) {
-        const answer = await simCall(other.operation.method, `${sims.url}/${other.provider.name}${other.path}`, {
-          body: other.body,
-          key: 'f4',
-          token: API_KEYS[other.provider.name]!,
-        });
+      for (const other of others) {
+        const answer = await sendSample(other, `f4:${other.id}`);
         expect([other.id, answer.status]).toEqual([other.id, other.answer.status]);
       }
-      expect(sim().ledger.effects()).toEqual([]);
+      expect(effects()).toEqual([]);
     });
   });
 
@@ -193,24 +260,29 @@ describe.each(SAMPLES)('$id', (sample) => {
 
       const all = await control('GET', '/ledger');
       expect(all.status).toBe(200);
-      expect(all.body.countsByKey).toEqual({ [key]: 1, other: 1 });
-      expect(all.body.effects).toHaveLength(2);
-      expect(all.body.effects[0]).toMatchObject({
+      const countsByKey = Object.fromEntries(
+        Object.entries(all.body.countsByKey as Record<string, number>).filter(([k]) => !isSetupKey(k)),
+      );
+      expect(countsByKey).toEqual({ [key]: 1, other: 1 });
+      const mine = own(all.body.effects as LedgerEffect[]);
+      expect(mine).toHaveLength(2);
+      expect(mine[0]).toMatchObject({
         key,
         effectId: expect.stringMatching(/^eff_[0-9a-f]{32}$/),
         kind: expect.stringMatching(/^[a-z]+\.[a-z]+$/),
         at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
-        request: sample.body,
+        request: (await prepare(key)).body,
         response: { status: sample.answer.status, body: expect.any(Object) },
       });
 
       const one = await control('GET', `/ledger/${encodeURIComponent(key)}`);
       expect(one.body).toMatchObject({ key, count: 1 });
-      expect(one.body.effects).toEqual([all.body.effects[0]]);
+      expect(one.body.effects).toEqual([mine[0]]);
       expect((await control('GET', '/ledger/never-used')).body).toEqual({ key: 'never-used', count: 0, effects: [] });
     });
 
     it('POST /_sim/faults queues (201), validates (400); GET lists; DELETE clears (204)', async () => {
+      await prepare('c1');
       const queued = await control('POST', '/faults', { mode: 'unavailable', times: 3 });
       expect(queued.status).toBe(201);
       expect(queued.body).toMatchObject({ id: expect.stringMatching(/^flt_/), mode: 'unavailable', remaining: 3 });
@@ -235,73 +307,69 @@ describe.each(SAMPLES)('$id', (sample) => {
     it("POST /_sim/reset clears this provider's ledger, stored answers, faults and state, and no other's", async () => {
       const first = await send('r1');
       const others = SAMPLES.filter((s) => s.provider.name !== name);
-      for (const other of others) {
-        await simCall(other.operation.method, `${sims.url}/${other.provider.name}${other.path}`, {
-          body: other.body,
-          key: 'r1',
-          token: API_KEYS[other.provider.name]!,
-        });
-      }
+      for (const other of others) await sendSample(await ready(other, `r1:${other.id}`), `r1:${other.id}`);
       sim().injectFault({ mode: 'unavailable' });
       expect(sim().state().size).toBeGreaterThan(0);
 
       expect((await control('POST', '/reset')).status).toBe(204);
       expect(sim().ledger.effects()).toHaveLength(0);
       expect(sim().state().size).toBe(0);
+      live.clear(); // the reset forgot what the chain of r1 created: prepare it again
       const after = await send('r1');
       expect(after.status).toBe(sample.answer.status); // the fault went too
       expect(after.headers.get('idempotent-replayed')).toBeNull();
       expect(after.body).not.toEqual(first.body);
-      for (const other of others) expect(sims.provider(other.provider.name).ledger.count('r1')).toBe(1);
+      for (const other of others) expect(sims.provider(other.provider.name).ledger.count(`r1:${other.id}`)).toBe(1);
     });
   });
 
   it('answers unknown routes with 404 and malformed JSON with 400, as problem+json', async () => {
+    const prepared = await prepare('m1');
     expectProblem(await simCall('GET', `${sims.url}/${name}/v2/nothing`, { token }), 404, 'not-found');
     expectProblem(
-      await simCall(sample.operation.method, url(), { key: 'm1', token, rawBody: '{"to":' }),
+      await simCall(sample.operation.method, `${sims.url}/${name}${prepared.path}`, {
+        key: 'm1',
+        token,
+        rawBody: '{"to":',
+      }),
       400,
       'bad-request',
     );
-    expect(sim().ledger.effects()).toHaveLength(0);
+    expect(effects()).toHaveLength(0);
   });
 });
 
 describe('the simulator process', () => {
-  it('serves every registered provider under /<name>, and its health at /_sim/health', async () => {
-    expect(Object.keys(sims.providers)).toEqual(PROVIDER_LIST.map((p) => p.name));
-    for (const provider of PROVIDER_LIST) {
+  it('serves every provider under /<name>, and its health at /_sim/health', async () => {
+    expect(Object.keys(sims.providers)).toEqual(PROVIDERS.map((p) => p.name));
+    for (const provider of PROVIDERS) {
       expect(sims.provider(provider.name).url).toBe(`${sims.url}/${provider.name}`);
     }
     const health = await simCall('GET', `${sims.url}/_sim/health`);
-    expect([health.status, health.body]).toEqual([200, { status: 'ok', providers: PROVIDER_LIST.map((p) => p.name) }]);
+    expect([health.status, health.body]).toEqual([200, { status: 'ok', providers: PROVIDERS.map((p) => p.name) }]);
     expect(() => sims.provider('fax')).toThrow(
-      `no simulated provider fax (served: ${PROVIDER_LIST.map((p) => p.name).join(', ')})`,
+      `no simulated provider fax (served: ${PROVIDERS.map((p) => p.name).join(', ')})`,
     );
     expectProblem(await simCall('GET', `${sims.url}/fax/v1/anything`), 404, 'not-found');
   });
 
   it('POST /_sim/reset at the root clears every provider', async () => {
+    // Each operation under a key of its own: two operations of one provider never share a key.
+    const keyOf = (sample: OperationSample) => `all-1:${sample.id}`;
     for (const sample of SAMPLES) {
-      await simCall(sample.operation.method, `${sims.url}/${sample.provider.name}${sample.path}`, {
-        body: sample.body,
-        key: 'all-1',
-        token: API_KEYS[sample.provider.name]!,
-      });
-      sims.provider(sample.provider.name).injectFault({ mode: 'unavailable' });
+      expect((await sendSample(await ready(sample, keyOf(sample)), keyOf(sample))).status).toBe(sample.answer.status);
     }
-    expect(PROVIDER_LIST.map((p) => sims.provider(p.name).ledger.count('all-1'))).toEqual(PROVIDER_LIST.map(() => 1));
+    for (const provider of PROVIDERS) sims.provider(provider.name).injectFault({ mode: 'unavailable' });
+    expect(SAMPLES.map((s) => sims.provider(s.provider.name).ledger.count(keyOf(s)))).toEqual(SAMPLES.map(() => 1));
 
     expect((await simCall('POST', `${sims.url}/_sim/reset`)).status).toBe(204);
-    for (const sample of SAMPLES) {
-      const sim = sims.provider(sample.provider.name);
+    for (const provider of PROVIDERS) {
+      const sim = sims.provider(provider.name);
       expect(sim.ledger.effects()).toEqual([]);
       expect(sim.state().size).toBe(0);
-      const again = await simCall(sample.operation.method, `${sims.url}/${sample.provider.name}${sample.path}`, {
-        body: sample.body,
-        key: 'all-1',
-        token: API_KEYS[sample.provider.name]!,
-      });
+    }
+    for (const sample of SAMPLES) {
+      const again = await sendSample(await ready(sample, keyOf(sample)), keyOf(sample));
       expect([sample.id, again.status, again.headers.get('idempotent-replayed')]).toEqual([
         sample.id,
         sample.answer.status,
@@ -311,23 +379,18 @@ describe('the simulator process', () => {
   });
 
   it('accepts any bearer token for a provider without a configured key', async () => {
-    const open = await startSimulators(PROVIDER_LIST);
+    const open = await startSimulators(PROVIDERS);
     try {
       for (const sample of SAMPLES) {
-        const answer = await simCall(sample.operation.method, `${open.url}/${sample.provider.name}${sample.path}`, {
-          body: sample.body,
-          key: 'open-1',
-          token: 'anything',
+        // Each operation under keys of its own: two operations of one provider never share a key.
+        const key = `open-1:${sample.id}`;
+        const prepared = await liveSample(sample, SAMPLES, key, async (s, setupKey) => {
+          const answer = await sendSample(s, setupKey, { server: open, token: 'anything' });
+          return answer.body;
         });
+        const answer = await sendSample(prepared, key, { server: open, token: 'anything' });
         expect([sample.id, answer.status]).toEqual([sample.id, sample.answer.status]);
-        expectProblem(
-          await simCall(sample.operation.method, `${open.url}/${sample.provider.name}${sample.path}`, {
-            body: sample.body,
-            key: 'open-2',
-            token: null,
-          }),
-          401,
-        );
+        expectProblem(await sendSample(prepared, `open-2:${sample.id}`, { server: open, token: null }), 401);
       }
     } finally {
       await open.close();
@@ -335,19 +398,47 @@ describe('the simulator process', () => {
   });
 
   it('closes idempotently, cancelling a pending slow request', async () => {
-    const closing = await startSimulators(PROVIDER_LIST);
+    const closing = await startSimulators(PROVIDERS);
     const [sample] = SAMPLES;
     closing.provider(sample!.provider.name).injectFault({ mode: 'slow', delayMs: 60_000 });
-    const pending = simCall(sample!.operation.method, `${closing.url}/${sample!.provider.name}${sample!.path}`, {
-      body: sample!.body,
-      key: 'slow-1',
-      token: 't',
-    }).catch((err: unknown) => err);
+    const pending = sendSample(sample!, 'slow-1', { server: closing, token: 't' }).catch((err: unknown) => err);
     await expect.poll(() => closing.provider(sample!.provider.name).inFlightKeys()).toEqual(['slow-1']);
     const started = Date.now();
     await Promise.all([closing.close(), closing.close()]);
     expect(await pending).toBeInstanceOf(Error);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(closing.provider(sample!.provider.name).ledger.effects()).toEqual([]);
+  });
+});
+
+describe('a slow simulated answer (Simulated.delayMs)', () => {
+  it('performs at once, keeps the key in flight (409) until it answers, then replays', async () => {
+    const slow = await startSimulators([
+      {
+        ...testpay,
+        name: 'slowpay',
+        operations: {
+          authorize: {
+            ...testpay.operations.authorize,
+            simulate: (ctx) => ({ ...testpay.operations.authorize.simulate(ctx), delayMs: 400 }),
+          },
+        },
+      },
+    ]);
+    try {
+      const sample = SAMPLES.find((s) => s.id === 'testpay.authorize')!;
+      const url = `${slow.url}/slowpay${sample.path}`;
+      const call = () => simCall('POST', url, { body: sample.body, key: 'd1', token: 't' });
+      const first = call();
+      await expect.poll(() => slow.provider('slowpay').inFlightKeys()).toEqual(['d1']);
+      expect(slow.provider('slowpay').ledger.count('d1')).toBe(1);
+      expectProblem(await call(), 409, 'idempotency-key-in-flight');
+      expect((await first).status).toBe(201);
+      const replay = await call();
+      expect([replay.status, replay.headers.get('idempotent-replayed')]).toEqual([201, 'true']);
+      expect(slow.provider('slowpay').ledger.count('d1')).toBe(1);
+    } finally {
+      await slow.close();
+    }
   });
 });

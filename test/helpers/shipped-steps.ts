@@ -1,0 +1,28 @@
+/**
+ * The steps and providers this repository ships, as a registry of their own. The suites about them (the kit's
+ * specs, the workflow's) run on it rather than on activities/steps/index.ts, so adding, moving or removing a step in
+ * the registry never fails a test about something else; the suites about whatever the registry holds (the
+ * conformance battery, the end-to-end orders, the generic provider specs) read the registry itself.
+ */
+import { validateSteps } from '../../activities/kit/define.js';
+import { createInvoice } from '../../activities/steps/create-invoice.step.js';
+import { reserveInventory } from '../../activities/steps/reserve-inventory.step.js';
+import { sendOrderConfirmation } from '../../activities/steps/send-order-confirmation.step.js';
+import { shipOrder } from '../../activities/steps/ship-order.step.js';
+import { syncInvoiceToAccounting } from '../../activities/steps/sync-invoice-to-accounting.step.js';
+import { accounting } from '../../providers/accounting.provider.js';
+import { carrier } from '../../providers/carrier.provider.js';
+import { email } from '../../providers/email.provider.js';
+import type { ProviderDefinition } from '../../providers/kit/define.js';
+
+/** The five shipped steps, in their order: reserve, invoice, confirm (the pivot), ship, sync to accounting. */
+export const SHIPPED_STEPS = validateSteps([
+  reserveInventory,
+  createInvoice,
+  sendOrderConfirmation,
+  shipOrder,
+  syncInvoiceToAccounting,
+]);
+
+/** The three shipped providers. */
+export const SHIPPED_PROVIDERS: readonly ProviderDefinition[] = [email, carrier, accounting];
