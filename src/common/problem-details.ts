@@ -21,8 +21,14 @@ export const ProblemType = {
   AboutBlank: 'about:blank',
   /** The request body, query or path failed validation; see the `errors` extension. */
   ValidationError: `${PROBLEM_TYPE_BASE}validation-error`,
-  /** The request has a body that is not JSON (wrong or missing Content-Type). */
+  /**
+   * 415: the request has a body that is not plain UTF-8 JSON: another media type (a form, text, or a JSON variant
+   * with its own semantics such as `application/merge-patch+json`), no Content-Type, another charset, or a
+   * Content-Encoding the API does not decode.
+   */
   UnsupportedMediaType: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
+  /** 413: the request body is larger than the API accepts (`JSON_BODY_LIMIT_BYTES`); extension `limitBytes`. */
+  BodyTooLarge: `${PROBLEM_TYPE_BASE}body-too-large`,
   /** The request body is not valid JSON. */
   MalformedJson: `${PROBLEM_TYPE_BASE}malformed-json`,
   /**
