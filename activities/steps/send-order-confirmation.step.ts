@@ -5,7 +5,7 @@
 import { email } from '../../providers/email.provider.js';
 import { defineProviderStep, StepPhase } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
-import { formatMinor, maskEmail } from '../kit/text.js';
+import { displayText, formatMinor, maskEmail } from '../kit/text.js';
 
 /** The idempotency key of an order's confirmation email. */
 export function orderConfirmationKey(orderId: string): string {
@@ -44,13 +44,13 @@ export const sendOrderConfirmation = defineProviderStep({
     if (!order) throw notFound('order', orderId);
     if (order.invoice_number === null) throw notFound('invoice of order', orderId);
     const lines = (order.lines ?? []).map(
-      (l) => `  ${l.quantity} x ${l.name} (${l.sku}) @ ${formatMinor(l.unitPriceMinor, order.currency)}`,
+      (l) => `  ${l.quantity} x ${displayText(l.name)} (${l.sku}) @ ${formatMinor(l.unitPriceMinor, order.currency)}`,
     );
     return {
       to: order.customer_email,
       subject: `Order confirmed: invoice ${order.invoice_number}`,
       text: [
-        `Hello ${order.customer_name ?? order.customer_email},`,
+        `Hello ${displayText(order.customer_name ?? order.customer_email)},`,
         '',
         `Thank you for your order ${orderId}.`,
         ...lines,
