@@ -20,7 +20,7 @@
  * deep or with a duplicate member with a 400 whose detail says so, before authentication or anything else.
  */
 import fc from 'fast-check';
-import { JSON_BODY_MAX_DEPTH } from '../../src/common/api-limits.js';
+import { JSON_BODY_LIMIT_BYTES, JSON_BODY_MAX_DEPTH } from '../../src/common/api-limits.js';
 
 /** The part of a JSON Schema (OpenAPI 3.0 flavour) the generator reads. */
 export interface Schema {
@@ -300,10 +300,14 @@ function bodyFor(schema: Schema, doc: OpenApiDocument, members: KnownMembers): f
         .map(([v, depth, kind, pick]): GeneratedBody => {
           const text = deepText(v, depth, kind, pick);
           if (text === undefined) return json(v);
+          // 20,000 nested objects are also over the size limit: that refusal comes first.
+          const tooLarge = Buffer.byteLength(text) > JSON_BODY_LIMIT_BYTES;
           return {
             text,
             type: 'application/json',
-            mustRefuse: { reason: `${depth} nested ${kind}`, status: 400, detail: /levels deep/ },
+            mustRefuse: tooLarge
+              ? { reason: `${depth} nested ${kind}, over the size limit`, status: 413, detail: /at most/ }
+              : { reason: `${depth} nested ${kind}`, status: 400, detail: /levels deep/ },
           };
         }),
     },
