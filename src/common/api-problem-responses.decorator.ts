@@ -49,10 +49,16 @@ export const GLOBAL_PROBLEM_RESPONSES = {
   always: {
     503: 'A dependency (the database) is unavailable right now: nothing changed; repeat after `Retry-After` seconds',
   },
-  withInput: { 400: 'Invalid request: a parameter, header or the body failed validation, or the body is not JSON' },
+  withInput: {
+    400:
+      'Invalid request: a parameter, header or the body failed validation, or the body is not JSON, is nested too ' +
+      'deep or names a member twice',
+  },
   withBody: {
-    413: 'The body is larger than the JSON body limit',
-    415: 'The body is not sent as `application/json`',
+    413: 'The body is larger than the JSON body limit (`body-too-large`)',
+    415:
+      'The body is not sent as `application/json` in UTF-8 (a `+json` variant such as `application/merge-patch+json` ' +
+      'included), or with a Content-Encoding the API does not decode (`unsupported-media-type`)',
   },
 } as const;
 

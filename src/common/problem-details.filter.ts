@@ -174,16 +174,22 @@ function bodyParserProblem(cause: unknown): ProblemDetails | undefined {
       ...(limit === undefined ? {} : { limitBytes: limit }),
     };
   }
-  if (error.type === 'charset.unsupported' || error.type === 'encoding.unsupported') {
-    const what =
-      error.type === 'charset.unsupported'
-        ? `charset ${String(error.charset ?? '').toUpperCase()}`
-        : `Content-Encoding ${String(error.encoding ?? '')}`;
+  if (error.type === 'charset.unsupported') {
     return {
       type: ProblemType.UnsupportedMediaType,
       title: 'Unsupported media type',
       status: 415,
-      detail: `Send the body as UTF-8 JSON, without a Content-Encoding or gzip, deflate or br (got ${what})`,
+      detail: `Send the body as UTF-8 JSON (RFC 8259 §8.1); got charset ${String(error.charset ?? '').toUpperCase()}`,
+    };
+  }
+  if (error.type === 'encoding.unsupported') {
+    return {
+      type: ProblemType.UnsupportedMediaType,
+      title: 'Unsupported media type',
+      status: 415,
+      detail:
+        `The body's Content-Encoding ${String(error.encoding ?? '')} is not supported: send it uncompressed, or ` +
+        'with gzip, deflate or br',
     };
   }
   return undefined;
