@@ -4,9 +4,8 @@
  * `validation-error` problems); unknown keys are rejected.
  */
 import { z } from 'zod';
-import { STEP_NAMES } from './order-steps.js';
 import { storableText } from './create-order.dto.js';
-import { orderViewSchema } from './order-response.dto.js';
+import { orderViewSchema, stepNameSchema } from './order-response.dto.js';
 
 /** Limits of a cancel request. */
 export const CANCEL_LIMITS = { maxReasonLength: 500 } as const;
@@ -19,12 +18,10 @@ export const cancelOrderSchema = z
       example: 'Customer changed mind',
     }),
   })
-  .meta({ id: 'CancelOrderRequest' });
+  .meta({ id: 'CancelOrderRequest', examples: [{ reason: 'Customer changed mind' }] });
 
 /** A validated cancel body. */
 export type CancelOrderRequest = z.output<typeof cancelOrderSchema>;
-
-const orderSteps = STEP_NAMES as [string, ...string[]];
 
 /**
  * `POST /orders/:id/retry` body: `{ step? }`. When `step` is given the retry happens only if that is the step the
@@ -32,13 +29,10 @@ const orderSteps = STEP_NAMES as [string, ...string[]];
  */
 export const retryOrderSchema = z
   .strictObject({
-    step: z
-      .enum(orderSteps)
-      .optional()
-      .meta({ description: 'Retry only if the order waits on this step', example: STEP_NAMES[STEP_NAMES.length - 1] }),
+    step: stepNameSchema.optional(),
   })
   .optional()
-  .meta({ id: 'RetryOrderRequest' });
+  .meta({ id: 'RetryOrderRequest', examples: [{}] });
 
 /** A validated retry body (undefined when none was sent). */
 export type RetryOrderRequest = z.output<typeof retryOrderSchema>;
@@ -47,7 +41,7 @@ export type RetryOrderRequest = z.output<typeof retryOrderSchema>;
 export const retryStartedViewSchema = z
   .object({
     orderId: z.uuid(),
-    step: z.enum(orderSteps).meta({ description: 'The step whose retry started' }),
+    step: stepNameSchema,
     retry: z.int().meta({ description: 'The how-many-th operator retry of this step (1 for the first)' }),
     order: orderViewSchema,
   })
