@@ -10,6 +10,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JSON_BODY_LIMIT_BYTES, JSON_BODY_MAX_DEPTH } from '../../src/common/api-limits.js';
 import { ApiSuite, PROBLEM_JSON, startApiApp, testKeys } from '../helpers/api-app.js';
+import { responseValidator } from '../helpers/openapi-responses.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const suite = new ApiSuite(`hostile-input-${randomUUID()}`);
@@ -21,6 +22,16 @@ beforeAll(async () => {
 });
 
 afterAll(() => suite.close());
+
+let documentValidator: ReturnType<typeof responseValidator> | undefined;
+
+/** The strict validator of test/helpers/openapi-responses.ts on the suite's own `/docs-json`. */
+async function described(): Promise<ReturnType<typeof responseValidator>> {
+  documentValidator ??= responseValidator(
+    (await suite.http().get('/docs-json').expect(200)).body as Record<string, unknown>,
+  );
+  return documentValidator;
+}
 
 /** Orders and stock movements stored so far (a refused request must change neither). */
 async function stored(): Promise<{ orders: number; movements: number; records: number }> {
@@ -206,6 +217,40 @@ describe('media types, charsets and sizes (finding 5)', () => {
   });
 });
 
+describe('as the OpenAPI document describes them', () => {
+  /** One refusal of each kind this file proves, on a route with a body: its Content-Type and its text. */
+  const refusals: Array<{ what: string; status: number; type?: string; encoding?: string; body: string }> = [
+    {
+      what: 'nested too deep',
+      status: 400,
+      body: `{"a":${'['.repeat(JSON_BODY_MAX_DEPTH)}${']'.repeat(JSON_BODY_MAX_DEPTH)}}`,
+    },
+    { what: 'a duplicate member', status: 400, body: '{"reason":"a","reason":"b","onHand":1,"onHand":2}' },
+    { what: 'a constructor member', status: 400, body: '{"constructor":{"x":1}}' },
+    { what: 'a merge patch', status: 415, type: 'application/merge-patch+json', body: '{}' },
+    { what: 'UTF-16', status: 415, type: 'application/json; charset=utf-16', body: '{}' },
+    { what: 'compress', status: 415, encoding: 'compress', body: '{}' },
+    { what: 'over the size limit', status: 413, body: JSON.stringify({ pad: 'x'.repeat(JSON_BODY_LIMIT_BYTES) }) },
+  ];
+  const cases = ROUTES.flatMap((route) => refusals.map((refusal) => ({ route, ...refusal })));
+
+  it.each(cases)('$route.name, $what → $status, valid against the document', async (c) => {
+    let req = suite
+      .http(testKeys().operator.key)
+      [c.route.method](c.route.path)
+      .set('Content-Type', c.type ?? 'application/json');
+    if (c.encoding) req = req.set('Content-Encoding', c.encoding);
+    const res = await req.send(c.body);
+    expect(res.status).toBe(c.status);
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(res.headers as Record<string, unknown>)) {
+      if (typeof value === 'string') headers.set(name, value);
+    }
+    const exchange = { method: c.route.method.toUpperCase(), url: c.route.path, status: res.status, headers };
+    expect((await described()).check({ ...exchange, body: res.text })).toEqual([]);
+  });
+});
+
 describe('an Idempotency-Key on a body RFC 8785 cannot canonicalise', () => {
   it('a number beyond double range → 400 saying so, not blaming a surrogate', async () => {
     const res = await send(ROUTES[3]!, '{"onHand":1e400}', { 'Idempotency-Key': randomUUID() });
@@ -254,11 +299,14 @@ describe('a client trickling its request (finding 5)', () => {
     const [head, ...rest] = raw.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 408 /);
     expect(head).toMatch(/\r\nContent-Type: application\/problem\+json/i);
-    expect(JSON.parse(rest.join('\r\n\r\n'))).toMatchObject({
+    const problem: unknown = JSON.parse(rest.join('\r\n\r\n'));
+    expect(problem).toMatchObject({
       type: `${PROBLEMS}malformed-request`,
       status: 408,
       parserError: 'ERR_HTTP_REQUEST_TIMEOUT',
     });
+    // Sent before any route is known, so no operation lists it; its type's schema describes it.
+    expect((await described()).checkComponent('MalformedRequestProblem', problem)).toEqual([]);
     expect(await stored()).toMatchObject({ orders: 0 });
   });
 
