@@ -53,6 +53,10 @@ function paragraphText(html: string): string | null {
   return p[1]!.replace(/&(?:amp|lt|gt|quot|#39|[lr][sd]quo);/g, (e) => ENTITIES[e]!);
 }
 
+/**
+ * Curly quotes as straight ones: SmartyPants curls straight quotes, so a rendered curly quote may have been either;
+ * applied to both sides of a comparison (a name may hold curly quotes of its own).
+ */
 const straightQuotes = (text: string) => text.replace(/[‘’]/g, "'").replace(/[“”]/g, '"');
 
 /** Pieces of text with a meaning to the UI's renderer (or to a reader's eye). */
@@ -108,6 +112,7 @@ const HOSTILE = [
   '[^1]',
   "O'Brien",
   '"quoted"',
+  '‘curly’ “quotes”',
   '\n',
   '\t',
   '  ',
@@ -130,7 +135,7 @@ describe("escapeMarkdown in the Temporal UI's renderer", () => {
         const html = await render(escapeMarkdown(text));
         const shown = paragraphText(html);
         expect(shown, `${JSON.stringify(text)} rendered as ${html}`).not.toBeNull();
-        expect(straightQuotes(shown!)).toBe(plainLine(text));
+        expect(straightQuotes(shown!)).toBe(straightQuotes(plainLine(text)));
       }),
       { numRuns: 400 },
     );
@@ -138,7 +143,7 @@ describe("escapeMarkdown in the Temporal UI's renderer", () => {
 
   it.each(HOSTILE.filter((t) => t.trim()))('%j alone renders as itself', async (text) => {
     const html = await render(escapeMarkdown(text));
-    expect(straightQuotes(paragraphText(html) ?? html)).toBe(plainLine(text));
+    expect(straightQuotes(paragraphText(html) ?? html)).toBe(straightQuotes(plainLine(text)));
   });
 });
 
