@@ -3,9 +3,12 @@
  * - the nestjs-pino logger (level `LOG_LEVEL`),
  * - security headers on every response (src/common/security-headers.ts: CSP, frame-ancestors 'none',
  *   X-Frame-Options DENY, nosniff, Referrer-Policy no-referrer),
- * - the JSON body parser with its size limit ({@link JSON_BODY_LIMIT_BYTES}; 413 above it), in non-strict mode:
- *   any JSON value is parsed, and the schema says what is wrong with a body that is valid JSON but not an object
- *   (`null`, `42`), instead of the parser calling it invalid JSON,
+ * - request timeouts on the HTTP server: `HTTP_HEADERS_TIMEOUT_MS` for the headers, `HTTP_REQUEST_TIMEOUT_MS` for the
+ *   whole request (a client trickling its body is cut with 408), checked every {@link HTTP_TIMEOUT_CHECK_INTERVAL_MS},
+ * - the JSON body parser with its size limit ({@link JSON_BODY_LIMIT_BYTES}; 413 above it) and its checks on the
+ *   text before it is parsed (src/common/json-body.ts: UTF-8, nesting depth, duplicate member names), in non-strict
+ *   mode: any JSON value is parsed, and the schema says what is wrong with a body that is valid JSON but not an
+ *   object (`null`, `42`), instead of the parser calling it invalid JSON,
  * - problem+json below the framework: Node's parser errors ({@link installClientErrorHandler}), 405 with `Allow`
  *   for a known path with another method (in the {@link ProblemDetailsFilter}),
  * - the global StandardSchemaValidationPipe (zod schemas on `@Body/@Query/@Param({ schema })`),
@@ -20,10 +23,12 @@ import { fileURLToPath } from 'node:url';
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { SwaggerModule } from '@nestjs/swagger';
+import { json } from 'express';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
-import { JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
+import { HTTP_TIMEOUT_CHECK_INTERVAL_MS, JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
 import { installClientErrorHandler } from './common/client-error.js';
+import { verifyJsonBody } from './common/json-body.js';
 import { securityHeaders } from './common/security-headers.js';
 import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
 import { createOpenApiDocument } from './common/openapi-document.js';
@@ -55,10 +60,20 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
   app.disable('x-powered-by');
   // First, so every response carries them: pages, API answers, errors, the OpenAPI UI.
   app.use(securityHeaders('/docs'));
-  installClientErrorHandler(app.getHttpServer());
+  const server = app.getHttpServer();
+  installClientErrorHandler(server);
+  // Node answers a request not received in time with 408 (through the clientError handler: problem+json). It checks
+  // every `connectionsCheckingInterval` ms (an option of http.createServer, read when the server starts listening;
+  // Nest creates the server, so it is set here, before `listen`).
+  server.requestTimeout = config.HTTP_REQUEST_TIMEOUT_MS;
+  server.headersTimeout = Math.min(config.HTTP_HEADERS_TIMEOUT_MS, config.HTTP_REQUEST_TIMEOUT_MS);
+  (server as typeof server & { connectionsCheckingInterval: number }).connectionsCheckingInterval =
+    HTTP_TIMEOUT_CHECK_INTERVAL_MS;
   // Non-strict: `null` or `42` is parsed (it is valid JSON) and refused by validation as "expected object".
+  // `verify` checks the text before JSON.parse: UTF-8, depth, duplicate members (src/common/json-body.ts).
   // No urlencoded parser: the JsonContentTypeGuard answers other media types 415 anyway.
-  app.useBodyParser('json', { strict: false, limit: JSON_BODY_LIMIT_BYTES });
+  // Express' own json() (Nest's useBodyParser types leave `verify` out, as its rawBody option uses it).
+  app.use(json({ strict: false, limit: JSON_BODY_LIMIT_BYTES, verify: verifyJsonBody }));
   app.useGlobalGuards(new JsonContentTypeGuard());
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new ProblemDetailsFilter(app.get(HttpAdapterHost)));

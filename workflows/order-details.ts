@@ -1,29 +1,18 @@
 /**
  * What a person reads about an order in the Temporal UI: the workflow's current details (user metadata, Markdown;
  * https://docs.temporal.io/workflows#user-metadata), kept true at each step by the workflow. Sandbox-safe: plain
- * functions, no imports but types.
+ * functions; imports only its sandbox-safe neighbours.
  *
  * Personal data: only what the plan's summaries carry (counts, totals, masked email addresses, see
  * docs/operations.md) and the order id. Every text that comes from outside the workflow (summaries, failure
- * messages of providers) is escaped, so it shows as text, never as Markdown or HTML.
+ * messages of providers, cancel reasons) goes through {@link escapeMarkdown} (./display-text.ts), so it shows as its
+ * characters, never as Markdown, HTML or a link, and no invisible character in it can reorder the line.
  */
+import { escapeMarkdown } from './display-text.js';
 import type { OrderFulfilmentState } from './order-fulfilment.contract.js';
 import { StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
 
-/**
- * Characters with a meaning inside a line of (GitHub-flavoured) Markdown or HTML: emphasis, code, links and images,
- * tables, strikethrough, headings, HTML tags and entities. (Markers that only count at the start of a line, `-`, `+`,
- * `1.`, never start our lines: the text is always inside a sentence.)
- */
-const MARKDOWN_SPECIAL = /[\\`*_{}[\]()<>&|~#]/g;
-
-/**
- * `text` as literal Markdown inside a line: every character with a meaning there backslash-escaped (CommonMark §2.4,
- * backslash escapes), and line breaks as spaces (one line per item).
- */
-export function escapeMarkdown(text: string): string {
-  return text.replace(/\s+/g, ' ').replace(MARKDOWN_SPECIAL, (c) => `\\${c}`);
-}
+export { escapeMarkdown } from './display-text.js';
 
 /** What {@link detailsOf} reads. */
 export interface DetailsInput {

@@ -71,6 +71,7 @@ import {
   type OrderResumeState,
   type RetryStepResult,
 } from './order-fulfilment.contract.js';
+import { plainLine } from './display-text.js';
 import { describeWait, detailsOf, escapeMarkdown } from './order-details.js';
 import { attentionRank, FINAL_FAILURE_RANK, StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
 
@@ -94,15 +95,15 @@ function providerQueue(provider: string): string {
 function stepActivity(step: PlannedStep): StepActivity {
   const profile = RETRY_PROFILES[step.retry];
   if (step.kind === 'database') {
-    return proxyLocalActivities<Record<string, StepActivity>>({ ...profile, summary: escapeMarkdown(step.summary) })[
+    return proxyLocalActivities<Record<string, StepActivity>>({ ...profile, summary: plainLine(step.summary) })[
       step.name
     ]!;
   }
   const options: ActivityOptions = {
     ...profile,
     taskQueue: providerQueue(step.provider!),
-    // Single-line Temporal Markdown: a step's summary may carry text a customer controls.
-    summary: escapeMarkdown(step.summary),
+    // The UI shows an activity's summary as plain text (escapes would show): one line, no invisible characters.
+    summary: plainLine(step.summary),
     ...(step.phase === StepPhase.AfterPivot
       ? {}
       : { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }),
@@ -116,7 +117,7 @@ function compensationActivity(step: PlannedStep): CompensationActivity {
   return proxyActivities<Record<string, CompensationActivity>>({
     ...compensation,
     ...(provider ? { taskQueue: providerQueue(provider) } : {}),
-    summary: `undo: ${escapeMarkdown(step.summary)}`,
+    summary: `undo: ${plainLine(step.summary)}`,
   })[name]!;
 }
 

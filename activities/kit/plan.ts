@@ -4,6 +4,7 @@
  * started without one.
  */
 import { RANK_STEP, type OrderFacts, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
+import { plainLine } from '../../workflows/display-text.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
 import type { StepDefinition } from './define.js';
 
@@ -49,8 +50,11 @@ export function registryPlan(steps: readonly StepDefinition[]): OrderPlan {
   );
 }
 
-/** Summaries are one line in the Temporal UI: at most 200 characters. */
+/**
+ * Summaries are one line in the Temporal UI, at most 200 characters, as plain text without invisible characters
+ * (workflows/display-text.ts; an isolate cut off by the limit is dropped).
+ */
 function truncate(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+  const line = plainLine(text);
+  return line.length > 200 ? plainLine(`${line.slice(0, 199)}…`) : line;
 }

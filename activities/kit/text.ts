@@ -1,4 +1,9 @@
-/** Text helpers for steps: money and masked personal data (what the Temporal UI and the logs may show). */
+/**
+ * Text helpers for steps: money, masked personal data (what the Temporal UI and the logs may show), and
+ * {@link displayText} for any text a customer controls that a step shows a person (a summary, an email): without
+ * invisible characters that could reorder what follows it, a right-to-left name isolated (workflows/display-text.ts).
+ */
+export { displayText } from '../../workflows/display-text.js';
 
 /**
  * The number of minor-unit digits of an ISO 4217 currency (EUR 2, JPY 0, BHD 3), from the runtime's ICU data;

@@ -5,7 +5,7 @@
 import { email } from '../../providers/email.provider.js';
 import { defineProviderStep, StepPhase } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
-import { formatMinor, maskEmail } from '../kit/text.js';
+import { displayText, formatMinor, maskEmail } from '../kit/text.js';
 
 /** The idempotency key of an order's confirmation email. */
 export function orderConfirmationKey(orderId: string): string {
@@ -26,8 +26,10 @@ export const sendOrderConfirmation = defineProviderStep({
   request: ({ orderId, order }) => {
     if (order.invoice === null) throw notFound('invoice of order', orderId);
     const money = (minor: number) => formatMinor(minor, order.currency);
-    const name = order.customerName ?? order.customerEmail;
-    const items = order.lines.map((l) => `  ${l.quantity} x ${l.name} (${l.sku}) @ ${money(l.unitPriceMinor)}`);
+    const name = displayText(order.customerName ?? order.customerEmail);
+    const items = order.lines.map(
+      (l) => `  ${l.quantity} x ${displayText(l.name)} (${l.sku}) @ ${money(l.unitPriceMinor)}`,
+    );
     const { number } = order.invoice;
     const text = [`Hello ${name},`, '', `Thank you for your order ${orderId}.`, ...items];
     return {

@@ -34,7 +34,11 @@ import { providerTaskQueue, type OperationDefinition } from '../../providers/kit
 import { providerVariableDocs } from '../../src/config/provider-config.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { PERMANENT_ERROR_TYPES } from '../../workflows/errors.js';
-import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
+import {
+  HTTP_TIMEOUT_CHECK_INTERVAL_MS,
+  JSON_BODY_LIMIT_BYTES,
+  JSON_BODY_MAX_DEPTH,
+} from '../../src/common/api-limits.js';
 import { registeredProblemTypes } from '../../src/common/problem-details.js';
 // Each imported for its problem types' registration.
 import '../../src/auth/auth-problems.js';
@@ -299,7 +303,24 @@ export function renderLimits(): string {
   return table(
     ['Limit', 'Value', 'Applies to', 'Beyond it'],
     [
-      ['JSON request body', `${kib} KiB (${JSON_BODY_LIMIT_BYTES} bytes)`, 'every request with a body', '413'],
+      [
+        'JSON request body',
+        `${kib} KiB (${JSON_BODY_LIMIT_BYTES} bytes), UTF-8, \`Content-Type: application/json\``,
+        'every request with a body',
+        '413 `body-too-large`; 415 for another media type, charset or encoding',
+      ],
+      [
+        'Nesting of a JSON body',
+        `${JSON_BODY_MAX_DEPTH} levels of arrays and objects; each member name once per object`,
+        'every request with a body',
+        '400, before the body is parsed',
+      ],
+      [
+        'Time to send a request',
+        `headers ${formatDuration(defaults.HTTP_HEADERS_TIMEOUT_MS)}, whole request ${formatDuration(defaults.HTTP_REQUEST_TIMEOUT_MS)} by default (\`HTTP_HEADERS_TIMEOUT_MS\`, \`HTTP_REQUEST_TIMEOUT_MS\`)`,
+        'every request',
+        '408 problem+json, connection closed',
+      ],
       ['Order lines', `1..${ORDER_LIMITS.maxLines}, each SKU once`, '`POST /orders`', '400'],
       ['Quantity of a line', `1..${ORDER_LIMITS.maxQuantity}`, '`POST /orders`', '400'],
       ['SKU', `1..${ORDER_LIMITS.maxSkuLength} characters`, '`POST /orders`', '400'],
@@ -360,6 +381,12 @@ export function renderBounds(): string {
         `${s(PG_SESSION_LIMITS.idleInTransactionTimeoutMs)} (\`idle_in_transaction_session_timeout\`)`,
         'every database session',
         'PostgreSQL ends the session and releases its locks',
+      ],
+      [
+        "A client's request to arrive (headers, then the whole request)",
+        `${s(d.HTTP_HEADERS_TIMEOUT_MS)} and ${s(d.HTTP_REQUEST_TIMEOUT_MS)} (\`HTTP_HEADERS_TIMEOUT_MS\`, \`HTTP_REQUEST_TIMEOUT_MS\`), checked every ${s(HTTP_TIMEOUT_CHECK_INTERVAL_MS)}`,
+        'configuration',
+        "408 problem+json and the connection closes; the API's own time to answer is not counted",
       ],
       [
         'A workflow start inside `POST /orders`',

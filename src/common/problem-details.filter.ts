@@ -3,9 +3,13 @@
  *
  * - {@link ProblemException}: its problem document as is.
  * - A malformed JSON body (body-parser's SyntaxError, mapped by Nest to a 400): `malformed-json`.
+ * - body-parser's other refusals, mapped by Nest to an `HttpException` whose cause is body-parser's error: a body over
+ *   the size limit → 413 `body-too-large`; a charset or Content-Encoding it cannot decode → 415
+ *   `unsupported-media-type`; a refusal of the body's own checks (src/common/json-body.ts: depth, duplicate members,
+ *   charset) → that problem as it was thrown.
  * - The router's 404 for a path that exists with other methods: 405 `method-not-allowed` with an `Allow` header
  *   (RFC 9110 §15.5.6), or for `OPTIONS` 204 with `Allow` (RFC 9110 §9.3.7); see {@link allowedMethods}.
- * - Any other Nest `HttpException` (unknown route 404, 405, 413, ...): `about:blank` with the reason phrase
+ * - Any other Nest `HttpException` (unknown route 404, ...): `about:blank` with the reason phrase
  *   as `title` and the exception message as `detail`.
  * - An error saying PostgreSQL cannot be reached now ({@link isDatabaseUnavailable}: down, restarting, refusing
  *   connections): 503 `service-unavailable` with `Retry-After` ({@link DATABASE_RETRY_AFTER_SECONDS} s), so clients
@@ -101,6 +105,8 @@ export function toProblem(exception: unknown): ProblemDetails {
   if (exception instanceof ProblemException) return { ...exception.problem };
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
+    const fromBodyParser = bodyParserProblem(exception.cause);
+    if (fromBodyParser) return fromBodyParser;
     if (status === 400 && exception.cause instanceof SyntaxError) {
       return {
         type: ProblemType.MalformedJson,
@@ -134,6 +140,59 @@ export function toProblem(exception: unknown): ProblemDetails {
     status: 500,
     detail: 'An unexpected error occurred. It has been logged.',
   };
+}
+
+/** An error of body-parser (http-errors): its `type` says which refusal it is. */
+interface BodyParserError {
+  type?: unknown;
+  limit?: unknown;
+  length?: unknown;
+  charset?: unknown;
+  encoding?: unknown;
+}
+
+/**
+ * The problem for a body-parser refusal (the `cause` Nest keeps when it maps one to an HttpException), or undefined
+ * when `cause` is not one of those below. Types from body-parser's README, "Errors".
+ */
+function bodyParserProblem(cause: unknown): ProblemDetails | undefined {
+  // The body's own checks throw their problem from body-parser's verify hook (src/common/json-body.ts).
+  if (cause instanceof ProblemException) return { ...cause.problem };
+  if (typeof cause !== 'object' || cause === null) return undefined;
+  const error = cause as BodyParserError;
+  if (error.type === 'entity.too.large') {
+    const limit = typeof error.limit === 'number' ? error.limit : undefined;
+    const length = typeof error.length === 'number' ? `${error.length} bytes` : 'larger than that';
+    return {
+      type: ProblemType.BodyTooLarge,
+      title: 'Request body too large',
+      status: 413,
+      detail:
+        limit === undefined
+          ? 'The request body is larger than the API accepts'
+          : `The request body is ${length}; at most ${limit} bytes are accepted`,
+      ...(limit === undefined ? {} : { limitBytes: limit }),
+    };
+  }
+  if (error.type === 'charset.unsupported') {
+    return {
+      type: ProblemType.UnsupportedMediaType,
+      title: 'Unsupported media type',
+      status: 415,
+      detail: `Send the body as UTF-8 JSON (RFC 8259 §8.1); got charset ${String(error.charset ?? '').toUpperCase()}`,
+    };
+  }
+  if (error.type === 'encoding.unsupported') {
+    return {
+      type: ProblemType.UnsupportedMediaType,
+      title: 'Unsupported media type',
+      status: 415,
+      detail:
+        `The body's Content-Encoding ${String(error.encoding ?? '')} is not supported: send it uncompressed, or ` +
+        'with gzip, deflate or br',
+    };
+  }
+  return undefined;
 }
 
 function httpExceptionDetail(exception: HttpException): string {

@@ -142,9 +142,8 @@ export const ProblemTypes = defineProblemTypes({
     statuses: [],
     description:
       'No more semantics than the HTTP status (RFC 9457 §4.2.1); `title` is its reason phrase. The framework answers ' +
-      'so for a body over the size limit (413) and for statuses nothing else describes.',
-    example: { detail: 'request entity too large' },
-    appliesTo: [{ operations: 'with-body', status: 413, description: 'The body is larger than the JSON body limit' }],
+      'so for statuses nothing else describes (a path no route serves: 404); no operation lists it.',
+    example: { detail: 'Cannot GET /no-such-route' },
   },
   ValidationError: {
     uri: `${PROBLEM_TYPE_BASE}validation-error`,
@@ -152,21 +151,57 @@ export const ProblemTypes = defineProblemTypes({
     statuses: [400],
     description:
       'The body, a query or path parameter, or a header (`Idempotency-Key`) failed validation; `errors` names each ' +
-      'failed constraint. Nothing was changed: fix the request and send it again.',
+      'failed constraint. That includes a body nested deeper than the API accepts or naming a member twice in one ' +
+      'object (both refused before the body is parsed), and members named `__proto__`, `constructor` or ' +
+      '`prototype`. Nothing was changed: fix the request and send it again.',
     extensions: { errors: validationErrorsSchema },
     example: {
       detail: 'lines.0.quantity: Too small: expected number to be >=1',
       errors: [{ path: 'lines.0.quantity', message: 'Too small: expected number to be >=1' }],
     },
-    appliesTo: [{ operations: 'with-input', description: 'A parameter, header or the body failed validation' }],
+    appliesTo: [
+      {
+        operations: 'with-input',
+        description:
+          'A parameter, header or the body failed validation, or the body is nested too deep or names a member twice',
+      },
+    ],
   },
   UnsupportedMediaType: {
     uri: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
     title: 'Unsupported media type',
     statuses: [415],
-    description: 'The request has a body that is not sent as JSON (`Content-Type: application/json`).',
-    example: { detail: 'Send the body as application/json (got text/plain)' },
-    appliesTo: [{ operations: 'with-body', description: 'The body is not sent as `application/json`' }],
+    description:
+      'The request has a body that is not plain UTF-8 JSON: another media type (a form, text, or a JSON variant with ' +
+      'its own semantics such as `application/merge-patch+json`), no `Content-Type`, a charset other than UTF-8, or a ' +
+      '`Content-Encoding` the API does not decode. Send it as `Content-Type: application/json` in UTF-8, uncompressed ' +
+      'or with gzip, deflate or br.',
+    example: { detail: 'Send the body as application/json (got application/merge-patch+json)' },
+    appliesTo: [
+      {
+        operations: 'with-body',
+        description:
+          'The body is not sent as `application/json` in UTF-8 (a `+json` variant such as ' +
+          '`application/merge-patch+json` included), or with a Content-Encoding the API does not decode',
+      },
+    ],
+  },
+  BodyTooLarge: {
+    uri: `${PROBLEM_TYPE_BASE}body-too-large`,
+    title: 'Request body too large',
+    statuses: [413],
+    description:
+      'The request body is larger than the API accepts (`limitBytes`, the JSON body limit); it was not read further ' +
+      'and nothing was changed. The largest valid body, an order of 50 lines, is a few KB.',
+    extensions: {
+      limitBytes: z
+        .int()
+        .positive()
+        .optional()
+        .meta({ description: 'The most bytes a request body may have', example: 102400 }),
+    },
+    example: { detail: 'The request body is 204851 bytes; at most 102400 bytes are accepted', limitBytes: 102400 },
+    appliesTo: [{ operations: 'with-body', description: 'The body is larger than the JSON body limit' }],
   },
   MalformedJson: {
     uri: `${PROBLEM_TYPE_BASE}malformed-json`,
@@ -186,7 +221,9 @@ export const ProblemTypes = defineProblemTypes({
     statuses: [400, 408, 413, 431],
     description:
       "The request is not valid HTTP/1.1 (Node's parser refused it: a control character in a header, a bad request " +
-      'line, headers too large); `parserError` is the parser code. The connection is closed.',
+      'line, headers too large), or did not arrive in time (408, `ERR_HTTP_REQUEST_TIMEOUT`: headers within ' +
+      '`HTTP_HEADERS_TIMEOUT_MS`, the whole request within `HTTP_REQUEST_TIMEOUT_MS`); `parserError` is the ' +
+      "parser's code. The connection is closed. Answered before any route is known, so no operation lists it.",
     extensions: {
       parserError: z
         .string()

@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { LOG_FORMATS } from '../logging/logging.js';
 import { CANCEL_WAIT_MS } from '../temporal/temporal.constants.js';
+import { HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS } from '../common/api-limits.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import {
   DEFAULT_SIMULATOR_URL,
@@ -109,6 +110,16 @@ export const configSchema = z.object({
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6_000),
   /** The window of `RATE_LIMIT_MAX`, ms (default 1 min). */
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+  /**
+   * Time a client has to send a request's headers, ms (default {@link HTTP_HEADERS_TIMEOUT_MS}, 10 s; at most
+   * `HTTP_REQUEST_TIMEOUT_MS`); beyond it → 408 and the connection closes.
+   */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(500).max(300_000).default(HTTP_HEADERS_TIMEOUT_MS),
+  /**
+   * Time a client has to send a whole request, headers and body, ms (default {@link HTTP_REQUEST_TIMEOUT_MS}, 30 s);
+   * beyond it → 408 and the connection closes. The API's own time to answer is not counted.
+   */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(500).max(300_000).default(HTTP_REQUEST_TIMEOUT_MS),
   /**
    * Interval of the Temporal Schedule `purge-idempotency-records` (created or updated by the worker at start), ms:
    * default 10 min, 1 min to 1 day.

@@ -116,11 +116,14 @@ export class IdempotencyInterceptor implements NestInterceptor {
     try {
       fingerprint = requestFingerprint({ method: req.method, target: req.originalUrl, body: req.body });
     } catch (err) {
-      // RFC 8785 refuses strings that are not valid Unicode (a lone surrogate such as "\ud800"): such a body has no
-      // canonical form, and no order could carry it anyway. Found by the API fuzzer (it was a 500).
+      // RFC 8785 has no canonical form for some values JSON.parse can produce: a string with a lone surrogate
+      // (`"\ud800"`), a number beyond double range (`1e400` parses as Infinity). No order could carry either, so the
+      // request is refused with the canonicaliser's own reason. (A body nested deeper than the canonicaliser's
+      // recursion could go never gets here: src/common/json-body.ts refuses it before it is parsed.)
+      const reason = err instanceof Error ? err.message : String(err);
       throw ProblemException.validation(
-        [{ path: '', message: `The body is not valid Unicode: ${err instanceof Error ? err.message : String(err)}` }],
-        'The body contains a string that is not valid Unicode (a lone surrogate)',
+        [{ path: '', message: reason }],
+        `The body has no canonical JSON form (RFC 8785) to compare under its Idempotency-Key: ${reason}`,
       );
     }
     try {

@@ -8,10 +8,12 @@
  * Personal data (docs/operations.md, "What the Temporal UI shows"): the customer's name (the UI is an operator's
  * tool) and the email address masked (`a…@example.com`), never in full, also in the `OrderSummary` search attribute
  * (the name, or the masked address when the order has none); `CustomerId` is a keyed hash.
- * Text a customer or an operator controls (names, SKUs) is escaped, so it shows as text, never as Markdown or HTML.
+ * Text a customer or an operator controls (names, SKUs, the client id) goes through workflows/display-text.ts: in the
+ * Markdown escaped (it shows as its characters, never as Markdown, HTML or a link), everywhere without invisible
+ * characters that could reorder the line, and a right-to-left name isolated.
  */
 import { formatMinor, maskEmail } from '../../activities/kit/text.js';
-import { escapeMarkdown } from '../../workflows/order-details.js';
+import { displayText, escapeMarkdown } from '../../workflows/display-text.js';
 
 /** What the display reads of an order. */
 export interface DisplayedOrder {
@@ -25,7 +27,15 @@ export interface DisplayedOrder {
   lines: Array<{ sku: string; quantity: number; unitPriceMinor: number }>;
 }
 
-/** The most characters of a summary (the UI shows one line). */
+/**
+ * `text` as a code span when it is a plain identifier (a client id: `a-z 0-9 . _ -`), else as escaped text: a code
+ * span shows its content literally, so an escape inside it would show as a backslash.
+ */
+function codeOrText(text: string): string {
+  return /^[\w.-]+$/.test(text) ? `\`${text}\`` : escapeMarkdown(text);
+}
+
+/** The most characters of a summary (the UI shows one line); a long name is cut so the figures stay. */
 const SUMMARY_MAX = 120;
 
 /**
@@ -36,17 +46,18 @@ export function orderDisplay(
   order: DisplayedOrder,
   publicUrl?: string,
 ): { summary: string; plainSummary: string; details: string } {
-  const who = order.customerName ?? maskEmail(order.customerEmail);
   const lineCount = `${order.lines.length} ${order.lines.length === 1 ? 'line' : 'lines'}`;
   const total = formatMinor(order.totalMinor, order.currency);
-  const plainSummary = `Order ${order.id.slice(0, 8)} · ${who} · ${lineCount} · ${total}`;
-  const summary = escapeMarkdown(
-    plainSummary.length > SUMMARY_MAX ? `${plainSummary.slice(0, SUMMARY_MAX - 1)}…` : plainSummary,
-  );
+  const line = (who: string) => `Order ${order.id.slice(0, 8)} · ${who} · ${lineCount} · ${total}`;
+  const name = order.customerName ?? maskEmail(order.customerEmail);
+  const who = displayText(name, Math.max(SUMMARY_MAX - line('').length, 8));
+  const plainSummary = line(who);
+  // Only the name is the customer's: the rest (short id, count, total) is ours and has nothing to escape.
+  const summary = line(escapeMarkdown(who));
   const base = publicUrl?.replace(/\/+$/, '') ?? '';
   const details = [
-    `**Order** \`${order.id}\` for ${escapeMarkdown(who)} (${escapeMarkdown(maskEmail(order.customerEmail))}), ` +
-      `client \`${escapeMarkdown(order.clientId)}\``,
+    `**Order** \`${order.id}\` for ${escapeMarkdown(displayText(name))} ` +
+      `(${escapeMarkdown(maskEmail(order.customerEmail))}), client ${codeOrText(order.clientId)}`,
     '',
     '| SKU | Quantity | Unit price |',
     '| --- | ---: | ---: |',

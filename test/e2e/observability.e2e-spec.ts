@@ -213,7 +213,7 @@ describe('observability', () => {
     const description = await stack.client.workflow.getHandle(`order-${okId}`).describe();
     expect(await description.staticSummary()).toBe(`Order ${okId.slice(0, 8)} · Observed · 1 line · 12.50 EUR`);
     const details = await description.staticDetails();
-    expect(details).toContain('| MUG-WHT | 1 |');
+    expect(details).toContain('| MUG\\-WHT | 1 |'); // Markdown: the SKU's `-` escaped (workflows/display-text.ts)
     expect(details).toContain(`/orders/${okId})`);
     expect(details).not.toContain(EMAIL);
     expect(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderSummary)).toBe(

@@ -299,7 +299,7 @@ describe('OpenAPI', () => {
   it('documents the action routes, their statuses and problem types', async () => {
     const res = await http().get('/docs-json').expect(200);
     const cancel = res.body.paths['/orders/{id}/cancel'].post;
-    // 413 and 415: every operation with a body (addGlobalProblemResponses); 401/403/429: authentication.
+    // 413 and 415: every operation with a body; 401/403/429: authentication (their definitions' `appliesTo`).
     expect(Object.keys(cancel.responses).sort()).toEqual([
       '200',
       '202',

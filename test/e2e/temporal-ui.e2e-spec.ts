@@ -4,6 +4,9 @@
  * column, as docs/operations.md tells an operator to add it) and status; an order's User Metadata tab shows the
  * summary, the details and the current details, rendered from escaped Markdown (a customer's `<b>` stays text); an
  * order waiting for an operator says what it waits for and how to retry, and says it is completed after the retry.
+ * Hostile names (issue 21): Markdown, HTML, bare URLs and e-mail autolinks never render as a link, an image or markup;
+ * a name with a bidi override reads as its characters in their order (glyphs sorted by where the browser draws them)
+ * in the summary, the list and the confirmation email; an activity's summary, plain text in the UI, shows no escapes.
  * Screenshots: `artifacts/temporal-ui-list.png`, `artifacts/temporal-ui-attention.png` (gitignored).
  *
  * Chromium: `CHROMIUM_PATH`, default `/usr/bin/chromium`. Without it the suite is skipped, except in CI (`CI=true`),
@@ -12,9 +15,10 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+import { chromium, type Browser, type FrameLocator, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { OrderPlan } from '../../workflows/order-plan.js';
+import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -28,6 +32,43 @@ let page: Page;
 let ui: string;
 let completedId: string;
 let waitingId: string;
+
+/** The issue's names (issue 21): Markdown, HTML, bare URLs and e-mail autolinks, and a bidi override. */
+const HOSTILE = {
+  markup: { name: '**bold** [link](http://x) <img src=x onerror=alert(1)>', email: '_ada@example.com' },
+  links: {
+    name: '![p](http://e.example/p.png) https://e.example/p mailto:a@e.example <a@e.example>',
+    email: 'b@example.com',
+  },
+  bidi: { name: 'Ada \u202eRUE 00.1 · senil 1', email: 'c@example.com' },
+} as const;
+const hostileIds: Record<keyof typeof HOSTILE, string> = { markup: '', links: '', bidi: '' };
+
+/**
+ * The text of `element` as a person reads it: its glyphs in the order the browser draws them (top to bottom, left to
+ * right), whitespace left out. Text reordered by a bidi override reads reversed here, whatever its logical order.
+ */
+async function visualText(element: Locator): Promise<string> {
+  return element.evaluate((root) => {
+    const glyphs: Array<{ ch: string; x: number; y: number }> = [];
+    const walker = root.ownerDocument.createTreeWalker(root, 4 /* NodeFilter.SHOW_TEXT */);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const text = node.textContent ?? '';
+      for (let i = 0; i < text.length; i++) {
+        if (/\s/.test(text[i]!)) continue;
+        const range = root.ownerDocument.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rect = range.getBoundingClientRect();
+        if (rect.width > 0) glyphs.push({ ch: text[i]!, x: rect.left, y: Math.round(rect.top / 4) });
+      }
+    }
+    glyphs.sort((a, b) => a.y - b.y || a.x - b.x);
+    return glyphs.map((g) => g.ch).join('');
+  });
+}
+
+const noSpaces = (text: string) => text.replace(/\s+/g, '');
 
 /** Polls GET /orders/:id until its status is `status`. */
 async function orderReaches(id: string, status: string, timeoutMs = 45_000): Promise<void> {
@@ -101,6 +142,15 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the Temporal UI in
       .expect(202);
     waitingId = waiting.body.id;
     await orderReaches(waitingId, 'attention_required');
+
+    for (const [kind, customer] of Object.entries(HOSTILE) as Array<[keyof typeof HOSTILE, (typeof HOSTILE)['bidi']]>) {
+      const res = await stack.http
+        .post('/orders')
+        .send({ customer, lines: [{ sku: 'TEE-BLK-M', quantity: 1 }] })
+        .expect(202);
+      hostileIds[kind] = res.body.id;
+    }
+    for (const id of Object.values(hostileIds)) await orderReaches(id, 'completed');
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -198,5 +248,54 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the Temporal UI in
     const current = await metadataPanel(`order-${waitingId}`, '**Completed**');
     expect(await current.locator('body').innerText()).toContain('Completed: every step is done.');
     expect(await current.locator('li', { hasText: '[ ]' }).count()).toBe(0);
+  });
+
+  describe('hostile names (issue 21)', () => {
+    const summaryOf = (id: string, name: string) =>
+      `Order ${id.slice(0, 8)} · ${name.replace(/\u202e/g, '')} · 1 line · 19.99 EUR`;
+
+    it.each(Object.keys(HOSTILE) as Array<keyof typeof HOSTILE>)(
+      '%s: the summary and the details show the name as its characters, never as a link, an image or markup',
+      async (kind) => {
+        const id = hostileIds[kind];
+        const { name } = HOSTILE[kind];
+        const summary = await metadataPanel(`order-${id}`, `Order ${id.slice(0, 8)} `);
+        expect(await summary.locator('main *:not(p)').count()).toBe(0);
+        expect(noSpaces(await summary.locator('main').innerText())).toBe(noSpaces(summaryOf(id, name)));
+        expect(await visualText(summary.locator('main'))).toBe(noSpaces(summaryOf(id, name)));
+
+        const details = await metadataPanel(`order-${id}`, 'Unit price');
+        expect(await details.locator('img, em, del, sup, sub, script, span').count()).toBe(0);
+        expect(await details.locator('a').count()).toBe(2); // ours: the order in the API, the page
+        expect(await details.locator('main').innerText()).toContain(name.replace(/\u202e/g, ''));
+      },
+    );
+
+    it('the workflow list shows the bidi name in its order', async () => {
+      const id = hostileIds.bidi;
+      const query = encodeURIComponent(`TaskQueue="${stack.config.TEMPORAL_TASK_QUEUE}"`);
+      await page.goto(`${ui}/namespaces/${NAMESPACE}/workflows?query=${query}`);
+      const row = page.locator('tr', { hasText: `order-${id}` });
+      await row.waitFor({ timeout: 30_000 });
+      expect(await visualText(row)).toContain(noSpaces(summaryOf(id, HOSTILE.bidi.name)));
+      const described = await stack.client.workflow.getHandle(`order-${id}`).describe();
+      const attribute = described.typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderSummary);
+      expect(attribute).toBe(summaryOf(id, HOSTILE.bidi.name));
+    });
+
+    it('the confirmation email greets the bidi name as its characters', () => {
+      const [sent] = stack.email.ledger.effects(`order-confirmation:${hostileIds.bidi}`);
+      const text = (sent?.request as { text: string }).text;
+      expect(text).toContain('Hello Ada RUE 00.1 · senil 1,');
+      expect(text).not.toMatch(/[\u202a-\u202e\u2066-\u2069]/);
+    });
+
+    it("an activity's summary, plain text in the UI, shows no escapes", async () => {
+      const id = hostileIds.markup;
+      await page.goto(`${ui}/namespaces/${NAMESPACE}/workflows/order-${id}`);
+      await page.getByRole('tab', { name: 'User Metadata' }).click();
+      await expect(page.getByText('confirmation to _…@example.com').first().isVisible()).resolves.toBe(true);
+      await expect(page.getByText('confirmation to \\_').count()).resolves.toBe(0);
+    });
   });
 });

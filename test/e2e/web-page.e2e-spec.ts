@@ -153,6 +153,22 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
     stack.email.clearFaults();
   });
 
+  it("shows a customer's name without its invisible controls, isolated, as its characters (issue 21)", async () => {
+    const placed = await stack.http
+      .post('/orders')
+      .send({
+        customer: { email: 'bidi@example.com', name: 'Ada \u202eRUE 00.1 · senil 1 <b>x</b>' },
+        lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+      })
+      .expect(202);
+    const row = page.locator(`tr[data-order-id="${placed.body.id}"]`);
+    await row.waitFor({ timeout: 30_000 });
+    const name = row.getByTestId('customer').locator('bdi[dir="auto"]');
+    await expect(name.textContent()).resolves.toBe('Ada RUE 00.1 · senil 1 <b>x</b>');
+    await expect(row.locator('b').count()).resolves.toBe(0);
+    await expect(row.locator('td.num').first().textContent()).resolves.toMatch(/19\.99/);
+  });
+
   it('leaves a screenshot and no script errors', async () => {
     await page.waitForTimeout(2_500); // one more refresh of every list
     await mkdir(ARTIFACTS, { recursive: true });

@@ -6,16 +6,21 @@
  *   bounds, enums, patterns, required members), with known resource ids mixed in so the operations reach their
  *   business logic.
  * - Negative cases: a valid body with one node replaced by an arbitrary or hostile JSON value (null, -0, 1e308,
- *   2^31, 2^53+2, NUL, lone surrogates, 10 000 characters, year 0000, `__proto__`), an unknown or `__proto__`
- *   member added, a required member removed; arbitrary JSON; malformed JSON; another media type; junk, repeated or
- *   oversized query parameters; unencoded and malformed path segments; odd Idempotency-Key values; methods the path
- *   does not declare.
+ *   2^31, 2^53+2, NUL, lone surrogates, 10 000 characters, year 0000, `__proto__`), a member added (unknown, or
+ *   named after any property of Object.prototype: `__proto__`, `constructor`, `toString`, …), a required member
+ *   removed; a member's value nested deeper than the API's limit (up to 20,000 arrays or objects); a member given
+ *   twice; arbitrary JSON; malformed JSON; another media type or a JSON variant (`application/merge-patch+json`);
+ *   junk, repeated or oversized query parameters; unencoded and malformed path segments; odd Idempotency-Key values;
+ *   methods the path does not declare.
  *
  * Each response is checked against the document: no 5xx, the status among the operation's documented responses
  * (405 with `Allow` for an undeclared method), every 4xx/5xx a problem document (`application/problem+json` with
- * `type`, `title`, and `status` equal to the response's), every 2xx JSON.
+ * `type`, `title`, and `status` equal to the response's), every 2xx JSON. A body that is invalid whatever the
+ * route's state (an added member, a duplicate member, nesting over the limit) must be refused (4xx); one nested too
+ * deep or with a duplicate member with a 400 whose detail says so, before authentication or anything else.
  */
 import fc from 'fast-check';
+import { JSON_BODY_LIMIT_BYTES, JSON_BODY_MAX_DEPTH } from '../../src/common/api-limits.js';
 
 /** The part of a JSON Schema (OpenAPI 3.1's 2020-12 dialect, and 3.0's `nullable`) the generator reads. */
 export interface Schema {
@@ -73,6 +78,17 @@ export interface FuzzRequest {
   expected: string[];
   /** Documented media types per status (a 2xx must be JSON only where the document says so). */
   mediaTypes?: Record<string, string[]>;
+  /** Set when the body must be refused whatever the route's state: why, and the answer it must get when known. */
+  mustRefuse?: Refusal;
+}
+
+/** Why a generated body must be refused, and what the refusal must look like when that is known. */
+export interface Refusal {
+  reason: string;
+  /** The status the API must answer (else any 4xx). */
+  status?: number;
+  /** What the problem's `detail` must say. */
+  detail?: RegExp;
 }
 
 /** Values the fuzzer may use for path parameters by name (existing resources), filled in at send time. */
@@ -185,32 +201,81 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown): v
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-/** `value` with one node replaced, a member added (unknown or `__proto__`) or removed. */
-function mutate(value: unknown, pick: number, junk: unknown, op: 'replace' | 'add' | 'remove', key: string): unknown {
+/**
+ * Names of members a body must never be accepted with: an unknown one, and every property of Object.prototype
+ * (`constructor`, `__proto__`, `toString`, …), which a validator that looks names up on the object would see as
+ * inherited, and which Nest's pipe used to delete unseen.
+ */
+export const ADDED_MEMBER_NAMES: readonly string[] = ['extra', ...Object.getOwnPropertyNames(Object.prototype)];
+
+/**
+ * `value` with one node replaced, a member added (see {@link ADDED_MEMBER_NAMES}) or removed; `added` is true when a
+ * member was added to an object (the body is then invalid, whatever else it holds).
+ */
+function mutate(
+  value: unknown,
+  pick: number,
+  junk: unknown,
+  op: 'replace' | 'add' | 'remove',
+  key: string,
+): { value: unknown; added: boolean } {
   const copy: unknown = JSON.parse(JSON.stringify(value ?? null));
   const all = paths(copy);
   const path = all[pick % all.length]!;
-  if (path.length === 0) return op === 'replace' ? junk : copy;
+  const addTo = (target: unknown): boolean => {
+    if (!target || typeof target !== 'object' || Array.isArray(target)) return false;
+    setOwn(target as Record<string, unknown>, key, junk);
+    return true;
+  };
+  if (path.length === 0) {
+    if (op === 'replace') return { value: junk, added: false };
+    return { value: copy, added: op === 'add' && addTo(copy) };
+  }
   const parent = path.slice(0, -1).reduce<any>((node, k) => node[k], copy); // eslint-disable-line @typescript-eslint/no-explicit-any
   const last = path.at(-1)!;
   if (op === 'replace') parent[last] = junk;
   else if (op === 'remove' && !Array.isArray(parent)) delete parent[last];
-  else {
-    const target = parent[last];
-    if (target && typeof target === 'object' && !Array.isArray(target)) setOwn(target, key, junk);
-    else parent[last] = junk;
-  }
-  return copy;
+  else if (addTo(parent[last])) return { value: copy, added: true };
+  else parent[last] = junk;
+  return { value: copy, added: false };
 }
 
-/** A body for `schema`: valid, mutated, arbitrary, malformed or empty; with its media type. */
-function bodyFor(
-  schema: Schema,
-  doc: OpenApiDocument,
-  members: KnownMembers,
-): fc.Arbitrary<{ text?: string; type: string }> {
+/**
+ * JSON text of `value` (an object) with one member's value replaced by `depth` nested arrays or objects, built as
+ * text (JSON.stringify itself recurses); undefined when `value` is not an object.
+ */
+function deepText(value: unknown, depth: number, kind: 'arrays' | 'objects', pick: number): string | undefined {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const keys = Object.keys(value);
+  const key = keys.length ? keys[pick % keys.length]! : 'deep';
+  const nested =
+    kind === 'arrays' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+  const marker = '~deep-value~';
+  return JSON.stringify({ ...value, [key]: marker }).replace(`"${marker}"`, nested);
+}
+
+/** JSON text of `value` (an object with members) with its first member given twice; undefined otherwise. */
+function duplicateText(value: unknown): string | undefined {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const [first] = Object.entries(value);
+  if (!first) return undefined;
+  return `{${JSON.stringify(first[0])}:${JSON.stringify(first[1])},${JSON.stringify(value).slice(1)}`;
+}
+
+/** A generated body: its text (none for no body), its media type and, when it must be refused, why. */
+interface GeneratedBody {
+  text?: string;
+  type: string;
+  mustRefuse?: Refusal;
+}
+
+/**
+ * A body for `schema`: valid, mutated, nested too deep, with a duplicate member, arbitrary, malformed or empty; with
+ * its media type.
+ */
+function bodyFor(schema: Schema, doc: OpenApiDocument, members: KnownMembers): fc.Arbitrary<GeneratedBody> {
   const valid = fromSchema(schema, doc, 0, members);
-  const json = (v: unknown) => ({ text: JSON.stringify(v), type: 'application/json' });
+  const json = (v: unknown): GeneratedBody => ({ text: JSON.stringify(v), type: 'application/json' });
   return fc.oneof(
     { weight: 4, arbitrary: valid.map(json) },
     {
@@ -221,9 +286,49 @@ function bodyFor(
           fc.nat(),
           anyJson,
           fc.constantFrom('replace', 'add', 'remove'),
-          fc.constantFrom('__proto__', 'constructor', 'extra', 'prototype'),
+          fc.constantFrom(...ADDED_MEMBER_NAMES),
         )
-        .map(([v, pick, junk, op, key]) => json(mutate(v, pick, junk, op as 'replace' | 'add' | 'remove', key))),
+        .map(([v, pick, junk, op, key]): GeneratedBody => {
+          const { value, added } = mutate(v, pick, junk, op as 'replace' | 'add' | 'remove', key);
+          return added
+            ? { ...json(value), mustRefuse: { reason: `a member "${key}" the schema does not declare` } }
+            : json(value);
+        }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(
+          valid,
+          fc.constantFrom(JSON_BODY_MAX_DEPTH + 1, 1_000, 20_000),
+          fc.constantFrom('arrays' as const, 'objects' as const),
+          fc.nat(),
+        )
+        .map(([v, depth, kind, pick]): GeneratedBody => {
+          const text = deepText(v, depth, kind, pick);
+          if (text === undefined) return json(v);
+          // 20,000 nested objects are also over the size limit: that refusal comes first.
+          const tooLarge = Buffer.byteLength(text) > JSON_BODY_LIMIT_BYTES;
+          return {
+            text,
+            type: 'application/json',
+            mustRefuse: tooLarge
+              ? { reason: `${depth} nested ${kind}, over the size limit`, status: 413, detail: /at most/ }
+              : { reason: `${depth} nested ${kind}`, status: 400, detail: /levels deep/ },
+          };
+        }),
+    },
+    {
+      weight: 1,
+      arbitrary: valid.map((v): GeneratedBody => {
+        const text = duplicateText(v);
+        if (text === undefined) return json(v);
+        return {
+          text,
+          type: 'application/json',
+          mustRefuse: { reason: 'a duplicate member', status: 400, detail: /Duplicate member/ },
+        };
+      }),
     },
     { weight: 1, arbitrary: anyJson.map(json) },
     {
@@ -232,6 +337,7 @@ function bodyFor(
         valid.map((v) => ({ text: JSON.stringify(v).slice(0, -1), type: 'application/json' })),
         fc.string().map((t) => ({ text: t, type: 'application/json' })),
         valid.map((v) => ({ text: JSON.stringify(v), type: 'text/plain' })),
+        valid.map((v) => ({ text: JSON.stringify(v), type: 'application/merge-patch+json' })),
         fc.constant({ text: 'a=1&b=2', type: 'application/x-www-form-urlencoded' }),
         fc.constant({ text: undefined, type: 'application/json' }),
         fc.constant({ text: `{"a":"${'y'.repeat(120 * 1024)}"}`, type: 'application/json' }),
@@ -325,6 +431,7 @@ export function requestArbitrary(
               url: query.length ? `${path}?${query.join('&')}` : path,
               headers,
               body: body?.text,
+              ...(body?.mustRefuse ? { mustRefuse: body.mustRefuse } : {}),
               expected: Object.keys(op.responses),
               mediaTypes: Object.fromEntries(
                 Object.entries(op.responses).map(([code, r]) => [
@@ -368,6 +475,15 @@ export function checkResponse(req: FuzzRequest, res: { status: number; headers: 
       problems.push(`problem document without type/title/status: ${res.text.slice(0, 200)}`);
     }
     if (res.status === 405 && !res.headers.get('allow')) problems.push('405 without Allow');
+    const refusal = req.mustRefuse;
+    if (refusal?.status !== undefined && res.status !== refusal.status) {
+      problems.push(`${refusal.reason}: answered ${status}, not ${refusal.status}`);
+    }
+    if (refusal?.detail && res.status === refusal.status && !refusal.detail.test(String(body?.detail ?? ''))) {
+      problems.push(`${refusal.reason}: the detail does not say so (${String(body?.detail)})`);
+    }
+  } else if (req.mustRefuse) {
+    problems.push(`accepted (${status}) a body that must be refused: ${req.mustRefuse.reason}`);
   } else if (
     res.status !== 204 &&
     req.method !== 'HEAD' &&

@@ -61,6 +61,16 @@ export function responseValidator(document: Json) {
   }));
 
   return {
+    /**
+     * What is wrong with `value` as an instance of the component schema `name` (empty: it conforms); for answers
+     * no operation lists, such as Node's parser errors (`MalformedRequestProblem`).
+     */
+    checkComponent(name: string, value: unknown): string[] {
+      if (!(name in defs)) return [`no component schema ${name}`];
+      const validate = compile(`component ${name}`, { $ref: `#/components/schemas/${name}` });
+      return validate(value) ? [] : [`${name}: ${ajv.errorsText(validate.errors)}: ${JSON.stringify(value)}`];
+    },
+
     /** What is wrong with `exchange` according to the document (empty: it conforms). */
     check(exchange: Exchange): string[] {
       const path = new URL(exchange.url, 'http://localhost').pathname;

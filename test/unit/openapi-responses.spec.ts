@@ -80,6 +80,14 @@ describe('responseValidator', () => {
     ).toEqual([expect.stringContaining('header Retry-After: soon')]);
   });
 
+  it('checks a value against a component schema by name', () => {
+    expect(responseValidator(document).checkComponent('Failure', { code: 'x' })).toEqual([]);
+    expect(responseValidator(document).checkComponent('Failure', {})).toEqual([
+      expect.stringContaining("must have required property 'code'"),
+    ]);
+    expect(responseValidator(document).checkComponent('Nope', {})).toEqual(['no component schema Nope']);
+  });
+
   it('refuses an undocumented status, media type or operation', () => {
     expect(check(exchange({ status: 404 }))).toEqual([expect.stringContaining('status not documented')]);
     expect(

@@ -48,8 +48,9 @@ describe('static summary and details', () => {
   });
 
   it('shows a customer without a name by the masked address, never the full one', () => {
-    const { summary, details } = orderDisplay({ ...order, customerName: null });
-    expect(summary).toContain('a…@example.com');
+    const { summary, plainSummary, details } = orderDisplay({ ...order, customerName: null });
+    expect(plainSummary).toContain('a…@example.com');
+    expect(summary).toContain('a…@example\\.com');
     expect(summary + details).not.toContain('ada.lovelace');
   });
 
@@ -61,21 +62,35 @@ describe('static summary and details', () => {
     expect(summary).not.toMatch(/(^|[^\\])[<*[\]#]/);
     expect(summary).not.toContain('\n');
     expect(plainSummary).toContain('<img'); // the search attribute is plain text, not Markdown
-    expect(details).toContain('\\<img src=x onerror=alert\\(1\\)\\> \\*\\*Ada\\*\\* \\# \\[me\\]\\(http://evil\\)');
+    expect(details).toContain('\\<img src=x onerror=alert\\(1\\)\\> \\*\\*Ada\\*\\* \\# \\[me\\]\\(http\\://evil\\)');
     expect(details).toContain(`[The order in the API](https://orders.example.com/orders/${order.id})`);
     expect(details).toContain('[The web page](https://orders.example.com/)');
   });
 
-  it('cuts a long summary at 120 characters', () => {
-    const { summary } = orderDisplay({ ...order, customerName: 'A'.repeat(300) });
-    expect(summary.length).toBe(120);
-    expect(summary.endsWith('…')).toBe(true);
+  it('cuts a long name so the summary keeps 120 characters and its figures', () => {
+    const { summary, plainSummary, details } = orderDisplay({ ...order, customerName: 'A'.repeat(300) });
+    expect(plainSummary.length).toBe(120);
+    expect(plainSummary).toMatch(/^Order 1a2b3c4d · A+… · 2 lines · 39\.98 EUR$/);
+    expect(summary).toBe(plainSummary);
+    expect(details).toContain('A'.repeat(300));
+  });
+
+  it('shows a name with bidi controls as its characters in their order, everywhere (issue 21)', () => {
+    const { summary, plainSummary, details } = orderDisplay({ ...order, customerName: 'Ada \u202eRUE 00.1 · senil 1' });
+    expect(plainSummary).toBe('Order 1a2b3c4d · Ada RUE 00.1 · senil 1 · 2 lines · 39.98 EUR');
+    expect(summary).toBe('Order 1a2b3c4d · Ada RUE 00\\.1 · senil 1 · 2 lines · 39.98 EUR');
+    expect(details).not.toContain('\u202e');
+  });
+
+  it('isolates a right-to-left name, so the count and total keep their places', () => {
+    const { plainSummary } = orderDisplay({ ...order, customerName: 'שרה כהן' });
+    expect(plainSummary).toBe('Order 1a2b3c4d · \u2068שרה כהן\u2069 · 2 lines · 39.98 EUR');
   });
 
   it('lists every line with its unit price, and the total', () => {
     const { details } = orderDisplay(order);
-    expect(details).toContain('| WIDGET-2 | 1 | 19.99 EUR |');
-    expect(details).toContain('**Total**: 39.98 EUR');
+    expect(details).toContain('| WIDGET\\-2 | 1 | 19\\.99 EUR |');
+    expect(details).toContain('**Total**: 39\\.98 EUR');
   });
 });
 
@@ -114,11 +129,11 @@ describe('current details', () => {
       },
     });
     expect(text.split('\n')[0]).toBe(
-      `**Running** \`sendOrderConfirmation\`: confirmation to a…@example.com (step 3 of ${plan.steps.length})`,
+      `**Running** \`sendOrderConfirmation\`: confirmation to a…@example\\.com (step 3 of ${plan.steps.length})`,
     );
     expect(text).toContain('- [x] `createInvoice`');
     expect(text).toContain(
-      '- [ ] `sendOrderConfirmation`: confirmation to a…@example.com (point of no return, running)',
+      '- [ ] `sendOrderConfirmation`: confirmation to a…@example\\.com (point of no return, running)',
     );
     expect(text).toContain(`\`GET /orders/${order.id}\``);
   });

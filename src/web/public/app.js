@@ -1,7 +1,9 @@
 // The page at `/`: catalogue, order form, latest orders with live status, and the operator's queues.
 // Plain browser JavaScript (no build step) over the public API: GET /inventory, POST /orders, GET /orders,
 // POST /orders/:id/retry and POST /orders/:id/cancel. Every value from the API is shown with textContent, never
-// parsed as HTML. Every call sends the API key entered at the top (kept in sessionStorage, so it lasts as long as
+// parsed as HTML; text someone outside controls (a customer's name, a failure reason, a product name) goes through
+// `shown()`, which removes invisible characters that could reorder the page's text, in a <bdi> where it sits next to
+// ours. Every call sends the API key entered at the top (kept in sessionStorage, so it lasts as long as
 // the tab): a client key shows that client's orders, an operator key every order and the operator actions.
 
 /** Status refresh period of the orders and the operator's queues, ms. */
@@ -27,6 +29,19 @@ async function loadRegistry() {
 }
 
 const $ = (selector) => document.querySelector(selector);
+
+/**
+ * Invisible format characters (bidirectional controls, zero-width and other default-ignorable format characters):
+ * the same class as INVISIBLE in workflows/display-text.ts (test/unit/display-text.spec.ts keeps them equal).
+ */
+const INVISIBLE =
+  /[\u00AD\u061C\u180E\u200B\u200E\u200F\u202A-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB\u{1BCA0}-\u{1BCA3}\u{1D173}-\u{1D17A}\u{E0001}\u{E0020}-\u{E007F}]/gu;
+
+/** Text from outside as the page shows it: without invisible format characters (see workflows/display-text.ts). */
+const shown = (text) => String(text ?? '').replace(INVISIBLE, '');
+
+/** Text from outside inside a line of the page's own: shown(), isolated in a <bdi> (its own direction, auto). */
+const isolated = (text) => el('bdi', { dir: 'auto' }, shown(text));
 
 /** A new element with attributes (`class`, `data-*`, ...) and children (strings become text). */
 function el(tag, attributes = {}, ...children) {
@@ -153,7 +168,7 @@ async function refreshCatalogue() {
         'tr',
         { 'data-sku': p.sku },
         el('td', { class: 'mono' }, p.sku),
-        el('td', {}, p.name),
+        el('td', {}, isolated(p.name)),
         el('td', { class: 'num' }, money(p.priceMinor, p.currency)),
         el('td', { class: `num ${p.available === 0 ? 'out' : ''}`, 'data-testid': 'available' }, p.available),
         el('td', { class: 'num muted' }, p.reserved),
@@ -168,7 +183,12 @@ function fillSkuOptions(select) {
   const current = select.value;
   select.replaceChildren(
     ...catalogue.map((p) =>
-      el('option', { value: p.sku }, `${p.name} (${p.sku}) – ${money(p.priceMinor, p.currency)}, ${p.available} left`),
+      // An option holds text only (no <bdi>): the name is wrapped in FSI … PDI (U+2068, U+2069) instead.
+      el(
+        'option',
+        { value: p.sku },
+        `\u2068${shown(p.name)}\u2069 (${p.sku}) – ${money(p.priceMinor, p.currency)}, ${p.available} left`,
+      ),
     ),
   );
   if (current && catalogue.some((p) => p.sku === current)) select.value = current;
@@ -254,7 +274,7 @@ function stepTrack(order) {
 /** A failure reason, cut to a readable length (the whole text in its tooltip). */
 function reasonText(reason) {
   const short = reason.length > 160 ? `${reason.slice(0, 159)}…` : reason;
-  return el('div', { class: 'reason small', title: reason }, short);
+  return el('div', { class: 'reason small', title: shown(reason) }, isolated(short));
 }
 
 function statusBadge(status) {
@@ -272,7 +292,7 @@ function orderRow(order) {
       el('span', { class: 'mono', title: order.id }, order.id.slice(0, 8)),
       el('div', { class: 'muted small' }, timeOf(order.createdAt)),
     ),
-    el('td', {}, customer),
+    el('td', { 'data-testid': 'customer' }, isolated(customer)),
     el('td', { class: 'num' }, money(order.totalMinor, order.currency)),
     el(
       'td',

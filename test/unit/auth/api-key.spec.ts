@@ -2,7 +2,9 @@
  * Unit: API key format, hashing and verification helpers (src/auth/api-key.ts), and scopes (src/auth/scopes.ts).
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { AuthProblemType, InvalidAuthorizationProblem } from '../../../src/auth/auth-problems.js';
 import {
   ApiKeyEnv,
   apiKeyId,
@@ -70,6 +72,17 @@ describe('parseAuthorization (RFC 6750 §2.1)', () => {
     ['two header lines', ['Bearer a', 'Bearer b']],
   ])('malformed: %s', (_name, lines) => {
     expect(parseAuthorization(lines)).toMatchObject({ kind: 'malformed', reason: expect.any(String) });
+  });
+});
+
+describe('docs/api.md on a malformed Authorization header (issue 21)', () => {
+  it('says 400 invalid-authorization, as the guard answers, not 401', () => {
+    const problem = new InvalidAuthorizationProblem('The bearer token is missing or malformed').problem;
+    expect(problem).toMatchObject({ status: 400, type: AuthProblemType.InvalidAuthorization });
+    const doc = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    expect(doc).toContain('a malformed `Bearer` header');
+    expect(doc).toMatch(/a malformed `Bearer` header[^.]*→ \*\*400\*\* `invalid-authorization`/);
+    expect(doc).not.toMatch(/malformed `Authorization`[^.]*→ \*\*401\*\*/);
   });
 });
 
