@@ -89,6 +89,8 @@ interface Scenario {
   withoutPlan?: boolean;
   /** Start it as the next run of a continue-as-new (the carried state in `input.resume`). */
   resume?: OrderResumeState;
+  /** Workflow task timeout of the start (a shorter one lets a cancel reach a workflow task a local activity holds). */
+  workflowTaskTimeout?: string;
 }
 
 const rejected = (message: string, type: string, details?: unknown) => () => {
@@ -276,6 +278,54 @@ const scenarios: Scenario[] = [
     orderId: id(12),
     withoutPlan: true,
   },
+  {
+    // The fence's result names a rank (the order's last status at the halt) above the steps this history started:
+    // an activity worker of a later version answered the haltOrder of this workflow.
+    name: 'halted-rank-beyond-started-steps',
+    orderId: id(14),
+    behave: {
+      reserveInventory: rejected('insufficient stock', ErrorType.InsufficientStock),
+      haltOrder: async () => ({ outcome: 'halted', rank: 20 }),
+    },
+  },
+  {
+    // A cancel Update while the confirmation activity runs and has not called the provider: the activity learns of
+    // the cancel through its heartbeat, then the fence halts and the compensations run.
+    name: 'cancel-while-confirmation-runs',
+    orderId: id(15),
+    behave: { sendOrderConfirmation: slow(5_000, results.sendOrderConfirmation) },
+    drive: async (handle) => {
+      await until(handle, 'invoiced');
+      await sleep(200);
+      await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] });
+    },
+  },
+  {
+    // The confirmation is refused for good and one compensation (voidInvoice) fails for good too.
+    name: 'compensation-fails-for-good',
+    orderId: id(16),
+    behave: {
+      sendOrderConfirmation: rejected('recipient rejected', ErrorType.ProviderRejected, { mayHaveActed: false }),
+      voidInvoice: rejected('invoice locked', ErrorType.Validation),
+    },
+  },
+  {
+    // Started without a plan; a workflow cancel request reaches the run while planOrder (a local activity) runs.
+    name: 'workflow-cancelled-while-planning',
+    orderId: id(17),
+    withoutPlan: true,
+    workflowTaskTimeout: '2 seconds',
+    behave: {
+      planOrder: async () => {
+        await sleep(4_000);
+        return results.planOrder;
+      },
+    },
+    drive: async (handle) => {
+      await sleep(500);
+      await handle.cancel();
+    },
+  },
 ];
 
 const { values: flags, positionals: only } = parseArgs({
@@ -326,6 +376,7 @@ try {
             ? { orderId: s.orderId }
             : { orderId: s.orderId, plan: planOf(s.orderId), ...(s.resume ? { resume: s.resume } : {}) },
         ],
+        ...(s.workflowTaskTimeout ? { workflowTaskTimeout: s.workflowTaskTimeout } : {}),
         // As the API's starter (src/temporal/order-workflow-starter.service.ts) starts an order.
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },
