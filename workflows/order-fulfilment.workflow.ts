@@ -38,6 +38,7 @@ import {
   currentUpdateInfo,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -73,6 +74,16 @@ import {
 } from './order-fulfilment.contract.js';
 import { describeWait, detailsOf, escapeMarkdown } from './order-details.js';
 import { attentionRank, FINAL_FAILURE_RANK, StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
+
+/**
+ * The workflow's patches (docs/versioning.md): each id guards one change of the commands a history produces, so an
+ * execution that started before the change replays its old path. Histories of each old path, recorded on the 1.0.0
+ * workflow, are in test/replay/histories/v1.0.0-before-<id>/.
+ */
+export const PATCHES = {
+  /** Compensate every step at or below the fence's rank, not only the steps this history started (948708a). */
+  compensateByHaltedRank: 'compensate-by-halted-rank',
+} as const;
 
 /** The kit's own activities on the order task queue: the fence and the final statuses must succeed (long profile). */
 const kit = proxyActivities<KitActivities>(compensation);
@@ -546,8 +557,10 @@ class OrderLifecycle {
     const request = this.cancelRequest;
     const cancelled = request !== null;
     const failures: string[] = [];
+    // Executions that started before the rank was read (1.0.0) compensate the steps they started, as they did.
+    const byRank = patched(PATCHES.compensateByHaltedRank);
     const undo = this.beforeAndPivot
-      .filter((s, i) => s.compensation && (i <= this.lastStarted || (committedRank ?? -1) >= s.rank))
+      .filter((s, i) => s.compensation && (i <= this.lastStarted || (byRank && (committedRank ?? -1) >= s.rank)))
       .reverse();
     await CancellationScope.nonCancellable(async () => {
       for (const step of undo) {
