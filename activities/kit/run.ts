@@ -10,13 +10,11 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ErrorType } from '../../workflows/errors.js';
 import type { ProviderAnswer, ProviderClient } from '../../providers/kit/define.js';
-import { ProviderError } from '../../providers/kit/errors.js';
 import type { ActivityDeps } from '../ports.js';
 import {
   claimNewSideEffectOfOpenOrder,
   claimSideEffect,
   completeSideEffect,
-  markSideEffectNotPerformed,
   readSideEffects,
   tombstoneSideEffect,
 } from './claims.js';
@@ -28,7 +26,8 @@ import type {
   StepDefinition,
 } from './define.js';
 import { StepPhase } from './define.js';
-import { rethrowProviderError } from './failures.js';
+import { startCall, settleFailedCall } from './calls.js';
+import { rethrowProviderError, withDoubt } from './failures.js';
 import {
   cancellationRequested,
   currentClaimOwner,
@@ -89,6 +88,13 @@ export interface HaltOrderInput {
   reason: string;
   /** The provider steps the fence covers, from the order's plan: every step up to and including the pivot. */
   steps: string[];
+  /**
+   * The plan's pivot step (absent from 1.0.0 workflows: then the registry's pivot among `steps`). The fence reads a
+   * passed pivot from its claim, so it must be the order's own pivot, not the registry's today.
+   */
+  pivot?: string;
+  /** The plan's idempotency key of each fenced step, by name (absent from older plans: then the registry's). */
+  keys?: Record<string, string>;
 }
 
 /**
@@ -207,42 +213,42 @@ export async function runProviderStep(
   if (claim.state === 'done') return { step: step.name, performed: false, providerId: claim.providerId, key };
   if (claim.state === 'cancelled') throw halted(orderId, step.name, `its effect ${key} is cancelled`);
 
-  let request: unknown;
-  try {
-    request = await step.request({ orderId, db });
-  } catch (err) {
-    await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    throw err;
-  }
-  if (cancellationRequested()) {
-    await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    throw new CancelledFailure(`cancelled before the ${step.provider.name} provider was called`);
-  }
-
+  // Claim → call (./calls.ts): the body built once and frozen, the fence re-checked as the claim moves to `sending`.
+  const call = await startCall(db, {
+    key,
+    owner,
+    claim,
+    build: () => step.request({ orderId, db }),
+    fence: { orderId, step: step.name },
+  });
   const client = clientOf(deps, step.provider.name);
   let answer: ProviderAnswer;
   try {
-    answer = await withHeartbeats(() => client[step.operation]!(request, key));
+    answer = await withHeartbeats(() => client[step.operation]!(call.request, key));
   } catch (err) {
     // Definitely not performed: the claim may be taken again, and a halt may tombstone it. Otherwise it stays
-    // `sending`: the provider may have acted, and only a retry with the same key can tell.
-    if (err instanceof ProviderError && !err.mayHaveActed)
-      await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    rethrowProviderError(err, step.provider.title, retryTiming());
+    // `sending`: the provider may have acted, and only a retry with the same key (or a person) can tell.
+    const doubt = await settleFailedCall(db, { key, owner, claim, call, err });
+    rethrowProviderError(err, step.provider.title, retryTiming(), doubt);
   }
 
-  const alongside = { orderId, alongside: orderStatusUpdate(orderId, status, rank) };
-  const record = step.record;
-  if (!record) {
-    const providerId = await completeSideEffect(db, key, answer.providerId, alongside);
+  // The provider acted: whatever fails from here leaves the claim `sending` for a retry (the provider replays).
+  try {
+    const alongside = { orderId, status, rank };
+    const record = step.record;
+    if (!record) {
+      const providerId = await completeSideEffect(db, key, answer.providerId, alongside);
+      return { step: step.name, performed: true, providerId, key };
+    }
+    const providerId = await db.$transaction(async (tx) => {
+      const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
+      await record({ orderId, db, tx, key, request: call.request as never, answer });
+      return stored;
+    });
     return { step: step.name, performed: true, providerId, key };
+  } catch (err) {
+    throw withDoubt(err, true);
   }
-  const providerId = await db.$transaction(async (tx) => {
-    const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
-    await record({ orderId, db, tx, key, request, answer });
-    return stored;
-  });
-  return { step: step.name, performed: true, providerId, key };
 }
 
 /**
@@ -298,35 +304,36 @@ export async function runProviderCompensation(
   if (claim.state === 'done')
     return { compensation: compensation.name, performed: false, providerId: claim.providerId };
   if (claim.state === 'cancelled') return { compensation: compensation.name, performed: false };
-  let request: unknown;
-  try {
-    request = await compensation.request({ orderId, db });
-  } catch (err) {
-    await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    throw err;
-  }
+  const call = await startCall(db, { key, owner, claim, build: () => compensation.request({ orderId, db }) });
   const client = clientOf(deps, compensation.provider.name);
   let answer: ProviderAnswer;
   try {
-    answer = await withHeartbeats(() => client[compensation.operation]!(request, key));
+    answer = await withHeartbeats(() => client[compensation.operation]!(call.request, key));
   } catch (err) {
-    if (err instanceof ProviderError && !err.mayHaveActed)
-      await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    rethrowProviderError(err, compensation.provider.title, retryTiming());
+    const doubt = await settleFailedCall(db, { key, owner, claim, call, err });
+    rethrowProviderError(err, compensation.provider.title, retryTiming(), doubt);
   }
-  const providerId = await completeSideEffect(db, key, answer.providerId);
-  return { compensation: compensation.name, performed: true, providerId };
+  try {
+    const providerId = await completeSideEffect(db, key, answer.providerId);
+    return { compensation: compensation.name, performed: true, providerId };
+  } catch (err) {
+    throw withDoubt(err, true);
+  }
 }
 
 /**
- * The fence before any compensation. Under the order-row lock (the lock every claim is taken under), reads the
- * claims of the fenced provider steps (every step up to and including the pivot), then:
+ * The fence before any compensation. Under the order-row lock (the lock every claim is taken, and every call
+ * started, under), reads the claims of the fenced provider steps (every step up to and including the pivot, from the
+ * order's plan), then:
  * - the pivot's claim is `sent`: the pivot was passed → `sent`, nothing changed;
  * - a claim is `sending` (a call in flight, or its outcome unknown) → `unknown`, nothing changed;
- * - otherwise tombstones every claim that is not `sent` (so no attempt, however late, ever performs it), marks the
- *   order halted (`halted_at`, `halt_reason`, `halted_rank`) → `halted`.
- * Idempotent.
- * @throws ApplicationFailure `RecordNotFoundError` when the order does not exist; Error for a step not in the registry.
+ * - otherwise tombstones every claim that is not `sent` (`claimed` ones included: their owners have not called, and
+ *   they re-check the fence before calling), so no attempt, however late, ever performs it, and marks the order halted
+ *   (`halted_at`, `halt_reason`, `halted_rank`) → `halted`.
+ * Idempotent. The pivot and the keys come from the input (the order's plan); `steps` (the registry) only fills in
+ * what a workflow of 1.0.0 does not pass.
+ * @throws ApplicationFailure `RecordNotFoundError` when the order does not exist; Error for a fenced step whose key
+ *   neither the input nor the registry knows.
  */
 export async function haltOrder(
   steps: readonly StepDefinition[],
@@ -335,27 +342,33 @@ export async function haltOrder(
 ): Promise<HaltOrderResult> {
   const { orderId } = input;
   const fenced = input.steps.map((name) => {
-    const step = steps.find((s) => s.name === name);
-    if (!step) throw new Error(`haltOrder: step ${name} is not in the registry`);
-    return step;
+    const registered = steps.find((s) => s.name === name);
+    const key = input.keys?.[name] ?? (registered?.kind === 'provider' ? registered.key(orderId) : undefined);
+    if (key === undefined) throw new Error(`haltOrder: step ${name} has no key in the plan and is not in the registry`);
+    return { name, key };
   });
-  const providerSteps = fenced.filter((s): s is ProviderStepDefinition => s.kind === 'provider');
-  const keys = providerSteps.map((s) => s.key(orderId));
+  const pivotName = input.pivot ?? steps.find((s) => s.phase === StepPhase.Pivot && input.steps.includes(s.name))?.name;
   return deps.db.$transaction(async (tx) => {
     await lockOrder(tx, orderId);
-    const claims = new Map((await readSideEffects(tx, keys)).map((c) => [c.key, c]));
-    const pivot = providerSteps.find((s) => s.phase === StepPhase.Pivot);
-    const pivotClaim = pivot && claims.get(pivot.key(orderId));
+    const claims = new Map(
+      (
+        await readSideEffects(
+          tx,
+          fenced.map((s) => s.key),
+        )
+      ).map((c) => [c.key, c]),
+    );
+    const pivot = fenced.find((s) => s.name === pivotName);
+    const pivotClaim = pivot && claims.get(pivot.key);
     if (pivot && pivotClaim?.status === 'sent' && pivotClaim.provider_id) {
       return { outcome: 'sent', step: pivot.name, providerId: pivotClaim.provider_id };
     }
-    for (const step of providerSteps) {
-      const claim = claims.get(step.key(orderId));
+    for (const step of fenced) {
+      const claim = claims.get(step.key);
       if (claim?.status === 'sending') return { outcome: 'unknown', step: step.name, claimOwner: claim.owner };
     }
-    for (const step of providerSteps) {
-      const claim = claims.get(step.key(orderId));
-      if (claim?.status !== 'sent') await tombstoneSideEffect(tx, step.key(orderId), step.name);
+    for (const step of fenced) {
+      if (claims.get(step.key)?.status !== 'sent') await tombstoneSideEffect(tx, step.key, step.name);
     }
     const rank = await markHalted(tx, orderId, input.reason);
     return { outcome: 'halted', rank };

@@ -175,9 +175,10 @@ export class OrderWorkflowActions {
       this.logger.debug({ err, orderId, updateId }, 'no record of the retry Update; asking the workflow');
     }
     try {
-      return await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
+      const answer = await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
         handle.query(retryAnswerQuery, updateId),
       );
+      return answer && 'retry' in answer ? answer : null;
     } catch (err) {
       this.logger.debug({ err, orderId, updateId }, 'the workflow did not say whether it accepted the retry');
       return null;

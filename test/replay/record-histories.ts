@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
 import type { WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
@@ -32,8 +32,10 @@ import {
   ORDER_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
   cancelOrderUpdate,
+  closeOrderUpdate,
   orderStatusQuery,
   orderWorkflowId,
+  resolveStepUpdate,
   retryStepUpdate,
   type OrderResumeState,
 } from '../../workflows/order-fulfilment.contract.js';
@@ -74,6 +76,7 @@ const results: Record<string, unknown> = {
   ),
   haltOrder: { outcome: 'halted' },
   setOrderStatus: { applied: true },
+  recordResolution: { recorded: true, claim: null },
   planOrder: planOf('00000000-0000-4000-8000-000000000212'),
 };
 
@@ -90,7 +93,7 @@ interface Scenario {
   /** Start it as the next run of a continue-as-new (the carried state in `input.resume`). */
   resume?: OrderResumeState;
   /** Workflow task timeout of the start (a shorter one lets a cancel reach a workflow task a local activity holds). */
-  workflowTaskTimeout?: string;
+  workflowTaskTimeout?: Duration;
 }
 
 const rejected = (message: string, type: string, details?: unknown) => () => {
@@ -112,6 +115,18 @@ const slow = (ms: number, result: unknown) => async () => {
 
 async function until(handle: WorkflowHandle, status: string): Promise<void> {
   while ((await handle.query(orderStatusQuery)).status !== status) await sleep(50);
+}
+
+/**
+ * Waits until the order waits for an operator (true) or its workflow has closed (false): a path that waits on the
+ * code of one version and ends on another's.
+ */
+async function waitsForOperator(handle: WorkflowHandle): Promise<boolean> {
+  for (;;) {
+    if ((await handle.describe()).status.name !== 'RUNNING') return false;
+    if ((await handle.query(orderStatusQuery)).status === 'attention_required') return true;
+    await sleep(50);
+  }
 }
 
 const id = (n: number) => `00000000-0000-4000-8000-0000000002${String(n).padStart(2, '0')}`;
@@ -307,6 +322,63 @@ const scenarios: Scenario[] = [
     behave: {
       sendOrderConfirmation: rejected('recipient rejected', ErrorType.ProviderRejected, { mayHaveActed: false }),
       voidInvoice: rejected('invoice locked', ErrorType.Validation),
+    },
+    // Since 1.1 the order then waits for an operator, who resolves the undo as done by hand (1.0.0 ended it failed).
+    drive: async (handle) => {
+      if (!(await waitsForOperator(handle))) return;
+      await handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'voidInvoice', outcome: 'performed', reason: 'voided in the ledger', by: 'ops' }],
+        updateId: 'resolve-1',
+      });
+    },
+  },
+  {
+    // A compensation fails for good, the order waits, and the operator's retry undoes it (1.1).
+    name: 'compensation-failure-retried',
+    orderId: id(18),
+    behave: {
+      sendOrderConfirmation: rejected('recipient rejected', ErrorType.ProviderRejected, { mayHaveActed: false }),
+      voidInvoice: onceThen(rejected('invoice locked', ErrorType.Validation), results.voidInvoice),
+    },
+    drive: async (handle) => {
+      if (!(await waitsForOperator(handle))) return;
+      await handle.executeUpdate(retryStepUpdate, { args: [{ step: 'voidInvoice' }], updateId: 'retry-1' });
+    },
+  },
+  {
+    // The fence finds the confirmation's outcome unknown; the operator resolves it as not performed (audited), the
+    // fence runs again and halts, the order compensates (1.1).
+    name: 'confirmation-unknown-resolved',
+    orderId: id(19),
+    behave: {
+      sendOrderConfirmation: rejected('email provider → 502', ErrorType.ProviderUnavailable, {
+        status: 502,
+        mayHaveActed: true,
+      }),
+      haltOrder: async (n) =>
+        n === 1
+          ? { outcome: 'unknown', step: 'sendOrderConfirmation', claimOwner: 'order-x/3#1' }
+          : { outcome: 'halted', rank: 20 },
+    },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'sendOrderConfirmation', outcome: 'not_performed', reason: 'not at the provider', by: 'ops' }],
+        updateId: 'resolve-1',
+      });
+    },
+  },
+  {
+    // After the pivot the carrier refuses for good; the operator closes the order with a reason (1.1).
+    name: 'shipping-closed',
+    orderId: id(20),
+    behave: { shipOrder: rejected('carrier 422', ErrorType.ProviderRejected, { status: 422, mayHaveActed: false }) },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(closeOrderUpdate, {
+        args: [{ reason: 'refunded by hand', by: 'ops' }],
+        updateId: 'close-1',
+      });
     },
   },
   {
