@@ -256,6 +256,8 @@ class OrderLifecycle {
   private halt: { reason: string; cancel: CancelRequest | null; failure: unknown } | null = null;
   /** The fence started the moment a cancel was accepted while a pre-pivot step ran (patch `fence-on-cancel`). */
   private earlyFence: Promise<HaltOrderResult> | null = null;
+  /** Resolves the wait of the running pre-pivot scope once the early fence halted the order (nothing can act then). */
+  private onFencedAtOnce: (() => void) | null = null;
   private readonly retries = new Map<string, number>();
   /** Parent of the pre-pivot scopes: shields them from the root scope's cancellation. */
   private readonly shield = new CancellationScope({ cancellable: false });
@@ -353,6 +355,12 @@ class OrderLifecycle {
     if (this.prePivot && patched(PATCHES.fenceOnCancel)) {
       const input = this.fenceInput(`cancelled: ${reason}`);
       this.earlyFence = CancellationScope.nonCancellable(() => kit.haltOrder(input));
+      this.earlyFence.then(
+        (fence) => {
+          if (fence.outcome === 'halted') this.onFencedAtOnce?.();
+        },
+        () => undefined, // read again (and thrown) where the fence's result is awaited
+      );
     }
     this.prePivot?.cancel();
     return request;
@@ -658,8 +666,12 @@ class OrderLifecycle {
         let failure: unknown;
         const scope = new CancellationScope({ cancellable: true, parent: this.shield });
         this.prePivot = scope;
+        // Once a cancel's fence halted the order, the running step can no longer act (its claim is tombstoned, it
+        // re-checks before calling): the order goes on to its compensations without waiting for the step to hear of
+        // the cancel (a step held before its call would otherwise be waited for until its heartbeat timeout).
+        const fencedAtOnce = new Promise<'fenced'>((resolve) => (this.onFencedAtOnce = () => resolve('fenced')));
         try {
-          await scope.run(async () => {
+          const running = scope.run(async () => {
             if (this.cancelRequest) throw new ApplicationFailure('cancel requested', 'CancelRequested');
             for (const [i, step] of steps.entries()) {
               if (this.done(step.name)) continue;
@@ -668,10 +680,14 @@ class OrderLifecycle {
               if (step === pivot) this.passPivot(`the ${step.name} was done before the cancel took effect`);
             }
           });
+          running.catch(() => undefined); // read below, or left behind once the fence halted the order
+          const ended = await Promise.race([running, fencedAtOnce]);
+          if (ended === 'fenced') failure = new CancelledFailure('the order was fenced before its step could act');
         } catch (err) {
           failure = err;
         } finally {
           this.prePivot = null;
+          this.onFencedAtOnce = null;
         }
         if (this.state.pivotPassed) return undefined;
         this.state.currentStep = null;

@@ -47,7 +47,7 @@ export interface RecordResolutionResult {
  * Records an operator's decision (see the module comment). With `performed`, a claim that is `claimed`, `sending` or
  * `failed` (or missing) becomes `sent` with the operator's reference (owner `operator:<by>`); a `sent` claim keeps the
  * provider's own id. With `not_performed`, a `claimed` or `sending` claim becomes `failed`. `closed` changes no claim.
- * The status write is absolute and rank-guarded like every other (`closed` stores `closed by <by>: <reason>` as the
+ * The status write is absolute and rank-guarded like every other (`closed` stores `closed at <step> by <by>: <reason>` as the
  * failure reason).
  * @throws ApplicationFailure `RecordNotFoundError` (no such order), `ValidationError` (non-retryable: `performed` on a
  *   tombstone, whose effect the order halted before it happened, or `not_performed` on a claim the provider answered
@@ -105,7 +105,7 @@ export async function recordResolution(
       }
     }
     if (input.status) {
-      const why = decision === 'closed' ? `closed by ${by}: ${input.reason}` : null;
+      const why = decision === 'closed' ? `closed at ${input.step} by ${by}: ${input.reason}` : null;
       await writeOrderStatus(tx, orderId, input.status.status, input.status.rank, why);
     }
     return { recorded: true, claim: key && status ? { key, status } : null };

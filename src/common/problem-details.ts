@@ -49,6 +49,12 @@ export const ProblemType = {
    */
   OrderNotAwaitingRetry: `${PROBLEM_TYPE_BASE}order-not-awaiting-retry`,
   /**
+   * 409: an operator's resolve or close the order cannot take: it waits for no operator, waits on another step, or
+   * its wait does not offer that resolution or a close; extensions `orderStatus`, `waitingFor` (the step or
+   * compensation that waits, or null), `resolutions` (what a resolve may say there) and `closable`.
+   */
+  OrderNotAwaitingResolution: `${PROBLEM_TYPE_BASE}order-not-awaiting-resolution`,
+  /**
    * 409: a cancel the order cannot honour: its confirmation already went out (the point of no return), it is
    * final (completed or failed), it waits for an operator, or its workflow has closed; extension `orderStatus`.
    */

@@ -1,10 +1,12 @@
 /**
- * Request bodies and responses of the order actions: `POST /orders/:id/cancel` and `POST /orders/:id/retry`.
+ * Request bodies and responses of the order actions: `POST /orders/:id/cancel`, `POST /orders/:id/retry`,
+ * `POST /orders/:id/resolve` and `POST /orders/:id/close`.
  * Validated by the global StandardSchemaValidationPipe (400
  * `validation-error` problems); unknown keys are rejected.
  */
 import { z } from 'zod';
-import { STEP_NAMES } from './order-steps.js';
+import { Resolution } from '../../workflows/order-fulfilment.contract.js';
+import { COMPENSATION_NAMES, STEP_NAMES } from './order-steps.js';
 import { storableText } from './create-order.dto.js';
 import { orderViewSchema } from './order-response.dto.js';
 
@@ -55,3 +57,70 @@ export const retryStartedViewSchema = z
 
 /** The 202 body of `POST /orders/:id/retry`. */
 export type RetryStartedView = z.infer<typeof retryStartedViewSchema>;
+
+/** Limits of the operator's resolve and close requests. */
+export const RESOLUTION_LIMITS = { maxReasonLength: 1000, maxProviderIdLength: 200 } as const;
+
+const waitingNames = [...STEP_NAMES, ...COMPENSATION_NAMES] as [string, ...string[]];
+
+/** Why the operator decides so: stored with the decision (who, why, when). */
+const resolutionReason = () => storableText().trim().min(1).max(RESOLUTION_LIMITS.maxReasonLength);
+
+/**
+ * `POST /orders/:id/resolve` body: `{ step, outcome, reason, providerId? }`: the operator's decision on what the order
+ * waits on (a step whose outcome is unknown, a refused step after the pivot, a compensation that failed for good).
+ */
+export const resolveOrderSchema = z
+  .strictObject({
+    step: z.enum(waitingNames).meta({
+      description: 'The step (or compensation) the order waits on; the decision applies only there',
+      example: 'sendOrderConfirmation',
+    }),
+    outcome: z.enum([Resolution.Performed, Resolution.NotPerformed]).meta({
+      description:
+        '`performed`: the provider did act (or it was done by hand); `not_performed`: it did not. The order offers ' +
+        'the resolutions that fit its wait (`resolutions` of the 409 when it does not)',
+      example: Resolution.NotPerformed,
+    }),
+    reason: resolutionReason().meta({
+      description: 'Why (stored with who and when)',
+      example: 'The provider has no message under this key (support ticket 4711)',
+    }),
+    providerId: storableText()
+      .trim()
+      .min(1)
+      .max(RESOLUTION_LIMITS.maxProviderIdLength)
+      .optional()
+      .meta({ description: 'For `performed`: the reference of the effect (e.g. the id the provider shows)' }),
+  })
+  .meta({ id: 'ResolveOrderRequest' });
+
+/** A validated resolve body. */
+export type ResolveOrderRequest = z.output<typeof resolveOrderSchema>;
+
+/** `POST /orders/:id/resolve` response (200): the decision as recorded, and the order as stored right after. */
+export const resolvedViewSchema = z
+  .object({
+    orderId: z.uuid(),
+    step: z.enum(waitingNames),
+    outcome: z.enum([Resolution.Performed, Resolution.NotPerformed]),
+    by: z.string().meta({ description: 'Who decided: the API client of the operator key' }),
+    order: orderViewSchema,
+  })
+  .meta({ id: 'Resolved' });
+
+/** The 200 body of `POST /orders/:id/resolve`. */
+export type ResolvedView = z.infer<typeof resolvedViewSchema>;
+
+/** `POST /orders/:id/close` body: `{ reason }`. */
+export const closeOrderSchema = z
+  .strictObject({
+    reason: resolutionReason().meta({
+      description: 'Why the order is closed (stored with who and when)',
+      example: 'The carrier cannot deliver to this address; the customer was refunded by hand',
+    }),
+  })
+  .meta({ id: 'CloseOrderRequest' });
+
+/** A validated close body. */
+export type CloseOrderRequest = z.output<typeof closeOrderSchema>;
