@@ -32,15 +32,16 @@ export function orderWorkflowId(orderId: string): string {
  *
  * Before the pivot a failure or a cancel compensates (stock released, invoice voided) and ends in `failed` or
  * `cancelled`; after it nothing compensates: a step that fails for good, or whose outcome at a provider is unknown,
- * puts the order in `attention_required` until an operator retries it.
+ * puts the order in `attention_required` until an operator retries it, resolves it, or closes the order (`closed`).
  */
 export const OrderStatus = {
   /** Stored; its workflow started (or about to be). */
   Received: 'received',
   /**
    * A step could not finish on its own and no compensation is allowed (past the pivot), or the provider may
-   * have acted and we cannot know: the workflow waits for an operator's `retry` Update
-   * (POST /orders/:id/retry). `failureReason` says which step and why.
+   * have acted and we cannot know, or a compensation failed for good (`compensation_failed: …`): the workflow waits
+   * for an operator's `retry`, `resolve` or (after the pivot) `close` Update (POST /orders/:id/retry, /resolve,
+   * /close). `failureReason` says which step and why.
    */
   AttentionRequired: 'attention_required',
   /** Every step of the plan succeeded. Final. */

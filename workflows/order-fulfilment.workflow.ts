@@ -9,12 +9,16 @@
  *   request from the Temporal UI/CLI), halts the order and compensates: `haltOrder` first fences every provider step
  *   up to the pivot (under the order-row lock it tombstones their claims, so no attempt ever performs them), then
  *   each compensation runs, newest first (each a no-op when its step never acted), and the order ends `failed` or
- *   `cancelled`.
+ *   `cancelled`. A cancel accepted while a step runs starts the fence at once (a step between its claim and its call
+ *   then never calls). A compensation that fails for good makes the order wait for a person
+ *   (`attention_required`, `compensation_failed`): a retry or a resolution, never a final order left half undone.
  * - If the fence finds the pivot performed, the pivot was passed after all: the order goes on to completion and a
  *   cancel is refused. If it finds a call whose outcome is unknown (the provider may have acted), the order goes to
- *   a person: `attention_required` until the operator's `retry` Update.
+ *   a person: `attention_required` until the operator's `retry` Update, or a `resolve` (audited: performed passes
+ *   the pivot, not performed fences again and compensates).
  * - After the pivot nothing compensates: a step that fails for good puts the order in `attention_required` and the
- *   workflow waits for the `retry` Update; a workflow cancel request is refused (logged).
+ *   workflow waits for the `retry` Update, a `resolve` (the step done by hand, or to run again) or a `close` (the
+ *   order ends `closed`); a workflow cancel request is refused (logged).
  * - A run on an order that is already final (a reset, or a second run after retention) changes nothing: its first
  *   step refuses it with `OrderClosedError`.
  *
@@ -124,24 +128,27 @@ function providerQueue(provider: string): string {
 
 /**
  * The activity of a planned step, with its retry profile, on its task queue (a provider step on its provider's),
- * and its summary for the Temporal UI. Steps up to the pivot are waited for when cancelled: they report whether
- * they acted, and a provider call under way is never cut short.
+ * and its summary for the Temporal UI. A cancelled step is waited for (`WAIT_CANCELLATION_COMPLETED`, also the SDK's
+ * default, set here on purpose): it reports whether it acted, and a provider call under way is never cut short. A
+ * database step is a local activity in the workflow task: a cancel reaches the workflow only when that task ends, so
+ * its transaction always finishes first. After the pivot the steps run in a non-cancellable scope.
  */
 function stepActivity(step: PlannedStep): StepActivity {
   const profile = RETRY_PROFILES[step.retry];
+  const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
   if (step.kind === 'database') {
-    return proxyLocalActivities<Record<string, StepActivity>>({ ...profile, summary: escapeMarkdown(step.summary) })[
-      step.name
-    ]!;
+    return proxyLocalActivities<Record<string, StepActivity>>({
+      ...profile,
+      cancellationType,
+      summary: escapeMarkdown(step.summary),
+    })[step.name]!;
   }
   const options: ActivityOptions = {
     ...profile,
     taskQueue: providerQueue(step.provider!),
     // Single-line Temporal Markdown: a step's summary may carry text a customer controls.
     summary: escapeMarkdown(step.summary),
-    ...(step.phase === StepPhase.AfterPivot
-      ? {}
-      : { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED }),
+    ...(step.phase === StepPhase.AfterPivot ? {} : { cancellationType }),
   };
   return proxyActivities<Record<string, StepActivity>>(options)[step.name]!;
 }

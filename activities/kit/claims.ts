@@ -320,7 +320,13 @@ export async function completeSideEffect(
     SELECT provider_id, 'sent' AS status FROM done
     UNION ALL
     SELECT provider_id, status FROM side_effect_claims WHERE key = ${key} AND NOT EXISTS (SELECT 1 FROM done)`;
-  const row = rows[0];
+  let row = rows[0];
+  if (row?.status !== 'sent') {
+    // A statement that waited for another completion's row lock reads the rest from its snapshot, taken before the
+    // wait: read the claim again, in a statement of its own, before concluding that nothing recorded it.
+    [row] = await db.$queryRaw<Array<{ provider_id: string | null; status: string }>>`
+      SELECT provider_id, status FROM side_effect_claims WHERE key = ${key}`;
+  }
   if (row?.status === 'sent' && row.provider_id) return row.provider_id;
   const claim = row?.status ?? 'missing';
   throw ApplicationFailure.create({

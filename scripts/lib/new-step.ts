@@ -113,7 +113,7 @@ const ACTIVITY_NAME = /^[a-z]+(?:[A-Z][a-z0-9]+)+$/;
 const PROVIDER_NAME = /^[a-z][a-z0-9]*$/;
 const STATUS = /^[a-z][a-z0-9_]*$/;
 /** Statuses of the lifecycle that no step may take (activities/kit/define.ts). */
-const LIFECYCLE_STATUSES = ['received', 'completed', 'attention_required', 'failed', 'cancelled'];
+const LIFECYCLE_STATUSES = ['received', 'completed', 'attention_required', 'failed', 'cancelled', 'closed'];
 
 /** Past participles of verbs the regular rule gets wrong (irregular, or a doubled last consonant). */
 const PARTICIPLES: Readonly<Record<string, string>> = {

@@ -7,11 +7,13 @@
  * - A cancel accepted while the confirmation is held between its claim and its call stops the call (the fence).
  * - An unknown outcome no provider answer settles (a 401 after the 502) gets an operator's audited resolution.
  * - A step after the point of no return that the carrier refuses for good can be closed with a reason.
+ * - An order waiting on a compensation that failed for good is counted by its gauge and shown by its step track.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { orderStatusQuery, orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
+import { COMPENSATION_ATTENTION_RANK } from '../../workflows/order-plan.js';
 import { startFirstRequestProxy, type FirstRequestProxy } from '../helpers/first-request-proxy.js';
 import { stockOf } from '../helpers/fixtures.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
@@ -243,5 +245,40 @@ describe('after the point of no return a refused step may be closed with a reaso
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(0);
     const audit = await stack.db.prisma.orderResolution.findMany({ where: { orderId: id } });
     expect(audit.map((a) => [a.step, a.decision, a.decidedBy])).toEqual([['shipOrder', 'closed', 'test-ops']]);
+  });
+});
+
+describe('a compensation that failed for good is counted, and its order shows what waits', () => {
+  it('order_fulfilment_compensation_failed_orders counts the orders waiting on voidInvoice; the track shows it', async () => {
+    // What the workflow writes when voidInvoice fails for good (the workflow's side is in the workflow tests).
+    const id = await placeOrder();
+    await stack.waitForOrder(id, 60_000);
+    await stack.db.prisma.order.update({
+      where: { id },
+      data: {
+        status: 'attention_required',
+        statusStep: COMPENSATION_ATTENTION_RANK,
+        haltedAt: new Date(),
+        haltedRank: 20,
+        failureReason:
+          'compensation_failed: voidInvoice failed: ValidationError: invoice locked (the order halted: cancelled: x)',
+      },
+    });
+    const metrics = (await stack.http.get('/metrics').expect(200)).text;
+    const line = (compensation: string) =>
+      metrics
+        .split('\n')
+        .find((l) => l.startsWith(`order_fulfilment_compensation_failed_orders{compensation="${compensation}"}`));
+    expect(line('voidInvoice')).toMatch(/ 1$/);
+    expect(line('releaseInventory')).toMatch(/ 0$/);
+    const order = await getOrder(id);
+    expect(order.failure).toMatchObject({ code: 'needs_attention' });
+    expect((order.steps as Array<{ name: string; state: string }>).map((s) => [s.name, s.state])).toEqual([
+      ['reserveInventory', 'undone'],
+      ['createInvoice', 'waiting'],
+      ['sendOrderConfirmation', 'skipped'],
+      ['shipOrder', 'skipped'],
+      ['syncInvoiceToAccounting', 'skipped'],
+    ]);
   });
 });

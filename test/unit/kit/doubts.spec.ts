@@ -424,6 +424,9 @@ describe('recordResolution: an operator’s decision, audited, settles the claim
       status: { status: 'closed', rank: FINAL_FAILURE_RANK },
     });
     const order = await orderRow(orderId);
-    expect([order.status, order.failureReason]).toEqual(['closed', 'closed at shipOrder by ops: customer refunded by hand']);
+    expect([order.status, order.failureReason]).toEqual([
+      'closed',
+      'closed at shipOrder by ops: customer refunded by hand',
+    ]);
   });
 });
