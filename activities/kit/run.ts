@@ -178,15 +178,20 @@ function retryTiming(): { attempt: number; retryPolicy?: ReturnType<typeof activ
  * 1. Claims the step's key under the order-row lock (refusing a final or halted order unless the effect was
  *    performed already): one statement for a new claim, else a transaction that applies the claim rules
  *    (./claims.ts). A `sent` claim returns its provider id, calls nothing; a tombstone refuses (`OrderHaltedError`).
- * 2. Builds the request, then calls the provider with `Idempotency-Key: <key>` while heartbeating. A cancel request
- *    that arrives before the call stops the step (nothing called); once under way the call is never cut short.
- * 3. A definite refusal (the provider did not act) frees the claim; an unknown outcome keeps it `sending` for a
- *    retry with the same key. Transient failures are retried with jitter.
+ * 2. Claim → call (./calls.ts): builds the request (unless the claim carries the frozen body of an earlier call), then
+ *    moves the claim to `sending` with the body frozen on it, under the order-row lock and only while the order is
+ *    open: a halt that came first stops the step here (nothing called). Then calls the provider with
+ *    `Idempotency-Key: <key>` and the frozen body while heartbeating; once under way the call is never cut short.
+ * 3. A definite refusal (the provider did not act) frees the claim, and so does a refusal of the identical request
+ *    that settles an earlier call's unknown outcome; an unknown outcome keeps it `sending` for a retry with the same
+ *    key and body. Transient failures are retried with jitter.
  * 4. Marks the claim `sent` with the provider's id and writes the status in one statement, or, when the step
  *    records the answer, in one transaction with its `record`.
+ * Every failure after the claim carries `mayHaveActed` in its details: whether the claim stays `sending`.
  * @throws ApplicationFailure `RecordNotFoundError`, `OrderClosedError`, `OrderHaltedError`, `ProviderRejectedError`,
- *   `UnauthorizedError` (non-retryable); `ProviderUnavailableError` (details `{ status, mayHaveActed }`) or
- *   `ClaimInProgressError` (retryable); `CancelledFailure` when cancelled before the call.
+ *   `UnauthorizedError`, `SideEffectUnrecordedError` (non-retryable); `ProviderUnavailableError` (details
+ *   `{ status, mayHaveActed }`) or `ClaimInProgressError` (retryable); `CancelledFailure` when cancelled before the
+ *   call.
  */
 export async function runProviderStep(
   step: ProviderStepDefinition,
