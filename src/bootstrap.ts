@@ -19,15 +19,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
-import { API_KEY_SECURITY } from './auth/api-auth.decorator.js';
 import { JSON_BODY_LIMIT_BYTES } from './common/api-limits.js';
-import { addGlobalProblemResponses, addProblemDetailsComponent } from './common/api-problem-responses.decorator.js';
 import { installClientErrorHandler } from './common/client-error.js';
 import { securityHeaders } from './common/security-headers.js';
 import { JsonContentTypeGuard } from './common/json-content-type.guard.js';
+import { createOpenApiDocument } from './common/openapi-document.js';
 import { ProblemDetailsFilter } from './common/problem-details.filter.js';
 import { createValidationPipe } from './common/validation.js';
 import { type AppConfig, loadConfig } from './config/config.js';
@@ -66,14 +65,8 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
   if (options.shutdownHooks ?? true) app.enableShutdownHooks();
 
   if (!config.API_DOCS) return app;
-  SwaggerModule.setup(
-    'docs',
-    app,
-    () => addGlobalProblemResponses(addProblemDetailsComponent(SwaggerModule.createDocument(app, openApiConfig()))),
-    {
-      jsonDocumentUrl: 'docs-json',
-    },
-  );
+  const pkg = servicePackage();
+  SwaggerModule.setup('docs', app, () => createOpenApiDocument(app, config, pkg), { jsonDocumentUrl: 'docs-json' });
   return app;
 }
 
@@ -83,35 +76,24 @@ export async function createApiApp(options: CreateApiAppOptions = {}): Promise<N
  * @throws Error when no package.json with a version is found.
  */
 export function serviceVersion(): string {
+  return servicePackage().version;
+}
+
+/**
+ * `version` and `license` (an SPDX id) of the nearest package.json above this module that has a version.
+ * @throws Error when no package.json with a version is found.
+ */
+export function servicePackage(): { version: string; license: string } {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const file = path.join(dir, 'package.json');
     if (existsSync(file)) {
-      const { version } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown };
-      if (typeof version === 'string') return version;
+      const { version, license } = JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown; license?: unknown };
+      if (typeof version === 'string')
+        return { version, license: typeof license === 'string' ? license : 'UNLICENSED' };
     }
     const parent = path.dirname(dir);
     if (parent === dir) throw new Error('no package.json with a version above src/bootstrap');
     dir = parent;
   }
-}
-
-function openApiConfig() {
-  return new DocumentBuilder()
-    .setTitle('Order fulfilment API')
-    .setDescription(
-      'Accepts orders (202 + Location) and fulfils each with a Temporal workflow of the steps `GET /steps` lists ' +
-        '(reserve inventory, invoice, confirmation email, shipment, accounting sync). Money is in integer minor ' +
-        'currency units. Errors are RFC 9457 problem details (application/problem+json).',
-    )
-    .setVersion(serviceVersion())
-    .addBearerAuth(
-      {
-        type: 'http',
-        scheme: 'bearer',
-        description: "An API key: `npm run keys -- create`, or `npm start`'s dev keys",
-      },
-      API_KEY_SECURITY,
-    )
-    .build();
 }

@@ -14,6 +14,8 @@
  * - `limits` (docs/api.md): request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
  *   length and retention, the movements page, the cancel wait);
  * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts;
+ * - `problem-types` (docs/api.md): every registered problem type (`defineProblemTypes`: src/common/problem-details.ts
+ *   and each layer's own), with its statuses, extension members, headers and meaning;
  * - `bounds` (docs/guarantees.md): every wait's bound (database session limits, the Update and cancel waits, the
  *   workflow start, history length, claim lease, provider timeout) and what happens when it is reached.
  */
@@ -23,6 +25,7 @@ import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
 import * as prettier from 'prettier';
 import ts from 'typescript';
+import { z } from 'zod';
 import { STEPS } from '../../activities/index.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { registryPlan } from '../../activities/kit/plan.js';
@@ -32,6 +35,11 @@ import { providerVariableDocs } from '../../src/config/provider-config.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { PERMANENT_ERROR_TYPES } from '../../workflows/errors.js';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
+import { registeredProblemTypes } from '../../src/common/problem-details.js';
+// Each imported for its problem types' registration.
+import '../../src/auth/auth-problems.js';
+import '../../src/inventory/inventory-problems.js';
+import '../../src/orders/order-problems.js';
 import { loadConfig } from '../../src/config/config.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../src/idempotency/idempotency-key.js';
 import { MOVEMENTS_LIMIT } from '../../src/inventory/inventory.service.js';
@@ -50,7 +58,15 @@ import { HISTORY_EVENTS_LIMIT, REMEMBERED_UPDATES } from '../../workflows/order-
 import { repoRoot } from './env.js';
 
 /** Names of the generated sections. */
-export const GENERATED_SECTIONS = ['steps', 'retry-profiles', 'bounds', 'limits', 'metrics', 'providers'] as const;
+export const GENERATED_SECTIONS = [
+  'steps',
+  'retry-profiles',
+  'bounds',
+  'limits',
+  'problem-types',
+  'metrics',
+  'providers',
+] as const;
 export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
 
 /** The document (path from the repository's root) that holds each section. */
@@ -60,6 +76,7 @@ export const SECTION_FILES: Record<GeneratedSection, string> = {
   bounds: 'docs/guarantees.md',
   providers: 'docs/configuration.md',
   limits: 'docs/api.md',
+  'problem-types': 'docs/api.md',
   metrics: 'docs/operations.md',
 };
 
@@ -405,6 +422,32 @@ export function renderMetrics(): string {
   );
 }
 
+/**
+ * The `problem-types` section: every registered problem type (the slug of its URI under
+ * `https://order-fulfilment.dev/problems/`), its statuses, extension members (`?` optional) and headers; by status,
+ * then slug (not by registration, which follows import order).
+ */
+export function renderProblemTypes(): string {
+  const slug = (uri: string) => uri.slice(uri.lastIndexOf('/') + 1);
+  const types = [...registeredProblemTypes()].sort(
+    (a, b) => (a.statuses[0] ?? 0) - (b.statuses[0] ?? 0) || slug(a.uri).localeCompare(slug(b.uri)),
+  );
+  return table(
+    ['`type`', 'Status', 'Extension members', 'Headers', 'Meaning'],
+    types.map((t) => [
+      `\`${slug(t.uri)}\``,
+      t.statuses.length > 0 ? t.statuses.join(', ') : 'any',
+      Object.entries(t.extensions ?? {})
+        .map(([name, schema]) => `\`${name}${z.safeParse(schema, undefined).success ? '?' : ''}\``)
+        .join(', ') || '-',
+      Object.keys(t.headers ?? {})
+        .map((h) => `\`${h}\``)
+        .join(', ') || '-',
+      t.description,
+    ]),
+  );
+}
+
 /** Renders every section. */
 export async function renderSections(): Promise<Record<GeneratedSection, string>> {
   return {
@@ -419,6 +462,7 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
       )),
     ),
     limits: renderLimits(),
+    'problem-types': renderProblemTypes(),
     bounds: renderBounds(),
     metrics: renderMetrics(),
   };

@@ -3,23 +3,91 @@
  * and the exceptions that carry them. 401 answers carry `WWW-Authenticate: Bearer …` (RFC 6750 §3), 429 answers
  * `Retry-After` (RFC 6585 §4, RFC 9110 §10.2.3).
  */
-import { PROBLEM_TYPE_BASE, ProblemException } from '../common/problem-details.js';
-import type { Scope } from './scopes.js';
+import { z } from 'zod';
+import {
+  defineProblemTypes,
+  PROBLEM_TYPE_BASE,
+  type ProblemHeader,
+  ProblemException,
+  problemTypeUris,
+} from '../common/problem-details.js';
+import { ALL_SCOPES, type Scope } from './scopes.js';
 
 /** `realm` of the `WWW-Authenticate` challenge. */
 export const AUTH_REALM = 'order-fulfilment';
 
-/** Problem types of this layer. */
-export const AuthProblemType = {
-  /** 401: no API key (or another scheme than Bearer), or a key that is unknown or revoked. */
-  Unauthorized: `${PROBLEM_TYPE_BASE}unauthorized`,
-  /** 400: a malformed `Authorization: Bearer` header, or several of them (RFC 6750 §3.1 `invalid_request`). */
-  InvalidAuthorization: `${PROBLEM_TYPE_BASE}invalid-authorization`,
-  /** 403: the key is valid but lacks the scope the route requires (extension `requiredScope`). */
-  Forbidden: `${PROBLEM_TYPE_BASE}forbidden`,
-  /** 429: the client sent more requests than its limit allows; wait `Retry-After` seconds. */
-  RateLimited: `${PROBLEM_TYPE_BASE}rate-limited`,
-} as const;
+/** The challenge of 401, 403 and this layer's 400 answers. */
+const WWW_AUTHENTICATE: ProblemHeader = {
+  description: `The Bearer challenge (RFC 6750 §3), e.g. \`Bearer realm="${AUTH_REALM}", error="invalid_token"\``,
+};
+
+/** Problem types of this layer (every authenticated operation may answer them; 403 those that need a scope). */
+export const AuthProblemTypes = defineProblemTypes({
+  Unauthorized: {
+    uri: `${PROBLEM_TYPE_BASE}unauthorized`,
+    title: 'Authentication required',
+    statuses: [401],
+    description:
+      'No API key (or another scheme than Bearer), or a key that is unknown or revoked; `WWW-Authenticate` has ' +
+      '`error="invalid_token"` for a bad key.',
+    headers: { 'WWW-Authenticate': WWW_AUTHENTICATE },
+    example: { detail: 'This operation needs an API key: send Authorization: Bearer <API key>' },
+    appliesTo: [{ operations: 'authenticated', description: 'No API key, or a key that is unknown or revoked' }],
+  },
+  InvalidAuthorization: {
+    uri: `${PROBLEM_TYPE_BASE}invalid-authorization`,
+    title: 'Invalid Authorization header',
+    statuses: [400],
+    description: 'A malformed `Authorization: Bearer` header, or several of them (RFC 6750 §3.1 `invalid_request`).',
+    headers: { 'WWW-Authenticate': WWW_AUTHENTICATE },
+    example: { detail: 'The Authorization header has no bearer token' },
+    appliesTo: [{ operations: 'authenticated', description: 'A malformed `Authorization` header' }],
+  },
+  Forbidden: {
+    uri: `${PROBLEM_TYPE_BASE}forbidden`,
+    title: 'Forbidden',
+    statuses: [403],
+    description:
+      'The key is valid but lacks the scope the operation requires (`requiredScope`; RFC 6750 §3.1 ' +
+      '`insufficient_scope`).',
+    extensions: {
+      requiredScope: z.enum(ALL_SCOPES as [Scope, ...Scope[]]).meta({ description: 'The scope the operation needs' }),
+    },
+    headers: { 'WWW-Authenticate': WWW_AUTHENTICATE },
+    example: {
+      detail: 'This API key lacks the scope "orders:cancel" that this operation requires',
+      requiredScope: 'orders:cancel',
+    },
+    appliesTo: [{ operations: 'scoped', description: 'The API key lacks the scope this operation needs' }],
+  },
+  RateLimited: {
+    uri: `${PROBLEM_TYPE_BASE}rate-limited`,
+    title: 'Too many requests',
+    statuses: [429],
+    description: 'The client sent more requests than its limit allows; wait `Retry-After` seconds.',
+    extensions: {
+      limit: z.int().meta({ description: 'Requests allowed per window' }),
+      windowSeconds: z.number().meta({ description: 'The window, seconds' }),
+      retryAfterSeconds: z.int().meta({ description: 'Seconds until the client may send again' }),
+    },
+    headers: {
+      'Retry-After': {
+        description: 'Seconds to wait before retrying (RFC 6585 §4)',
+        schema: { type: 'integer', minimum: 0 },
+      },
+    },
+    example: {
+      detail: 'Client "shop-a" sent more than 6000 requests in 60 s; retry in 12 s',
+      limit: 6000,
+      windowSeconds: 60,
+      retryAfterSeconds: 12,
+    },
+    appliesTo: [{ operations: 'authenticated', description: "Over the client's rate limit" }],
+  },
+});
+
+/** The URIs of {@link AuthProblemTypes}. */
+export const AuthProblemType = problemTypeUris(AuthProblemTypes);
 export type AuthProblemType = (typeof AuthProblemType)[keyof typeof AuthProblemType];
 
 /** The `WWW-Authenticate` challenge: with `error="…"` (and its description) when there is an error code. */
@@ -38,7 +106,7 @@ export class UnauthorizedProblem extends ProblemException {
   readonly challenge: string;
 
   constructor(detail: string, error?: 'invalid_token') {
-    super({ status: 401, type: AuthProblemType.Unauthorized, title: 'Authentication required', detail });
+    super({ type: AuthProblemType.Unauthorized, detail });
     this.challenge = challenge(error, detail);
   }
 }
@@ -52,7 +120,7 @@ export class InvalidAuthorizationProblem extends ProblemException {
   readonly challenge: string;
 
   constructor(detail: string) {
-    super({ status: 400, type: AuthProblemType.InvalidAuthorization, title: 'Invalid Authorization header', detail });
+    super({ type: AuthProblemType.InvalidAuthorization, detail });
     this.challenge = challenge('invalid_request', detail);
   }
 }
@@ -63,9 +131,7 @@ export class ForbiddenProblem extends ProblemException {
 
   constructor(readonly requiredScope: Scope) {
     super({
-      status: 403,
       type: AuthProblemType.Forbidden,
-      title: 'Forbidden',
       detail: `This API key lacks the scope "${requiredScope}" that this operation requires`,
       extensions: { requiredScope },
     });
@@ -82,9 +148,7 @@ export class RateLimitedProblem extends ProblemException {
     readonly retryAfterSeconds: number,
   ) {
     super({
-      status: 429,
       type: AuthProblemType.RateLimited,
-      title: 'Too many requests',
       detail: `Client "${clientId}" sent more than ${limit} requests in ${windowMs / 1000} s; retry in ${retryAfterSeconds} s`,
       extensions: { limit, windowSeconds: windowMs / 1000, retryAfterSeconds },
     });

@@ -4,7 +4,8 @@
  * - {@link RequireScope} names the scope a route needs (without it, any valid key will do);
  * - {@link CurrentClient} injects the caller ({@link AuthenticatedClient}, also on `req.apiClient`).
  */
-import { createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import { applyDecorators, createParamDecorator, type ExecutionContext, SetMetadata } from '@nestjs/common';
+import { markOperations, OPERATION_MARKS } from '../common/api-problem-responses.decorator.js';
 import type { IncomingMessage } from 'node:http';
 import type { AuthenticatedClient } from './api-key.store.js';
 import type { Scope } from './scopes.js';
@@ -27,12 +28,23 @@ export const REQUIRED_SCOPE = 'auth:scope';
 
 /**
  * The route answers without an API key (e.g. `GET /health`). A key that is sent is still verified: an invalid one
- * gets 401, a valid one sets `req.apiClient`.
+ * gets 401, a valid one sets `req.apiClient`. The OpenAPI document says `security: []` for it.
  */
-export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_ROUTE, true);
+export const Public = (): MethodDecorator & ClassDecorator =>
+  applyDecorators(
+    SetMetadata(PUBLIC_ROUTE, true),
+    markOperations((extensions) => ({ ...extensions, [OPERATION_MARKS.public]: true })),
+  );
 
-/** The route needs a key with `scope` (or `operator`); otherwise 403. */
-export const RequireScope = (scope: Scope): MethodDecorator & ClassDecorator => SetMetadata(REQUIRED_SCOPE, scope);
+/**
+ * The route needs a key with `scope` (or `operator`); otherwise 403. The OpenAPI document names the scope in the
+ * operation's security requirement (and documents the 403).
+ */
+export const RequireScope = (scope: Scope): MethodDecorator & ClassDecorator =>
+  applyDecorators(
+    SetMetadata(REQUIRED_SCOPE, scope),
+    markOperations((extensions) => ({ ...extensions, [OPERATION_MARKS.requiredScope]: scope })),
+  );
 
 /** The caller of a request, or undefined on a public route called without a key. */
 export function requestApiClient(req: IncomingMessage): AuthenticatedClient | undefined {

@@ -1,81 +1,81 @@
 /**
- * OpenAPI documentation of problem+json error responses (RFC 9457).
+ * Decorators that tell the OpenAPI document what an operation can refuse and who may call it. They leave marks on
+ * the operation (internal `x-of-*` extensions) that the document builder (./openapi-document.ts) turns into
+ * problem+json responses, one schema per problem type, and security requirements, then removes.
+ *
+ * The problem types, their statuses, members and headers come from their definitions (./problem-details.ts,
+ * `defineProblemTypes`); a decorator only names which types an operation can answer with, and what each means there.
+ * The types every operation of a kind can answer (validation, body parsing, authentication, a database outage) are
+ * named by their own definitions (`appliesTo`), not here.
  */
-import { applyDecorators } from '@nestjs/common';
-import { ApiResponse } from '@nestjs/swagger';
-import type { OpenAPIObject } from '@nestjs/swagger';
-import { z } from 'zod';
-import { defaultTitle, PROBLEM_JSON, problemDetailsSchema } from './problem-details.js';
+import { DECORATORS } from '@nestjs/swagger';
+import type { ProblemTypeDefinition } from './problem-details.js';
 
-/** Name of the ProblemDetails schema in `components.schemas`. */
-const PROBLEM_COMPONENT = 'ProblemDetails';
-
-/**
- * Documents each given status as an `application/problem+json` response referencing the `ProblemDetails`
- * component (added to the document by {@link addProblemDetailsComponent}).
- * @param responses status → description, e.g. `{ 400: 'Invalid body', 404: 'No such order' }`.
- */
-export function ApiProblemResponses(responses: Record<number, string>): MethodDecorator & ClassDecorator {
-  return applyDecorators(
-    ...Object.entries(responses).map(([status, description]) =>
-      ApiResponse({
-        status: Number(status),
-        description: description || defaultTitle(Number(status)),
-        content: { [PROBLEM_JSON]: { schema: { $ref: `#/components/schemas/${PROBLEM_COMPONENT}` } } },
-      }),
-    ),
-  );
-}
-
-/** Adds the `ProblemDetails` schema (from the zod {@link problemDetailsSchema}) to an OpenAPI document. */
-export function addProblemDetailsComponent(document: OpenAPIObject): OpenAPIObject {
-  const { id: _id, ...schema } = z.toJSONSchema(problemDetailsSchema, { target: 'openapi-3.0' }) as Record<
-    string,
-    unknown
-  >;
-  document.components ??= {};
-  document.components.schemas = { ...document.components.schemas, [PROBLEM_COMPONENT]: schema };
-  return document;
-}
-
-/**
- * Responses every operation can give whatever its controller declares, added to each operation of the document
- * that does not list them: 400 for an operation with parameters or a body (validation, malformed JSON, a
- * malformed header), 413 and 415 for an operation with a body (the body parser's limit, the JSON media type), and
- * 503 for every operation (the database cannot be reached right now; `Retry-After` says when to repeat).
- * Without them a schema-driven client (or fuzzer) meets statuses the document never promised.
- */
-export const GLOBAL_PROBLEM_RESPONSES = {
-  always: {
-    503: 'A dependency (the database) is unavailable right now: nothing changed; repeat after `Retry-After` seconds',
-  },
-  withInput: { 400: 'Invalid request: a parameter, header or the body failed validation, or the body is not JSON' },
-  withBody: {
-    413: 'The body is larger than the JSON body limit',
-    415: 'The body is not sent as `application/json`',
-  },
+/** The internal extensions the decorators leave on an operation; the document builder reads and removes them. */
+export const OPERATION_MARKS = {
+  /** {@link ProblemUseMark}[]: the problem types the operation names. */
+  problems: 'x-of-problems',
+  /** The scope the operation needs (absent: any valid key). */
+  requiredScope: 'x-of-required-scope',
+  /** `true`: no API key needed. */
+  public: 'x-of-public',
 } as const;
 
-/** Adds {@link GLOBAL_PROBLEM_RESPONSES} (problem+json) to the operations of `document` that lack them. */
-export function addGlobalProblemResponses(document: OpenAPIObject): OpenAPIObject {
-  for (const item of Object.values(document.paths ?? {})) {
-    for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
-      const operation = item[method];
-      if (!operation) continue;
-      const hasBody = operation.requestBody !== undefined;
-      const hasInput = hasBody || (operation.parameters?.length ?? 0) > 0 || (item.parameters?.length ?? 0) > 0;
-      const add = {
-        ...GLOBAL_PROBLEM_RESPONSES.always,
-        ...(hasInput ? GLOBAL_PROBLEM_RESPONSES.withInput : {}),
-        ...(hasBody ? GLOBAL_PROBLEM_RESPONSES.withBody : {}),
-      };
-      for (const [status, description] of Object.entries(add)) {
-        operation.responses[status] ??= {
-          description,
-          content: { [PROBLEM_JSON]: { schema: { $ref: `#/components/schemas/${PROBLEM_COMPONENT}` } } },
-        };
-      }
+/** A problem type an operation names, as stored on the operation. */
+export interface ProblemUseMark {
+  /** The problem type's URI. */
+  type: string;
+  /** What it means for this operation (default: the type's description). */
+  description?: string;
+  /** The status it is sent with here; needed only for `about:blank` (a type without statuses of its own). */
+  status?: number;
+}
+
+/** A problem type as an operation names it: the definition, or the definition with what it means there. */
+export type ProblemUse = ProblemTypeDefinition | { type: ProblemTypeDefinition; description?: string; status?: number };
+
+/**
+ * Documents the problem types an operation (or every operation of a controller) can answer with, each at its
+ * statuses as its definition says, as `application/problem+json` with the type's schema.
+ * @example `@ApiProblems({ type: OrderProblemTypes.OrderNotCancellable, description: 'Past the point of no return' }, ProblemTypes.NotFound)`
+ */
+export function ApiProblems(...uses: ProblemUse[]): MethodDecorator & ClassDecorator {
+  const marks: ProblemUseMark[] = uses.map((use) =>
+    'uri' in use
+      ? { type: use.uri }
+      : {
+          type: use.type.uri,
+          ...(use.description !== undefined ? { description: use.description } : {}),
+          ...(use.status !== undefined ? { status: use.status } : {}),
+        },
+  );
+  return markOperations((extensions) => ({
+    ...extensions,
+    [OPERATION_MARKS.problems]: [...((extensions[OPERATION_MARKS.problems] as ProblemUseMark[]) ?? []), ...marks],
+  }));
+}
+
+/**
+ * Sets extension metadata on an operation: on the method, or for a class on each of its methods (a class decorator
+ * runs after its methods' decorators, so it merges into what they set).
+ */
+export function markOperations(
+  update: (extensions: Record<string, unknown>) => Record<string, unknown>,
+): MethodDecorator & ClassDecorator {
+  const markMethod = (method: object) => {
+    const current = (Reflect.getMetadata(DECORATORS.API_EXTENSION, method) as Record<string, unknown>) ?? {};
+    Reflect.defineMetadata(DECORATORS.API_EXTENSION, update(current), method);
+  };
+  return ((target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (descriptor) {
+      markMethod(descriptor.value as object);
+      return descriptor;
     }
-  }
-  return document;
+    const prototype = (target as { prototype: Record<string, unknown> }).prototype;
+    for (const name of Object.getOwnPropertyNames(prototype)) {
+      const value = Object.getOwnPropertyDescriptor(prototype, name)?.value as unknown;
+      if (name !== 'constructor' && typeof value === 'function') markMethod(value);
+    }
+    return target;
+  }) as MethodDecorator & ClassDecorator;
 }

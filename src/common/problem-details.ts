@@ -14,66 +14,253 @@ export const PROBLEM_JSON = 'application/problem+json';
 export const PROBLEM_TYPE_BASE = 'https://order-fulfilment.dev/problems/';
 
 /**
- * The problem types this API emits. Each is a stable URI clients may switch on (RFC 9457 §3.1.1);
- * `about:blank` means "no more semantics than the HTTP status" (RFC 9457 §4.2.1).
+ * The operations a problem type applies to without their controller naming it (the OpenAPI document adds it to
+ * each): every operation; those with parameters or a body; those with a body; those that need an API key; those that
+ * need a scope.
  */
-export const ProblemType = {
-  AboutBlank: 'about:blank',
-  /** The request body, query or path failed validation; see the `errors` extension. */
-  ValidationError: `${PROBLEM_TYPE_BASE}validation-error`,
-  /** The request has a body that is not JSON (wrong or missing Content-Type). */
-  UnsupportedMediaType: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
-  /** The request body is not valid JSON. */
-  MalformedJson: `${PROBLEM_TYPE_BASE}malformed-json`,
+export type OperationKind = 'every' | 'with-input' | 'with-body' | 'authenticated' | 'scoped';
+
+/** A response header a problem type's answers carry (RFC 9110 field name → what it says). */
+export interface ProblemHeader {
+  description: string;
+  /** JSON Schema of the value; default a string. */
+  schema?: { type: 'string' | 'integer'; minimum?: number };
+  /** Sent with every occurrence (default true). */
+  required?: boolean;
+}
+
+/**
+ * One problem type (RFC 9457 §3.1.1 `type`, §4 defining new problem types): the one place that says what its
+ * occurrences look like. The OpenAPI document derives a schema per type from it (`type` fixed to {@link uri},
+ * `status` to {@link statuses}, the {@link extensions} as members) and the responses of each operation, so the code
+ * that throws and the document that describes cannot drift apart.
+ */
+export interface ProblemTypeSpec<U extends string = string> {
+  /** The `type` URI (`about:blank`, or {@link PROBLEM_TYPE_BASE} + a slug). */
+  uri: U;
+  /** The `title` of every occurrence (RFC 9457 §3.1.3). `about:blank` uses the status's reason phrase instead. */
+  title: string;
+  /** The HTTP statuses an occurrence can have; empty for `about:blank` (any error status). */
+  statuses: readonly number[];
+  /** What the type means and what a client should do about it (the schema's description). */
+  description: string;
+  /** Extension members (RFC 9457 §3.2), as zod schemas; optional ones `.optional()`. */
+  extensions?: z.ZodRawShape;
+  /** Headers its answers carry, e.g. `Retry-After` (RFC 9110 §10.2.3), `WWW-Authenticate` (RFC 9110 §11.6.1). */
+  headers?: Readonly<Record<string, ProblemHeader>>;
+  /** An occurrence's `detail` and extension members, for the document's examples. */
+  example: { detail: string } & Record<string, unknown>;
   /**
-   * The request is not valid HTTP/1.1 (Node's parser refused it: a control character in a header, a bad request
-   * line, headers too large); extension `parserError` (the parser's code, e.g. `HPE_INVALID_HEADER_TOKEN`). The
-   * connection is closed.
+   * Where the document lists this type without a controller naming it: the kinds of operations, and for
+   * `about:blank` the status it stands for there (with what it means).
    */
-  MalformedRequest: `${PROBLEM_TYPE_BASE}malformed-request`,
-  /** 405: the resource exists but not with this method; the `Allow` header lists the methods it supports. */
-  MethodNotAllowed: `${PROBLEM_TYPE_BASE}method-not-allowed`,
-  /** An order names SKUs that are not in the catalogue; see the `skus` extension. */
-  UnknownSku: `${PROBLEM_TYPE_BASE}unknown-sku`,
-  /** The products of one order are priced in different currencies. */
-  CurrencyMismatch: `${PROBLEM_TYPE_BASE}currency-mismatch`,
-  /** The order total does not fit the stored integer range. */
-  TotalTooLarge: `${PROBLEM_TYPE_BASE}total-too-large`,
-  /** The addressed resource does not exist. */
-  NotFound: `${PROBLEM_TYPE_BASE}not-found`,
-  /** A stock change would leave less on hand than is reserved for accepted orders. */
-  StockBelowReserved: `${PROBLEM_TYPE_BASE}stock-below-reserved`,
-  /**
-   * 409: an operator retry was asked for an order whose workflow does not wait for one (or waits on another step
-   * than the one named); extensions `orderStatus` and `waitingFor` (the step that waits, or null).
-   */
-  OrderNotAwaitingRetry: `${PROBLEM_TYPE_BASE}order-not-awaiting-retry`,
-  /**
-   * 409: an operator's resolve or close the order cannot take: it waits for no operator, waits on another step, or
-   * its wait does not offer that resolution or a close; extensions `orderStatus`, `waitingFor` (the step or
-   * compensation that waits, or null), `resolutions` (what a resolve may say there) and `closable`.
-   */
-  OrderNotAwaitingResolution: `${PROBLEM_TYPE_BASE}order-not-awaiting-resolution`,
-  /**
-   * 409: a cancel the order cannot honour: its confirmation already went out (the point of no return), it is
-   * final (completed or failed), it waits for an operator, or its workflow has closed; extension `orderStatus`.
-   */
-  OrderNotCancellable: `${PROBLEM_TYPE_BASE}order-not-cancellable`,
-  /**
-   * 503: a dependency (database, Temporal, or a worker to run the workflow) is unavailable; `/health` adds the
-   * `checks` extension, order actions a `Retry-After` header.
-   */
-  ServiceUnavailable: `${PROBLEM_TYPE_BASE}service-unavailable`,
-  /** An unexpected server error; details are in the server log, never in the response. */
-  InternalError: `${PROBLEM_TYPE_BASE}internal-error`,
-} as const;
-export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
+  appliesTo?: readonly { operations: OperationKind; status?: number; description?: string }[];
+}
+
+/** A registered {@link ProblemTypeSpec}: `name` is its schema's name in the document (`<Key>Problem`). */
+export type ProblemTypeDefinition<U extends string = string> = ProblemTypeSpec<U> & { readonly name: string };
+
+const REGISTRY = new Map<string, ProblemTypeDefinition>();
+
+/**
+ * Defines and registers problem types, one per key (`OrderNotCancellable` → schema `OrderNotCancellableProblem`).
+ * Each layer defines its own (this file the generic ones, auth, idempotency, orders, inventory theirs); the OpenAPI
+ * document describes every registered one.
+ * @throws Error when a URI or a name is already registered for another type (two definitions of one problem).
+ */
+export function defineProblemTypes<const T extends Record<string, ProblemTypeSpec>>(
+  specs: T,
+): { readonly [K in keyof T]: T[K] & { readonly name: string } } {
+  const defined: Record<string, ProblemTypeDefinition> = {};
+  for (const [key, spec] of Object.entries(specs)) {
+    const definition: ProblemTypeDefinition = { ...spec, name: `${key}Problem` };
+    for (const other of REGISTRY.values()) {
+      const sameUri = other.uri === definition.uri;
+      if (sameUri !== (other.name === definition.name)) {
+        throw new Error(
+          `problem type ${definition.uri} (${definition.name}) clashes with ${other.uri} (${other.name})`,
+        );
+      }
+    }
+    REGISTRY.set(definition.uri, definition);
+    defined[key] = definition;
+  }
+  return defined as { readonly [K in keyof T]: T[K] & { readonly name: string } };
+}
+
+/** Every registered problem type, in registration order. */
+export function registeredProblemTypes(): readonly ProblemTypeDefinition[] {
+  return [...REGISTRY.values()];
+}
+
+/** The registered definition of the type `uri`, if any. */
+export function problemTypeOf(uri: string): ProblemTypeDefinition | undefined {
+  return REGISTRY.get(uri);
+}
+
+/** `{ Key: uri }` of a set of definitions: the constants code throws with. */
+export function problemTypeUris<T extends Record<string, { uri: string }>>(
+  definitions: T,
+): { readonly [K in keyof T]: T[K]['uri'] } {
+  return Object.fromEntries(Object.entries(definitions).map(([key, d]) => [key, d.uri])) as {
+    readonly [K in keyof T]: T[K]['uri'];
+  };
+}
 
 /** One failed constraint of a validation problem: `path` is dotted (`lines.0.quantity`, `''` for the root). */
 export interface ValidationErrorItem {
   path: string;
   message: string;
 }
+
+/** The `errors` extension member of validation problems. */
+export const validationErrorsSchema = z
+  .array(
+    z
+      .object({
+        path: z.string().meta({ description: 'Dotted path of the member (`lines.0.quantity`); `` for the root' }),
+        message: z.string(),
+      })
+      .meta({ id: 'ValidationErrorItem' }),
+  )
+  .meta({ description: 'Validation failures, one per violated constraint' });
+
+/** Every 503 carries `Retry-After` (the problem filter sets it when the code that threw did not). */
+const RETRY_AFTER: ProblemHeader = {
+  description: 'Seconds to wait before repeating the request (RFC 9110 §10.2.3)',
+  schema: { type: 'integer', minimum: 0 },
+};
+
+/**
+ * The generic problem types of this API, used by every layer. Each is a stable URI clients may switch on
+ * (RFC 9457 §3.1.1); `about:blank` means "no more semantics than the HTTP status" (RFC 9457 §4.2.1).
+ */
+export const ProblemTypes = defineProblemTypes({
+  AboutBlank: {
+    uri: 'about:blank',
+    title: 'The reason phrase of the status',
+    statuses: [],
+    description:
+      'No more semantics than the HTTP status (RFC 9457 §4.2.1); `title` is its reason phrase. The framework answers ' +
+      'so for a body over the size limit (413) and for statuses nothing else describes.',
+    example: { detail: 'request entity too large' },
+    appliesTo: [{ operations: 'with-body', status: 413, description: 'The body is larger than the JSON body limit' }],
+  },
+  ValidationError: {
+    uri: `${PROBLEM_TYPE_BASE}validation-error`,
+    title: 'Your request is not valid',
+    statuses: [400],
+    description:
+      'The body, a query or path parameter, or a header (`Idempotency-Key`) failed validation; `errors` names each ' +
+      'failed constraint. Nothing was changed: fix the request and send it again.',
+    extensions: { errors: validationErrorsSchema },
+    example: {
+      detail: 'lines.0.quantity: Too small: expected number to be >=1',
+      errors: [{ path: 'lines.0.quantity', message: 'Too small: expected number to be >=1' }],
+    },
+    appliesTo: [{ operations: 'with-input', description: 'A parameter, header or the body failed validation' }],
+  },
+  UnsupportedMediaType: {
+    uri: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
+    title: 'Unsupported media type',
+    statuses: [415],
+    description: 'The request has a body that is not sent as JSON (`Content-Type: application/json`).',
+    example: { detail: 'Send the body as application/json (got text/plain)' },
+    appliesTo: [{ operations: 'with-body', description: 'The body is not sent as `application/json`' }],
+  },
+  MalformedJson: {
+    uri: `${PROBLEM_TYPE_BASE}malformed-json`,
+    title: 'Malformed JSON body',
+    statuses: [400],
+    description: 'The request body is not valid JSON; `errors` holds the parser message.',
+    extensions: { errors: validationErrorsSchema },
+    example: {
+      detail: 'The request body is not valid JSON: Unexpected end of JSON input',
+      errors: [{ path: '', message: 'Unexpected end of JSON input' }],
+    },
+    appliesTo: [{ operations: 'with-body', description: 'The body is not JSON' }],
+  },
+  MalformedRequest: {
+    uri: `${PROBLEM_TYPE_BASE}malformed-request`,
+    title: 'Malformed HTTP request',
+    statuses: [400, 408, 413, 431],
+    description:
+      "The request is not valid HTTP/1.1 (Node's parser refused it: a control character in a header, a bad request " +
+      'line, headers too large); `parserError` is the parser code. The connection is closed.',
+    extensions: {
+      parserError: z
+        .string()
+        .optional()
+        .meta({ description: "The parser's code", example: 'HPE_INVALID_HEADER_TOKEN' }),
+    },
+    example: {
+      detail: 'A header name or value contains a character HTTP does not allow',
+      parserError: 'HPE_INVALID_HEADER_TOKEN',
+    },
+  },
+  MethodNotAllowed: {
+    uri: `${PROBLEM_TYPE_BASE}method-not-allowed`,
+    title: 'Method not allowed',
+    statuses: [405],
+    description: 'The resource exists but not with this method; `allow` and the `Allow` header list its methods.',
+    extensions: { allow: z.array(z.string()).meta({ description: 'The methods the resource supports' }) },
+    headers: { Allow: { description: 'The methods the resource supports (RFC 9110 §10.2.1)' } },
+    example: { detail: 'DELETE is not supported on /orders; supported: GET, POST', allow: ['GET', 'POST'] },
+  },
+  NotFound: {
+    uri: `${PROBLEM_TYPE_BASE}not-found`,
+    title: 'Resource not found',
+    statuses: [404],
+    description: "The addressed resource does not exist (another client's order counts as not existing).",
+    example: { detail: 'Order 3f0c2a5e-8b1d-4c8e-9d4f-0a1b2c3d4e5f does not exist' },
+  },
+  ServiceUnavailable: {
+    uri: `${PROBLEM_TYPE_BASE}service-unavailable`,
+    title: 'Service unavailable',
+    statuses: [503],
+    description:
+      'A dependency (the database, Temporal, or a worker to run the workflow) is unavailable right now; nothing was ' +
+      'changed. Repeat the request after `Retry-After` seconds (with the same `Idempotency-Key`). `/health` adds ' +
+      '`checks` (and, for an operator key, `details`).',
+    extensions: {
+      checks: z
+        .record(z.string(), z.enum(['up', 'down']))
+        .optional()
+        .meta({ description: '`/health` only: each dependency, `up` or `down`' }),
+      details: z
+        .record(
+          z.string(),
+          z.object({
+            state: z.enum(['up', 'down']),
+            durationMs: z.number().meta({ description: 'How long the check took, ms' }),
+            error: z.string().optional().meta({ description: 'Why it is down' }),
+          }),
+        )
+        .optional()
+        .meta({ description: '`/health` with an operator key only: why a check failed' }),
+    },
+    headers: { 'Retry-After': RETRY_AFTER },
+    example: { detail: 'The workflow engine (Temporal) is unavailable; try again later' },
+    appliesTo: [
+      {
+        operations: 'every',
+        description:
+          'A dependency (the database) is unavailable right now: nothing changed; repeat after `Retry-After` seconds',
+      },
+    ],
+  },
+  InternalError: {
+    uri: `${PROBLEM_TYPE_BASE}internal-error`,
+    title: 'Internal Server Error',
+    statuses: [500],
+    description: 'An unexpected server error; details are in the server log, never in the response.',
+    example: { detail: 'An unexpected error occurred. It has been logged.' },
+  },
+});
+
+/** The URIs of {@link ProblemTypes}, e.g. `ProblemType.ValidationError`. */
+export const ProblemType = problemTypeUris(ProblemTypes);
+export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
 
 /**
  * An RFC 9457 problem document. Extension members (e.g. `errors`, `skus`) sit next to the standard ones.
@@ -94,25 +281,13 @@ export interface ProblemDetails {
   [extension: string]: unknown;
 }
 
-/** Zod schema of a problem document, used to document error responses in OpenAPI. */
-export const problemDetailsSchema = z
-  .object({
-    type: z.string().meta({ example: ProblemType.ValidationError }),
-    title: z.string().meta({ example: 'Your request is not valid' }),
-    status: z.int().meta({ example: 400 }),
-    detail: z.string().optional(),
-    instance: z.string().optional().meta({ example: '/orders' }),
-    errors: z
-      .array(z.object({ path: z.string(), message: z.string() }))
-      .optional()
-      .meta({ description: 'Validation failures, one per violated constraint' }),
-  })
-  .loose()
-  .meta({ id: 'ProblemDetails', description: 'RFC 9457 problem details (application/problem+json)' });
-
-/** What a {@link ProblemException} is built from; `status` is required, the rest has defaults. */
+/**
+ * What a {@link ProblemException} is built from. `type` defaults to `about:blank`; `status` and `title` default to
+ * the registered type's (its only status, its title), so a throw site restates neither.
+ */
 export interface ProblemInit {
-  status: number;
+  /** Required for `about:blank` and for types with several statuses. */
+  status?: number;
   type?: string;
   title?: string;
   detail?: string;
@@ -128,34 +303,38 @@ export class ProblemException extends HttpException {
   /** The problem document, without `instance` (added by the filter). */
   readonly problem: ProblemDetails;
 
+  /**
+   * @throws Error when the status is missing (and the type does not define exactly one) or is not one of the
+   *   registered type's statuses: a programming error, found by the tests that reach the throw site.
+   */
   constructor(init: ProblemInit, options?: { cause?: unknown }) {
-    const title = init.title ?? defaultTitle(init.status);
-    super(init.detail ?? title, init.status, options);
+    const type = init.type ?? ProblemType.AboutBlank;
+    const definition = type === ProblemType.AboutBlank ? undefined : problemTypeOf(type);
+    const status = init.status ?? (definition?.statuses.length === 1 ? definition.statuses[0] : undefined);
+    if (status === undefined) throw new Error(`ProblemException of type ${type} needs a status`);
+    if (definition && !definition.statuses.includes(status)) {
+      throw new Error(`Problem type ${type} is defined for ${definition.statuses.join(', ')}, not ${status}`);
+    }
+    const title = init.title ?? definition?.title ?? defaultTitle(status);
+    super(init.detail ?? title, status, options);
     this.problem = {
       ...init.extensions,
-      type: init.type ?? ProblemType.AboutBlank,
+      type,
       title,
-      status: init.status,
+      status,
       ...(init.detail !== undefined ? { detail: init.detail } : {}),
     };
   }
 
   /** 404 for the resource `what` (e.g. `Order 3f…`). */
   static notFound(what: string): ProblemException {
-    return new ProblemException({
-      status: 404,
-      type: ProblemType.NotFound,
-      title: 'Resource not found',
-      detail: `${what} does not exist`,
-    });
+    return new ProblemException({ type: ProblemType.NotFound, detail: `${what} does not exist` });
   }
 
   /** 400 validation problem with the given failures. */
   static validation(errors: ValidationErrorItem[], detail?: string, type: string = ProblemType.ValidationError) {
     return new ProblemException({
-      status: 400,
       type,
-      title: 'Your request is not valid',
       detail: detail ?? describeErrors(errors),
       extensions: { errors },
     });
@@ -172,7 +351,7 @@ export class ServiceUnavailableProblem extends ProblemException {
     readonly retryAfterSeconds: number,
     options?: { cause?: unknown },
   ) {
-    super({ status: 503, type: ProblemType.ServiceUnavailable, title: 'Service unavailable', detail }, options);
+    super({ type: ProblemType.ServiceUnavailable, detail }, options);
   }
 }
 

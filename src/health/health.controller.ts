@@ -15,10 +15,11 @@ import { Controller, Get, Inject, Logger, Req } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Client } from '@temporalio/client';
 import type { Request } from 'express';
+import { z } from 'zod';
 import { Public } from '../auth/auth.decorators.js';
 import { hasScope, Scope } from '../auth/scopes.js';
-import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
-import { ProblemException, ProblemType } from '../common/problem-details.js';
+import { ApiProblems } from '../common/api-problem-responses.decorator.js';
+import { ProblemException, ProblemType, ProblemTypes } from '../common/problem-details.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { TEMPORAL_CLIENT } from '../temporal/temporal.constants.js';
@@ -47,6 +48,31 @@ export interface HealthView {
   checks: Record<Dependency, DependencyState>;
   details?: Record<Dependency, DependencyCheck>;
 }
+
+const dependencyState = z.enum(['up', 'down']);
+
+/** The 200 body as the OpenAPI document describes it ({@link HealthView}). */
+export const healthViewSchema = z
+  .object({
+    status: z.literal('ok'),
+    checks: z.object({ database: dependencyState, temporal: dependencyState }),
+    details: z
+      .object(
+        Object.fromEntries(
+          (['database', 'temporal'] as const).map((d) => [
+            d,
+            z.object({
+              state: dependencyState,
+              durationMs: z.number().meta({ description: 'How long the check took, ms' }),
+              error: z.string().optional().meta({ description: 'Why it is down' }),
+            }),
+          ]),
+        ),
+      )
+      .optional()
+      .meta({ description: 'Only for an operator key: each check with its duration (and error)' }),
+  })
+  .meta({ id: 'Health' });
 
 /** Runs `check` with a deadline; never throws. */
 async function bounded(check: (signal: AbortSignal) => Promise<unknown>, timeoutMs: number): Promise<DependencyCheck> {
@@ -85,29 +111,17 @@ export class HealthController {
    */
   @Get()
   @ApiOperation({
+    operationId: 'checkHealth',
     summary: 'Readiness of the database and Temporal',
     description:
       `Each dependency is checked in parallel within ${HEALTH_CHECK_TIMEOUT_MS} ms. The body names each dependency ` +
       'as `up` or `down`; why a check failed (`details`) is answered only to an `operator` key. No API key needed.',
   })
-  @ApiOkResponse({
-    description: 'All dependencies are up',
-    schema: {
-      type: 'object',
-      required: ['status', 'checks'],
-      properties: {
-        status: { type: 'string', enum: ['ok'] },
-        checks: {
-          type: 'object',
-          properties: {
-            database: { type: 'string', enum: ['up', 'down'] },
-            temporal: { type: 'string', enum: ['up', 'down'] },
-          },
-        },
-      },
-    },
+  @ApiOkResponse({ description: 'All dependencies are up', standardSchema: healthViewSchema })
+  @ApiProblems({
+    type: ProblemTypes.ServiceUnavailable,
+    description: 'A dependency is down; `checks` says which (`up`/`down`)',
   })
-  @ApiProblemResponses({ 503: 'A dependency is down; `checks` says which (`up`/`down`)' })
   async check(@Req() req: Request): Promise<HealthView> {
     const operator = req.apiClient !== undefined && hasScope(req.apiClient.scopes, Scope.Operator);
     const results = await this.checkDependencies();

@@ -7,7 +7,13 @@
  * {@link IdempotencyService}).
  */
 import type { IncomingMessage } from 'node:http';
-import { PROBLEM_TYPE_BASE, ProblemException, ProblemType } from '../common/problem-details.js';
+import {
+  defineProblemTypes,
+  PROBLEM_TYPE_BASE,
+  ProblemException,
+  ProblemType,
+  problemTypeUris,
+} from '../common/problem-details.js';
 import {
   IDEMPOTENCY_KEY_HEADER,
   IdempotencyKeyHeaderError,
@@ -27,12 +33,37 @@ export const IDEMPOTENCY_KEY_ERROR_PATH = 'headers.idempotency-key';
  * Problem types (RFC 9457) of the idempotency layer, next to the API's {@link ProblemType}s. A malformed key
  * is a plain `validation-error` naming {@link IDEMPOTENCY_KEY_ERROR_PATH}.
  */
-export const IdempotencyProblemType = {
-  /** 409: a request with this key is still being processed; retry after `Retry-After` seconds. */
-  KeyInUse: `${PROBLEM_TYPE_BASE}idempotency-key-in-use`,
-  /** 422: the key was already used with a different request (method, target or body). */
-  KeyReused: `${PROBLEM_TYPE_BASE}idempotency-key-reused`,
-} as const;
+export const IdempotencyProblemTypes = defineProblemTypes({
+  KeyInUse: {
+    uri: `${PROBLEM_TYPE_BASE}idempotency-key-in-use`,
+    title: 'Idempotency key in use',
+    statuses: [409],
+    description:
+      'A request with this `Idempotency-Key` is still being processed; repeat it after `Retry-After` seconds to get ' +
+      'its response.',
+    headers: {
+      'Retry-After': {
+        description: 'Seconds to wait before repeating the request',
+        schema: { type: 'integer', minimum: 0 },
+      },
+    },
+    example: {
+      detail: 'A request with Idempotency-Key "abc" is still being processed; retry in 1 s to get its response',
+    },
+  },
+  KeyReused: {
+    uri: `${PROBLEM_TYPE_BASE}idempotency-key-reused`,
+    title: 'Idempotency key reused with a different payload',
+    statuses: [422],
+    description:
+      'The `Idempotency-Key` was already used for a different request (method, target or body): use a new key for a ' +
+      'new request.',
+    example: { detail: 'Idempotency-Key "abc" was already used for a request with a different body' },
+  },
+});
+
+/** The URIs of {@link IdempotencyProblemTypes}. */
+export const IdempotencyProblemType = problemTypeUris(IdempotencyProblemTypes);
 export type IdempotencyProblemType = (typeof IdempotencyProblemType)[keyof typeof IdempotencyProblemType];
 
 /**

@@ -12,11 +12,16 @@ import { Body, Controller, Get, Injectable, Param, Put, Res } from '@nestjs/comm
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { z } from 'zod';
-import { ApiAuthResponses } from '../auth/api-auth.decorator.js';
 import { RequireScope } from '../auth/auth.decorators.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
-import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from '../idempotency/idempotency-key.js';
+import { ApiProblems } from '../common/api-problem-responses.decorator.js';
+import { ProblemTypes } from '../common/problem-details.js';
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_MAX_LENGTH,
+  IDEMPOTENT_REPLAYED_HEADER,
+  IdempotencyProblemTypes,
+} from '../idempotency/idempotency-key.js';
 import {
   Idempotent,
   type IdempotencyContext,
@@ -33,6 +38,7 @@ import {
   setOnHandSchema,
   skuParamsSchema,
 } from './inventory.dto.js';
+import { InventoryProblemTypes } from './inventory-problems.js';
 import { InventoryService } from './inventory.service.js';
 
 /** Rebuilds the 200 of `PUT /inventory/:sku` from a stored movement (recovery of a stale idempotency record). */
@@ -47,15 +53,14 @@ export class InventoryIdempotency implements IdempotentResource {
 }
 
 @ApiTags('inventory')
-@ApiAuthResponses()
 @Controller('inventory')
 export class InventoryController {
   constructor(private readonly inventory: InventoryService) {}
 
   /** The catalogue with stock. */
   @Get()
-  @ApiOperation({ summary: 'List products and stock', description: 'Any valid API key.' })
-  @ApiOkResponse({ standardSchema: z.array(productViewSchema) })
+  @ApiOperation({ operationId: 'listInventory', summary: 'List products and stock', description: 'Any valid API key.' })
+  @ApiOkResponse({ description: 'Every product with its stock, by SKU', standardSchema: z.array(productViewSchema) })
   list(): Promise<ProductView[]> {
     return this.inventory.list();
   }
@@ -63,6 +68,7 @@ export class InventoryController {
   /** Sets on-hand stock to an absolute value and records the adjustment in the ledger. */
   @Put(':sku')
   @ApiOperation({
+    operationId: 'setStock',
     summary: 'Set on-hand stock',
     description:
       'Sets on-hand stock to the given ABSOLUTE value and records an `adjustment` movement. ' +
@@ -74,14 +80,25 @@ export class InventoryController {
     name: IDEMPOTENCY_KEY_HEADER,
     required: false,
     description: 'Makes the request safe to retry (scoped to the client; same rules as on POST /orders)',
+    schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH + 2 },
   })
-  @ApiOkResponse({ standardSchema: productViewSchema })
-  @ApiProblemResponses({
-    400: 'Invalid body or header',
-    404: 'Unknown SKU',
-    409: 'Below the reserved quantity, or the Idempotency-Key is in use',
-    422: 'Idempotency-Key already used for another request (`idempotency-key-reused`)',
+  @ApiOkResponse({
+    description: 'The product with its new stock (or, with a known Idempotency-Key, as the first request left it)',
+    standardSchema: productViewSchema,
+    headers: {
+      [IDEMPOTENT_REPLAYED_HEADER]: {
+        description: '`true` when this answers an earlier request with the same Idempotency-Key',
+        required: false,
+        schema: { type: 'string', enum: ['true'] },
+      },
+    },
   })
+  @ApiProblems(
+    { type: ProblemTypes.NotFound, description: 'Unknown SKU' },
+    InventoryProblemTypes.StockBelowReserved,
+    IdempotencyProblemTypes.KeyInUse,
+    IdempotencyProblemTypes.KeyReused,
+  )
   @RequireScope(Scope.InventoryWrite)
   @Idempotent({ records: InventoryIdempotency })
   async setOnHand(
@@ -101,9 +118,13 @@ export class InventoryController {
 
   /** The ledger of one SKU, newest first. */
   @Get(':sku/movements')
-  @ApiOperation({ summary: 'List stock movements of a product', description: 'Needs scope `inventory:write`.' })
-  @ApiOkResponse({ standardSchema: z.array(movementViewSchema) })
-  @ApiProblemResponses({ 404: 'Unknown SKU' })
+  @ApiOperation({
+    operationId: 'listStockMovements',
+    summary: 'List stock movements of a product',
+    description: 'Needs scope `inventory:write`.',
+  })
+  @ApiOkResponse({ description: 'The 100 newest movements, newest first', standardSchema: z.array(movementViewSchema) })
+  @ApiProblems({ type: ProblemTypes.NotFound, description: 'Unknown SKU' })
   @RequireScope(Scope.InventoryWrite)
   movements(@Param({ schema: skuParamsSchema }) params: { sku: string }): Promise<MovementView[]> {
     return this.inventory.movements(params.sku);

@@ -8,7 +8,7 @@ export const setOnHandSchema = z
   .strictObject({
     onHand: z.int().min(0).max(2_147_483_647).meta({ description: 'Physical stock, units', example: 25 }),
   })
-  .meta({ id: 'SetOnHandRequest' });
+  .meta({ id: 'SetOnHandRequest', examples: [{ onHand: 25 }] });
 export type SetOnHandRequest = z.output<typeof setOnHandSchema>;
 
 /** `:sku` path parameter. */

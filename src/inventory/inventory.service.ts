@@ -7,11 +7,12 @@
  */
 import { Inject, Injectable } from '@nestjs/common';
 import type { InventoryMovement, Prisma, Product } from '../../prisma/generated/client.js';
-import { ProblemException, ProblemType } from '../common/problem-details.js';
+import { ProblemException } from '../common/problem-details.js';
 import { IdempotencyProblemType } from '../idempotency/idempotency-key.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import type { MovementView, ProductView } from './inventory.dto.js';
+import { InventoryProblemType } from './inventory-problems.js';
 
 /** Most movements returned by {@link InventoryService.movements}. */
 export const MOVEMENTS_LIMIT = 100;
@@ -71,9 +72,7 @@ export class InventoryService {
       if (replay && replay.onHandAfter !== null && replay.onHandAfter !== onHand) {
         // draft-ietf-httpapi-idempotency-key-header: a key reused with a different payload is a 422.
         throw new ProblemException({
-          status: 422,
           type: IdempotencyProblemType.KeyReused,
-          title: 'Idempotency-Key reused with a different request',
           detail: `This Idempotency-Key already set ${sku} to ${replay.onHandAfter}; this request asks for ${onHand}`,
         });
       }
@@ -82,9 +81,7 @@ export class InventoryService {
       }
       if (onHand < current.reserved) {
         throw new ProblemException({
-          status: 409,
-          type: ProblemType.StockBelowReserved,
-          title: 'Stock below reserved quantity',
+          type: InventoryProblemType.StockBelowReserved,
           detail: `On-hand stock of ${sku} cannot be set to ${onHand}: ${current.reserved} units are reserved for accepted orders`,
           extensions: { sku, reserved: current.reserved, requestedOnHand: onHand },
         });

@@ -18,6 +18,7 @@ export class MetricsController {
   /** Renders every metric; the order gauges query PostgreSQL (one grouped query, cached for 1 s). */
   @Get()
   @ApiOperation({
+    operationId: 'getMetrics',
     summary: 'Prometheus metrics',
     description:
       'Orders accepted, idempotency outcomes, orders by status and the oldest open order per status, plus Node.js ' +
@@ -25,7 +26,10 @@ export class MetricsController {
       '`WORKER_METRICS_PORT`.',
   })
   @ApiProduces('text/plain')
-  @ApiOkResponse({ description: 'Prometheus text exposition format 0.0.4' })
+  @ApiOkResponse({
+    description: 'Prometheus text exposition format 0.0.4',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
   async scrape(@Res() res: Response): Promise<void> {
     const { contentType, body } = await this.metrics.render();
     res.setHeader('Content-Type', contentType);

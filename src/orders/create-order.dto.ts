@@ -58,7 +58,12 @@ export const createOrderSchema = z
       seen.add(line.sku);
     });
   })
-  .meta({ id: 'CreateOrderRequest' });
+  .meta({
+    id: 'CreateOrderRequest',
+    examples: [
+      { customer: { email: 'ada@example.com', name: 'Ada Lovelace' }, lines: [{ sku: 'TEE-BLK-M', quantity: 2 }] },
+    ],
+  });
 
 /** A validated `POST /orders` body. */
 export type CreateOrderRequest = z.output<typeof createOrderSchema>;

@@ -2,8 +2,8 @@
  * Query of `GET /orders?limit=20&cursor=...&status=...` and path params of `GET /orders/:id`.
  */
 import { z } from 'zod';
-import { ORDER_STATUSES } from './order-steps.js';
 import { decodeOrderCursor } from './order-cursor.js';
+import { orderStatusSchema } from './order-response.dto.js';
 
 /** Page size limits of `GET /orders`. */
 export const ORDER_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
@@ -30,7 +30,7 @@ export const listOrdersQuerySchema = z.object({
     })
     .optional()
     .meta({ description: 'The `nextCursor` of the previous page' }),
-  status: z.enum(ORDER_STATUSES as [string, ...string[]]).optional(),
+  status: orderStatusSchema.optional(),
 });
 
 /** A validated `GET /orders` query (the cursor decoded). */

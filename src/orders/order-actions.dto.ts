@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { Resolution } from '../../workflows/order-fulfilment.contract.js';
 import { COMPENSATION_NAMES, STEP_NAMES } from './order-steps.js';
 import { storableText } from './create-order.dto.js';
-import { orderViewSchema } from './order-response.dto.js';
+import { orderViewSchema, stepNameSchema } from './order-response.dto.js';
 
 /** Limits of a cancel request. */
 export const CANCEL_LIMITS = { maxReasonLength: 500 } as const;
@@ -21,12 +21,10 @@ export const cancelOrderSchema = z
       example: 'Customer changed mind',
     }),
   })
-  .meta({ id: 'CancelOrderRequest' });
+  .meta({ id: 'CancelOrderRequest', examples: [{ reason: 'Customer changed mind' }] });
 
 /** A validated cancel body. */
 export type CancelOrderRequest = z.output<typeof cancelOrderSchema>;
-
-const orderSteps = STEP_NAMES as [string, ...string[]];
 
 /**
  * `POST /orders/:id/retry` body: `{ step? }`. When `step` is given the retry happens only if that is the step the
@@ -34,13 +32,10 @@ const orderSteps = STEP_NAMES as [string, ...string[]];
  */
 export const retryOrderSchema = z
   .strictObject({
-    step: z
-      .enum(orderSteps)
-      .optional()
-      .meta({ description: 'Retry only if the order waits on this step', example: STEP_NAMES[STEP_NAMES.length - 1] }),
+    step: stepNameSchema.optional(),
   })
   .optional()
-  .meta({ id: 'RetryOrderRequest' });
+  .meta({ id: 'RetryOrderRequest', examples: [{}] });
 
 /** A validated retry body (undefined when none was sent). */
 export type RetryOrderRequest = z.output<typeof retryOrderSchema>;
@@ -49,7 +44,7 @@ export type RetryOrderRequest = z.output<typeof retryOrderSchema>;
 export const retryStartedViewSchema = z
   .object({
     orderId: z.uuid(),
-    step: z.enum(orderSteps).meta({ description: 'The step whose retry started' }),
+    step: stepNameSchema,
     retry: z.int().meta({ description: 'The how-many-th operator retry of this step (1 for the first)' }),
     order: orderViewSchema,
   })
@@ -61,7 +56,15 @@ export type RetryStartedView = z.infer<typeof retryStartedViewSchema>;
 /** Limits of the operator's resolve and close requests. */
 export const RESOLUTION_LIMITS = { maxReasonLength: 1000, maxProviderIdLength: 200 } as const;
 
-const waitingNames = [...STEP_NAMES, ...COMPENSATION_NAMES] as [string, ...string[]];
+/** What an order may wait on: a registered step's or compensation's activity name. */
+export const waitingStepSchema = z
+  .enum([...STEP_NAMES, ...COMPENSATION_NAMES] as [string, ...string[]])
+  .meta({ id: 'WaitingStepName', description: 'A step’s or a compensation’s activity name (see `GET /steps`)' });
+
+/** The resolutions an operator may record. */
+export const resolutionSchema = z
+  .enum([Resolution.Performed, Resolution.NotPerformed])
+  .meta({ id: 'Resolution', description: '`performed` (the effect happened, or was done by hand) or `not_performed`' });
 
 /** Why the operator decides so: stored with the decision (who, why, when). */
 const resolutionReason = () => storableText().trim().min(1).max(RESOLUTION_LIMITS.maxReasonLength);
@@ -72,11 +75,11 @@ const resolutionReason = () => storableText().trim().min(1).max(RESOLUTION_LIMIT
  */
 export const resolveOrderSchema = z
   .strictObject({
-    step: z.enum(waitingNames).meta({
+    step: waitingStepSchema.meta({
       description: 'The step (or compensation) the order waits on; the decision applies only there',
       example: 'sendOrderConfirmation',
     }),
-    outcome: z.enum([Resolution.Performed, Resolution.NotPerformed]).meta({
+    outcome: resolutionSchema.meta({
       description:
         '`performed`: the provider did act (or it was done by hand); `not_performed`: it did not. The order offers ' +
         'the resolutions that fit its wait (`resolutions` of the 409 when it does not)',
@@ -93,7 +96,16 @@ export const resolveOrderSchema = z
       .optional()
       .meta({ description: 'For `performed`: the reference of the effect (e.g. the id the provider shows)' }),
   })
-  .meta({ id: 'ResolveOrderRequest' });
+  .meta({
+    id: 'ResolveOrderRequest',
+    examples: [
+      {
+        step: 'sendOrderConfirmation',
+        outcome: 'not_performed',
+        reason: 'The provider has no message under this key (support ticket 4711)',
+      },
+    ],
+  });
 
 /** A validated resolve body. */
 export type ResolveOrderRequest = z.output<typeof resolveOrderSchema>;
@@ -102,8 +114,8 @@ export type ResolveOrderRequest = z.output<typeof resolveOrderSchema>;
 export const resolvedViewSchema = z
   .object({
     orderId: z.uuid(),
-    step: z.enum(waitingNames),
-    outcome: z.enum([Resolution.Performed, Resolution.NotPerformed]),
+    step: waitingStepSchema,
+    outcome: resolutionSchema,
     by: z.string().meta({ description: 'Who decided: the API client of the operator key' }),
     order: orderViewSchema,
   })
@@ -120,7 +132,10 @@ export const closeOrderSchema = z
       example: 'The carrier cannot deliver to this address; the customer was refunded by hand',
     }),
   })
-  .meta({ id: 'CloseOrderRequest' });
+  .meta({
+    id: 'CloseOrderRequest',
+    examples: [{ reason: 'The carrier cannot deliver to this address; the customer was refunded by hand' }],
+  });
 
 /** A validated close body. */
 export type CloseOrderRequest = z.output<typeof closeOrderSchema>;

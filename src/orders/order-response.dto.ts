@@ -3,8 +3,27 @@
  * `currency`; times are ISO 8601 strings (UTC). The zod schemas document the responses in OpenAPI.
  */
 import { z } from 'zod';
-import { ORDER_STATUSES } from './order-steps.js';
+import { ORDER_STATUSES, STEP_NAMES } from './order-steps.js';
 import { FailureCode } from './public-failure.js';
+import { StepPhase } from '../../workflows/order-plan.js';
+
+/** An order's status: `received`, each registered step's, and the lifecycle's (from the step registry). */
+export const orderStatusSchema = z.enum(ORDER_STATUSES as [string, ...string[]]).meta({
+  id: 'OrderStatus',
+  description:
+    '`received`, a step’s status (see `GET /steps`), `completed`, `attention_required`, `failed` or `cancelled`',
+});
+
+/** A registered step's activity name (from the step registry). */
+export const stepNameSchema = z.enum(STEP_NAMES as [string, ...string[]]).meta({
+  id: 'StepName',
+  description: 'A step’s activity name (see `GET /steps`)',
+});
+
+/** Where a step stands relative to the point of no return (the pivot). */
+export const stepPhaseSchema = z
+  .enum(Object.values(StepPhase) as [StepPhase, ...StepPhase[]])
+  .meta({ id: 'StepPhase', description: 'Before the point of no return (the pivot), the pivot, or after it' });
 
 /**
  * Why an order failed, was cancelled or waits: a stable code and a message safe for any caller
@@ -31,8 +50,8 @@ export const orderStepViewSchema = z
   .object({
     name: z.string().meta({ description: 'The step’s activity name', example: 'shipOrder' }),
     label: z.string().meta({ example: 'Shipped' }),
-    status: z.string().meta({ description: 'The status the step leads to', example: 'shipped' }),
-    phase: z.enum(['before-pivot', 'pivot', 'after-pivot']),
+    status: orderStatusSchema,
+    phase: stepPhaseSchema,
     state: z.enum(['done', 'current', 'pending', 'waiting', 'undone', 'skipped']).meta({
       description:
         '`done` acted; `current` runs now or next; `pending` not yet; `waiting` waits for an operator retry; ' +
@@ -44,10 +63,7 @@ export const orderStepViewSchema = z
 const orderSummaryShape = {
   id: z.uuid(),
   clientId: z.string().meta({ description: 'The API client that placed the order (owner)', example: 'shop-a' }),
-  status: z.enum(ORDER_STATUSES as [string, ...string[]]).meta({
-    description:
-      '`received`, a step’s status (see `steps`), `completed`, `attention_required`, `failed` or `cancelled`',
-  }),
+  status: orderStatusSchema,
   failure: orderFailureViewSchema.nullable().meta({
     description: 'Set for `failed`, `cancelled` and `attention_required` orders; null otherwise',
   }),

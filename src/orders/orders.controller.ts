@@ -18,26 +18,18 @@
  * answer 404), `operator` keys on all. Errors are `application/problem+json` (RFC 9457).
  */
 import { Body, Controller, Get, HttpCode, HttpStatus, Injectable, Param, Post, Query, Res } from '@nestjs/common';
-import {
-  ApiAcceptedResponse,
-  ApiBody,
-  ApiHeader,
-  ApiOkResponse,
-  ApiOperation,
-  ApiResponse,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { AuthenticatedClient } from '../auth/api-key.store.js';
-import { ApiAuthResponses } from '../auth/api-auth.decorator.js';
 import { CurrentClient, RequireScope } from '../auth/auth.decorators.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiProblemResponses } from '../common/api-problem-responses.decorator.js';
-import { PROBLEM_JSON, ServiceUnavailableProblem } from '../common/problem-details.js';
+import { ApiProblems } from '../common/api-problem-responses.decorator.js';
+import { ProblemTypes, ServiceUnavailableProblem } from '../common/problem-details.js';
 import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_MAX_LENGTH,
   IDEMPOTENT_REPLAYED_HEADER,
+  IdempotencyProblemTypes,
 } from '../idempotency/idempotency-key.js';
 import {
   Idempotent,
@@ -64,7 +56,24 @@ import {
 import { type ListOrdersQuery, listOrdersQuerySchema, orderIdParamsSchema } from './list-orders.dto.js';
 import { type OrderPageView, orderPageViewSchema, type OrderView, orderViewSchema } from './order-response.dto.js';
 import { ALL_ORDERS, orderAccessOf } from './order-access.js';
+import { OrderProblemTypes } from './order-problems.js';
 import { OrdersService } from './orders.service.js';
+
+/** The 503 of order actions: Temporal or its worker unavailable (`Retry-After` from the problem type). */
+const TEMPORAL_UNAVAILABLE = {
+  type: ProblemTypes.ServiceUnavailable,
+  description: 'Temporal or the database is unreachable, or no worker took the action in time',
+};
+
+/** `Location` of a 202: where to watch the order. */
+const LOCATION_HEADER = { description: 'URL of the order: /orders/{id}', required: true, schema: { type: 'string' } };
+
+/** `Idempotent-Replayed` of a replayed answer. */
+const REPLAYED_HEADER = {
+  description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key',
+  required: false,
+  schema: { type: 'string', enum: ['true'] },
+};
 
 /** Rebuilds the 202 of `POST /orders` from a stored order (recovery of a stale idempotency record). */
 @Injectable()
@@ -78,7 +87,6 @@ export class OrderIdempotency implements IdempotentResource {
 }
 
 @ApiTags('orders')
-@ApiAuthResponses()
 @Controller('orders')
 export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
@@ -87,6 +95,7 @@ export class OrdersController {
   @Post()
   @HttpCode(HttpStatus.ACCEPTED)
   @ApiOperation({
+    operationId: 'createOrder',
     summary: 'Place an order',
     description:
       'Validates the order against the catalogue and stores it with status `received` and the intent to start its ' +
@@ -113,24 +122,15 @@ export class OrdersController {
   @ApiAcceptedResponse({
     description: 'Order accepted (or, with a known Idempotency-Key, the first response replayed)',
     standardSchema: orderViewSchema,
-    headers: {
-      Location: { description: 'URL of the order: /orders/{id}', schema: { type: 'string' } },
-      [IDEMPOTENT_REPLAYED_HEADER]: {
-        description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key',
-        schema: { type: 'string', enum: ['true'] },
-      },
-    },
+    headers: { Location: LOCATION_HEADER, [IDEMPOTENT_REPLAYED_HEADER]: REPLAYED_HEADER },
   })
-  @ApiProblemResponses({
-    400: 'Invalid body, malformed JSON, unknown SKU, mixed currencies, or a malformed Idempotency-Key',
-    422: 'Idempotency-Key already used with a different body (`idempotency-key-reused`)',
-  })
-  @ApiResponse({
-    status: 409,
-    description: 'A request with this Idempotency-Key is still being processed (`idempotency-key-in-use`)',
-    headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
-    content: { [PROBLEM_JSON]: { schema: { $ref: '#/components/schemas/ProblemDetails' } } },
-  })
+  @ApiProblems(
+    OrderProblemTypes.UnknownSku,
+    OrderProblemTypes.CurrencyMismatch,
+    OrderProblemTypes.TotalTooLarge,
+    IdempotencyProblemTypes.KeyInUse,
+    IdempotencyProblemTypes.KeyReused,
+  )
   @RequireScope(Scope.OrdersWrite)
   @Idempotent({ records: OrderIdempotency })
   async create(
@@ -147,11 +147,12 @@ export class OrdersController {
   /** One order with its lines, invoice number and accounting id. */
   @Get(':id')
   @ApiOperation({
+    operationId: 'getOrder',
     summary: 'Get an order',
     description: 'Needs scope `orders:read`: own orders (all with `operator`).',
   })
-  @ApiOkResponse({ standardSchema: orderViewSchema })
-  @ApiProblemResponses({ 400: 'The id is not a UUID', 404: "No such order (or another client's)" })
+  @ApiOkResponse({ description: 'The order, its lines and where each step stands', standardSchema: orderViewSchema })
+  @ApiProblems({ type: ProblemTypes.NotFound, description: "No such order (or another client's)" })
   @RequireScope(Scope.OrdersRead)
   get(
     @Param({ schema: orderIdParamsSchema }) params: { id: string },
@@ -167,6 +168,7 @@ export class OrdersController {
   @Post(':id/cancel')
   @HttpCode(HttpStatus.OK)
   @ApiOperation({
+    operationId: 'cancelOrder',
     summary: 'Cancel an order',
     description:
       'Possible until the confirmation email goes out (the point of no return). Sends the `cancelOrder` Update to ' +
@@ -186,14 +188,13 @@ export class OrdersController {
   @ApiAcceptedResponse({
     description: 'The cancel is still being decided; the order as it is now',
     standardSchema: orderViewSchema,
-    headers: { Location: { description: 'URL of the order: /orders/{id}', schema: { type: 'string' } } },
+    headers: { Location: LOCATION_HEADER },
   })
-  @ApiProblemResponses({
-    400: 'Invalid body (`reason` 1..500 characters), id not a UUID, or a malformed Idempotency-Key',
-    404: 'No such order',
-    409: 'The order cannot be cancelled any more (`order-not-cancellable`; see `detail` and `orderStatus`)',
-  })
-  @ApiServiceUnavailableResponse()
+  @ApiProblems(
+    { type: ProblemTypes.NotFound, description: "No such order (or another client's)" },
+    OrderProblemTypes.OrderNotCancellable,
+    TEMPORAL_UNAVAILABLE,
+  )
   @RequireScope(Scope.OrdersCancel)
   @Idempotent()
   async cancel(
@@ -218,6 +219,7 @@ export class OrdersController {
   @Post(':id/retry')
   @HttpCode(HttpStatus.ACCEPTED)
   @ApiOperation({
+    operationId: 'retryOrder',
     summary: 'Retry the step an order waits on (operator action)',
     description:
       'For orders in `attention_required`: sends the `retry` Update to the workflow `order-<id>`, which runs the ' +
@@ -229,12 +231,11 @@ export class OrdersController {
   @ApiActionIdempotencyKey('retry')
   @ApiBody({ required: false, schema: { $ref: '#/components/schemas/RetryOrderRequest' } })
   @ApiAcceptedResponse({ description: 'The retry has started', standardSchema: retryStartedViewSchema })
-  @ApiProblemResponses({
-    400: 'Invalid body (unknown `step`), id not a UUID, or a malformed Idempotency-Key',
-    404: 'No such order',
-    409: 'The workflow does not wait for a retry, or waits on another step (`order-not-awaiting-retry`; see `waitingFor`)',
-  })
-  @ApiServiceUnavailableResponse()
+  @ApiProblems(
+    { type: ProblemTypes.NotFound, description: 'No such order' },
+    OrderProblemTypes.OrderNotAwaitingRetry,
+    TEMPORAL_UNAVAILABLE,
+  )
   @RequireScope(Scope.Operator)
   @Idempotent()
   retry(
@@ -255,6 +256,7 @@ export class OrdersController {
   @Post(':id/resolve')
   @HttpCode(HttpStatus.OK)
   @ApiOperation({
+    operationId: 'resolveOrder',
     summary: 'Resolve what an order waits on (operator action)',
     description:
       'For orders in `attention_required` whose waiting step no retry can settle: the provider cannot say whether it ' +
@@ -270,12 +272,11 @@ export class OrdersController {
   })
   @ApiActionIdempotencyKey('resolve')
   @ApiOkResponse({ description: 'The decision is recorded', standardSchema: resolvedViewSchema })
-  @ApiProblemResponses({
-    400: 'Invalid body (unknown `step` or `outcome`, `reason` 1..1000 characters), id not a UUID, or a malformed Idempotency-Key',
-    404: 'No such order',
-    409: 'The order does not wait on this step or does not offer this resolution (`order-not-awaiting-resolution`; see `waitingFor`, `resolutions`)',
-  })
-  @ApiServiceUnavailableResponse()
+  @ApiProblems(
+    { type: ProblemTypes.NotFound, description: 'No such order' },
+    OrderProblemTypes.OrderNotAwaitingResolution,
+    TEMPORAL_UNAVAILABLE,
+  )
   @RequireScope(Scope.Operator)
   @Idempotent()
   resolve(
@@ -294,6 +295,7 @@ export class OrdersController {
   @Post(':id/close')
   @HttpCode(HttpStatus.OK)
   @ApiOperation({
+    operationId: 'closeOrder',
     summary: 'Close an order after its point of no return (operator action)',
     description:
       'For an order in `attention_required` whose step after the point of no return will not be done (e.g. the ' +
@@ -304,12 +306,11 @@ export class OrdersController {
   })
   @ApiActionIdempotencyKey('close')
   @ApiOkResponse({ description: 'The order, now `closed`', standardSchema: orderViewSchema })
-  @ApiProblemResponses({
-    400: 'Invalid body (`reason` 1..1000 characters), id not a UUID, or a malformed Idempotency-Key',
-    404: 'No such order',
-    409: 'No step after the point of no return waits (`order-not-awaiting-resolution`; see `waitingFor`, `closable`)',
-  })
-  @ApiServiceUnavailableResponse()
+  @ApiProblems(
+    { type: ProblemTypes.NotFound, description: 'No such order' },
+    OrderProblemTypes.OrderNotAwaitingResolution,
+    TEMPORAL_UNAVAILABLE,
+  )
   @RequireScope(Scope.Operator)
   @Idempotent()
   close(
@@ -327,13 +328,16 @@ export class OrdersController {
   /** Orders, newest first, keyset-paginated. */
   @Get()
   @ApiOperation({
+    operationId: 'listOrders',
     summary: 'List orders',
     description:
       "Newest first. Pass `nextCursor` as `cursor` for the next page. Needs scope `orders:read`: the client's own " +
       "orders (every client's with `operator`).",
   })
-  @ApiOkResponse({ standardSchema: orderPageViewSchema })
-  @ApiProblemResponses({ 400: 'Invalid limit, status or cursor' })
+  @ApiOkResponse({
+    description: 'A page of orders, newest first; `nextCursor` is null on the last page',
+    standardSchema: orderPageViewSchema,
+  })
   @RequireScope(Scope.OrdersRead)
   list(
     @Query({ schema: listOrdersQuerySchema }) query: ListOrdersQuery,
@@ -368,16 +372,6 @@ function ApiActionIdempotencyKey(action: 'cancel' | 'retry' | 'resolve' | 'close
       `${action}'s outcome and never acts twice (while the workflow runs; after it closed, the order's final ` +
       'status answers).',
     schema: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_LENGTH + 2 },
-  });
-}
-
-/** Documents the 503 of order actions (Temporal or its worker unavailable), with `Retry-After`. */
-function ApiServiceUnavailableResponse(): MethodDecorator {
-  return ApiResponse({
-    status: 503,
-    description: 'Temporal is unreachable, or no worker took the action in time (`service-unavailable`)',
-    headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } } },
-    content: { [PROBLEM_JSON]: { schema: { $ref: '#/components/schemas/ProblemDetails' } } },
   });
 }
 

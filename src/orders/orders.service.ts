@@ -15,7 +15,7 @@ import {
   type OrderStep,
   orderWorkflowId,
 } from '../../workflows/order-fulfilment.contract.js';
-import { ProblemException, ProblemType, ServiceUnavailableProblem } from '../common/problem-details.js';
+import { ProblemException, ServiceUnavailableProblem } from '../common/problem-details.js';
 import { APP_CONFIG, type AppConfig, isProduction } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
@@ -43,6 +43,7 @@ import { encodeOrderCursor } from './order-cursor.js';
 import { publicFailure } from './public-failure.js';
 import { isCancellable, stepTrack } from './order-steps.js';
 import { orderDisplay } from './order-display.js';
+import { OrderProblemType } from './order-problems.js';
 import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
 
 /** Largest `total_minor` the INTEGER column holds. */
@@ -137,9 +138,7 @@ export class OrdersService {
       if (unknown.length > 0) {
         const skus = unknown.map((u) => u.sku);
         throw new ProblemException({
-          status: 400,
-          type: ProblemType.UnknownSku,
-          title: 'Unknown SKU',
+          type: OrderProblemType.UnknownSku,
           detail: `These SKUs are not in the catalogue: ${skus.join(', ')}`,
           extensions: {
             skus,
@@ -151,9 +150,7 @@ export class OrdersService {
       const currencies = [...new Set(products.map((p) => p.currency))];
       if (currencies.length > 1) {
         throw new ProblemException({
-          status: 400,
-          type: ProblemType.CurrencyMismatch,
-          title: 'Products in different currencies',
+          type: OrderProblemType.CurrencyMismatch,
           detail: `An order is priced in one currency; these lines use ${currencies.join(', ')}`,
           extensions: {
             errors: request.lines.map((line, index) => ({
@@ -175,9 +172,7 @@ export class OrdersService {
       const totalMinor = lines.reduce((sum, l) => sum + l.quantity * l.unitPriceMinor, 0);
       if (totalMinor > MAX_TOTAL_MINOR) {
         throw new ProblemException({
-          status: 400,
-          type: ProblemType.TotalTooLarge,
-          title: 'Order total too large',
+          type: OrderProblemType.TotalTooLarge,
           detail: `The order total ${totalMinor} (minor units) exceeds ${MAX_TOTAL_MINOR}`,
         });
       }
@@ -615,9 +610,7 @@ export class OrdersService {
 /** 409 `order-not-cancellable` for `order`, with its status as the `orderStatus` extension. */
 function notCancellable(order: OrderView, detail: string): ProblemException {
   return new ProblemException({
-    status: 409,
-    type: ProblemType.OrderNotCancellable,
-    title: 'Order cannot be cancelled',
+    type: OrderProblemType.OrderNotCancellable,
     detail,
     extensions: { orderStatus: order.status },
   });
@@ -626,9 +619,7 @@ function notCancellable(order: OrderView, detail: string): ProblemException {
 /** 409 `order-not-awaiting-retry` for `order`, with `orderStatus` and `waitingFor` (the step that waits, or null). */
 function notAwaitingRetry(order: OrderView, waitingFor: string | null, detail: string): ProblemException {
   return new ProblemException({
-    status: 409,
-    type: ProblemType.OrderNotAwaitingRetry,
-    title: 'Order is not awaiting a retry',
+    type: OrderProblemType.OrderNotAwaitingRetry,
     detail,
     extensions: { orderStatus: order.status, waitingFor },
   });
@@ -640,9 +631,7 @@ function notAwaitingRetry(order: OrderView, waitingFor: string | null, detail: s
  */
 function notAwaitingResolution(order: OrderView, attention: OrderAttention | null, detail: string): ProblemException {
   return new ProblemException({
-    status: 409,
-    type: ProblemType.OrderNotAwaitingResolution,
-    title: 'Order is not awaiting this decision',
+    type: OrderProblemType.OrderNotAwaitingResolution,
     detail,
     extensions: {
       orderStatus: order.status,

@@ -9,27 +9,27 @@ import { z } from 'zod';
 import { STEPS } from '../../activities/index.js';
 import { isTerminalStatus, OrderStatus } from '../../workflows/order-fulfilment.contract.js';
 import { StepPhase } from '../../workflows/order-plan.js';
-import { ApiAuthResponses } from '../auth/api-auth.decorator.js';
 import { ORDER_STATUSES, STATUS_LABELS } from './order-steps.js';
+import { orderStatusSchema, stepNameSchema, stepPhaseSchema } from './order-response.dto.js';
 
 /** The registry as `GET /steps` shows it. */
 export const stepsViewSchema = z
   .object({
     steps: z.array(
       z.object({
-        name: z.string().meta({ description: 'Activity name', example: 'shipOrder' }),
+        name: stepNameSchema,
         label: z.string().meta({ example: 'Shipped' }),
         description: z.string(),
-        phase: z.enum(['before-pivot', 'pivot', 'after-pivot']),
+        phase: stepPhaseSchema,
         kind: z.enum(['database', 'provider']),
         provider: z.string().nullable().meta({ description: 'The provider a provider step calls', example: 'email' }),
-        status: z.string().meta({ description: 'The status the step leads to (the last step: `completed`)' }),
+        status: orderStatusSchema,
         compensation: z.string().nullable().meta({ description: 'The compensation’s activity name, if any' }),
       }),
     ),
     statuses: z.array(
       z.object({
-        status: z.string(),
+        status: orderStatusSchema,
         label: z.string(),
         final: z.boolean(),
         cancellable: z.boolean().meta({ description: 'An order in this status may still be cancelled' }),
@@ -68,19 +68,19 @@ function stepsView(): StepsView {
 const VIEW = stepsView();
 
 @ApiTags('orders')
-@ApiAuthResponses()
 @Controller('steps')
 export class StepsController {
   /** The steps of a new order and every status. */
   @Get()
   @ApiOperation({
+    operationId: 'getSteps',
     summary: 'The steps an order runs and its statuses',
     description:
       'The step registry: each step with its phase around the point of no return (the pivot), the status it leads ' +
       'to and its compensation; every status with its label. An order placed now runs these steps; each order ' +
       'shows its own plan in `steps`. Any valid API key.',
   })
-  @ApiOkResponse({ standardSchema: stepsViewSchema })
+  @ApiOkResponse({ description: 'The registered steps in order, and every status', standardSchema: stepsViewSchema })
   get(): StepsView {
     return VIEW;
   }

@@ -17,10 +17,12 @@
  */
 import fc from 'fast-check';
 
-/** The part of a JSON Schema (OpenAPI 3.0 flavour) the generator reads. */
+/** The part of a JSON Schema (OpenAPI 3.1's 2020-12 dialect, and 3.0's `nullable`) the generator reads. */
 export interface Schema {
   $ref?: string;
-  type?: string;
+  /** One type, or several (`['string', 'null']`). */
+  type?: string | string[];
+  const?: unknown;
   format?: string;
   enum?: unknown[];
   nullable?: boolean;
@@ -128,7 +130,12 @@ export function fromSchema(
 ): fc.Arbitrary<unknown> {
   const s = resolve(schema, doc);
   let arb: fc.Arbitrary<unknown>;
-  if (s.enum) arb = fc.constantFrom(...s.enum);
+  if (Array.isArray(s.type)) {
+    return fc.oneof(...s.type.map((type) => fromSchema({ ...s, type }, doc, depth, members)));
+  }
+  if ('const' in s) arb = fc.constant(s.const);
+  else if (s.type === 'null') arb = fc.constant(null);
+  else if (s.enum) arb = fc.constantFrom(...s.enum);
   else if (s.anyOf || s.oneOf) {
     arb = fc.oneof(...(s.anyOf ?? s.oneOf)!.map((x) => fromSchema(x, doc, depth + 1, members)));
   } else if (s.allOf) {

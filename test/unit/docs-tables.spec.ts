@@ -45,12 +45,13 @@ function staled(file: string, text: string): string {
 }
 
 describe('docs generated tables', () => {
-  it('put every section in one document: steps, retry profiles, bounds, limits, metrics and providers', () => {
+  it('put every section in one document: steps, retry profiles, bounds, limits, problem types, metrics and providers', () => {
     expect(SECTION_FILES).toEqual({
       steps: 'docs/guarantees.md',
       'retry-profiles': 'docs/guarantees.md',
       bounds: 'docs/guarantees.md',
       limits: 'docs/api.md',
+      'problem-types': 'docs/api.md',
       metrics: 'docs/operations.md',
       providers: 'docs/configuration.md',
     });
@@ -98,6 +99,11 @@ describe('docs generated tables', () => {
   it('state the values of the code', async () => {
     const sections = await renderSections();
     expect(sections.limits).toContain(`${JSON_BODY_LIMIT_BYTES} bytes`);
+    expect(sections['problem-types']).toMatch(/\| `order-not-cancellable` \| 409 \| `orderStatus` \| - \|/);
+    expect(sections['problem-types']).toMatch(
+      /\| `service-unavailable` \| 503 \| `checks\?`, `details\?` \| `Retry-After` \|/,
+    );
+    expect(sections['problem-types']).toMatch(/\| `forbidden` \| 403 \| `requiredScope` \| `WWW-Authenticate` \|/);
     // Read from every workflow file, not only the order workflow's.
     expect(sections['retry-profiles']).toMatch(/`housekeeping` \| `purgeExpiredIdempotencyRecords` \|/);
     expect(sections['retry-profiles']).toMatch(
