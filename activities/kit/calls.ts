@@ -48,7 +48,7 @@ export interface StartedCall {
  * @throws what `build` throws (the claim is freed first, unless an earlier call's outcome is unknown);
  *   `CancelledFailure` when a cancel reached the activity before the call; ApplicationFailure `OrderHaltedError` /
  *   `OrderClosedError` (non-retryable) when the fence refused; `ClaimInProgressError` (retryable) when the claim was
- *   taken over meanwhile. Nothing was called in every case.
+ *   taken over or completed by another attempt meanwhile. Nothing was called in every case.
  */
 export async function startCall(
   db: Db,
@@ -98,6 +98,13 @@ async function refusedStart(
     const [claim] = await readSideEffects(tx, [key]);
     if (fence && claim?.status === 'cancelled')
       return halted(fence.orderId, fence.step, `its effect ${key} is cancelled`);
+    if (claim?.status === 'sent') {
+      // Another attempt under the key completed it meanwhile: the retry finds it `sent` and returns its provider id.
+      return ApplicationFailure.retryable(
+        `${key} was completed by another attempt before this call`,
+        ErrorType.ClaimInProgress,
+      );
+    }
     if (fence && order && claim?.owner === ownerToken(owner)) {
       // The claim is still ours: the order stopped (halted by a compensation, or final). Free the claim so a halt
       // can tombstone it, unless an earlier call's outcome is unknown.
