@@ -80,6 +80,8 @@ export async function startCall(
     owner,
     request: body,
     ...(fence ? { fence: { orderId: fence.orderId } } : {}),
+    // A claim left `sending` by a 1.0.0 worker: its first call's body is unknown, so none is frozen for it.
+    freeze: !(doubt && claim.request === null),
   });
   if (frozen === null) throw await refusedStart(db, key, owner, doubt, fence);
   return { request: JSON.parse(frozen) as unknown, frozenBefore: claim.request !== null };

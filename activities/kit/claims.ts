@@ -258,14 +258,16 @@ export async function claimNewSideEffectOfOpenOrder(
  * may act: the halt answers `unknown`). Without `fence` (a compensation, which runs on a halted order) only the
  * claim's status and owner are checked.
  * @param request the body to freeze (JSON text) when the claim has none yet; a claim that has one keeps it.
- * @returns the frozen body to send (JSON text), or null when the claim is no longer this owner's `claimed` or
+ * @param freeze false for a claim that was `sending` before bodies were frozen (1.0.0): what its first call sent is
+ *   not known, so no body is frozen for it (each call sends the one it builds) and no refusal settles its doubt.
+ * @returns the body to send (JSON text), or null when the claim is no longer this owner's `claimed` or
  *   `sending` claim, or the fence refused: nothing was changed, nothing may be called.
  */
 export async function startSideEffectCall(
   db: DbOrTx,
-  params: { key: string; owner: ClaimOwner; request: string; fence?: { orderId: string } },
+  params: { key: string; owner: ClaimOwner; request: string; fence?: { orderId: string }; freeze?: boolean },
 ): Promise<string | null> {
-  const { key, owner, request, fence } = params;
+  const { key, owner, request, fence, freeze = true } = params;
   const open = fence ? Prisma.sql`AND EXISTS (SELECT 1 FROM locked)` : Prisma.empty;
   const locked = fence
     ? Prisma.sql`WITH locked AS MATERIALIZED (
@@ -274,9 +276,10 @@ export async function startSideEffectCall(
     : Prisma.empty;
   const rows = await db.$queryRaw<Array<{ request: string }>>`
     ${locked}
-    UPDATE side_effect_claims SET status = 'sending', request = coalesce(request, ${request})
+    UPDATE side_effect_claims
+    SET status = 'sending', request = CASE WHEN ${freeze} THEN coalesce(request, ${request}) ELSE request END
     WHERE key = ${key} AND owner = ${ownerToken(owner)} AND status IN ('claimed', 'sending') ${open}
-    RETURNING request`;
+    RETURNING coalesce(request, ${request}) AS request`;
   return rows[0]?.request ?? null;
 }
 

@@ -603,9 +603,9 @@ describe('orderFulfilment workflow', () => {
     const g = gate();
     const { orderId, order } = newOrder({
       sendOrderConfirmation: async (o) => {
+        o.claim = 'sending'; // the call is under way when the cancel arrives; its answer will be a 502
         g.enter();
         await g.wait;
-        o.claim = 'sending';
         throw ApplicationFailure.nonRetryable('email provider → 502', ErrorType.ProviderUnavailable, {
           status: 502,
           mayHaveActed: true,
@@ -754,10 +754,11 @@ describe('orderFulfilment workflow', () => {
       sendOrderConfirmation: async (o) => {
         calls++;
         if (calls > 1) return sendConfirmation(o);
+        // The call is under way (its claim `sending`) when the cancel arrives.
+        o.claim = 'sending';
         g.enter();
         await g.wait;
         // The provider got the email, but the call timed out on our side: the outcome is unknown.
-        o.claim = 'sending';
         o.emails = 1;
         throw ApplicationFailure.nonRetryable(
           'email provider: timed out after 10000 ms',

@@ -135,10 +135,15 @@ describe('a definite refusal of the same request under the same key settles an u
         claimedAt: new Date(),
       },
     });
-    mail.failNext('rejected');
-    const failure = await failureOf(bed.step('sendOrderConfirmation', orderId, info(orderId, 2)));
-    expect(failure.details?.[0]).toEqual({ status: 422, mayHaveActed: true });
-    expect((await claimOf(key))?.status).toBe('sending');
+    // Neither this refusal nor a later one settles it: no body is frozen for such a claim (its first is unknown).
+    for (const attempt of [2, 3]) {
+      mail.failNext('rejected');
+      const failure = await failureOf(bed.step('sendOrderConfirmation', orderId, info(orderId, attempt)));
+      expect(failure.details?.[0]).toEqual({ status: 422, mayHaveActed: true });
+      const claim = await claimOf(key);
+      expect([claim?.status, claim?.request]).toEqual(['sending', null]);
+    }
+    expect(mail.calls).toHaveLength(2);
   });
 });
 
