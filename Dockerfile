@@ -8,7 +8,7 @@
 #   docker build -t order-fulfilment .                  # runtime image, default command: the API
 #   docker build --target build -t order-fulfilment:build .
 
-ARG NODE_VERSION=20.20
+ARG NODE_VERSION=24
 
 # ---- base: Node plus the npm version that wrote package-lock.json ------------------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS base

@@ -102,7 +102,16 @@ const boundaryZones = [
 export default tseslint.config(
   // test/openapi-client: programs against clients generated at test time (tsc --strict checks them there).
   {
-    ignores: ['dist/', 'node_modules/', 'prisma/generated/', '.tools/', '.data/', 'coverage/', 'test/openapi-client/'],
+    ignores: [
+      'dist/',
+      'node_modules/',
+      'prisma/generated/',
+      '.tools/',
+      '.data/',
+      'coverage/',
+      '.wireit/',
+      'test/openapi-client/',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

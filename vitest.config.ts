@@ -19,7 +19,12 @@ export default defineConfig({
     }),
   ],
   test: {
-    include: ['test/**/*.spec.ts', 'test/**/*.e2e-spec.ts'],
+    // test/cluster runs against a running Temporal cluster (`npm run test:cluster`), never in `npm test`.
+    include:
+      process.env.VITEST_CLUSTER === '1'
+        ? ['test/cluster/**/*.spec.ts']
+        : ['test/**/*.spec.ts', 'test/**/*.e2e-spec.ts'],
+    exclude: process.env.VITEST_CLUSTER === '1' ? [] : ['test/cluster/**', 'node_modules/**'],
     globalSetup: ['test/helpers/global-setup.ts'],
     setupFiles: ['test/helpers/setup-runtime.ts'],
     testTimeout: 60_000,

@@ -63,20 +63,17 @@ async function main(argv: string[]): Promise<number> {
       }
       case 'list': {
         const keys = await store.listKeys({ clientId: values.client, includeRevoked: values.all });
-        if (keys.length === 0) {
-          console.log('No keys.');
-          return 0;
-        }
-        const rows = keys.map((k) => [
-          k.id,
-          k.clientId,
-          k.scopes.join(' '),
-          k.createdAt.toISOString(),
-          k.lastUsedAt?.toISOString() ?? '-',
-          k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active',
-          k.label ?? '',
-        ]);
-        printTable(['KEY ID', 'CLIENT', 'SCOPES', 'CREATED', 'LAST USED', 'STATE', 'LABEL'], rows);
+        console.table(
+          keys.map((k) => ({
+            key: k.id,
+            client: k.clientId,
+            scopes: k.scopes.join(' '),
+            created: k.createdAt.toISOString(),
+            'last used': k.lastUsedAt?.toISOString() ?? '-',
+            state: k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active',
+            label: k.label ?? '',
+          })),
+        );
         return 0;
       }
       case 'revoke': {
@@ -95,17 +92,6 @@ async function main(argv: string[]): Promise<number> {
   } finally {
     await prisma.$disconnect();
   }
-}
-
-function printTable(headers: string[], rows: string[][]): void {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  console.log(line(headers));
-  for (const row of rows) console.log(line(row));
 }
 
 main(process.argv.slice(2)).then(

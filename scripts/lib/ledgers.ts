@@ -2,12 +2,10 @@
  * The simulated providers' ledgers, read from the one simulator process (`<simulatorUrl>/<name>/_sim/ledger`, every
  * provider of providers/index.ts), and the check every run that places orders ends with: exactly one effect per
  * idempotency key in every provider's ledger, and a key for every order at every provider the steps call. Shared by
- * the demo, the bench, the scale-out run and bench:latency, so a new provider is checked without an edit.
+ * the demo, the bench and the scale-out test, so a new provider is checked without an edit.
  */
 import { PROVIDER_LIST } from '../../providers/index.js';
-import type { ProviderDefinition } from '../../providers/kit/define.js';
-import { providerLedgerUrl } from './stack-definition.js';
-import { calledProviders } from './stack-processes.js';
+import { calledProviders, providerLedgerUrl } from './stack-definition.js';
 
 /** An order id inside an idempotency key (`shipment:<orderId>`). */
 const ORDER_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
@@ -15,36 +13,26 @@ const ORDER_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 /** One provider's ledger: effects per idempotency key. */
 export interface ProviderLedger {
   provider: string;
-  /** Where it was read. */
-  url: string;
   countsByKey: Record<string, number>;
 }
 
-/**
- * Reads the ledger of every provider from the simulator process at `simulatorUrl`.
- * @throws Error when a ledger does not answer 200.
- */
-export async function readLedgers(
-  simulatorUrl: string,
-  providers: readonly ProviderDefinition[] = PROVIDER_LIST,
-): Promise<ProviderLedger[]> {
+/** Reads every provider's ledger. @throws Error when a ledger does not answer 200 within 10 s. */
+export async function readLedgers(simulatorUrl: string, providers = PROVIDER_LIST): Promise<ProviderLedger[]> {
   return Promise.all(
     providers.map(async (p) => {
-      const url = providerLedgerUrl(simulatorUrl, p.name);
-      const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-      if (!res.ok) throw new Error(`GET ${url} answered ${res.status}`);
-      const body = (await res.json()) as { countsByKey?: Record<string, number> };
-      return { provider: p.name, url, countsByKey: body.countsByKey ?? {} };
+      const res = await fetch(providerLedgerUrl(simulatorUrl, p.name), { signal: AbortSignal.timeout(10_000) });
+      if (!res.ok) throw new Error(`GET ${res.url} answered ${res.status}`);
+      return { provider: p.name, countsByKey: ((await res.json()) as ProviderLedger).countsByKey ?? {} };
     }),
   );
 }
 
-/** The effects a ledger holds for one order: its keys (those naming the order id) and their counts. */
+/** The effects a ledger holds for one order: its keys naming the order id, and their counts. */
 export function orderEffects(ledger: ProviderLedger, orderId: string): Record<string, number> {
   return Object.fromEntries(Object.entries(ledger.countsByKey).filter(([key]) => key.includes(orderId)));
 }
 
-/** What {@link checkLedger} found in one provider's ledger. */
+/** What {@link checkLedger} found in one ledger. */
 export interface LedgerCheck {
   provider: string;
   keys: number;
@@ -60,28 +48,28 @@ export interface LedgerCheck {
 
 /**
  * Checks one ledger: exactly one effect per key; when a step calls the provider, a key for every order of `orderIds`
- * (keys of other orders, e.g. of an earlier run against the same simulators, are counted but not required).
+ * (other orders' keys, e.g. of an earlier run against the same simulators, are counted but not required).
  */
 export function checkLedger(ledger: ProviderLedger, orderIds: ReadonlySet<string>): LedgerCheck {
   const counts = Object.entries(ledger.countsByKey);
   const covered = new Set(counts.map(([key]) => ORDER_ID.exec(key)?.[0]).filter((id) => id && orderIds.has(id)));
   const coverageRequired = calledProviders().some((p) => p.name === ledger.provider);
   const notOnce = counts.filter(([, c]) => c !== 1).length;
+  const ok = notOnce === 0 && (!coverageRequired || covered.size === orderIds.size);
+  const effects = counts.reduce((n, [, c]) => n + c, 0);
   return {
     provider: ledger.provider,
     keys: counts.length,
-    effects: counts.reduce((n, [, c]) => n + c, 0),
+    effects,
     notOnce,
     ordersCovered: covered.size,
     coverageRequired,
-    ok: notOnce === 0 && (!coverageRequired || covered.size === orderIds.size),
+    ok,
   };
 }
 
 /** `email ledger: 12 keys, 12 effects, 0 keys with ≠ 1 effect, 12 of 12 orders`. */
 export function describeLedgerCheck(c: LedgerCheck, orders: number): string {
-  return (
-    `${c.provider} ledger: ${c.keys} keys, ${c.effects} effects, ${c.notOnce} keys with ≠ 1 effect, ` +
-    `${c.ordersCovered} of ${orders} orders${c.coverageRequired ? '' : ' (no step calls it)'}`
-  );
+  const coverage = `${c.ordersCovered} of ${orders} orders${c.coverageRequired ? '' : ' (no step calls it)'}`;
+  return `${c.provider} ledger: ${c.keys} keys, ${c.effects} effects, ${c.notOnce} keys with ≠ 1 effect, ${coverage}`;
 }

@@ -1,218 +1,81 @@
 /**
- * The checks behind `npm run check:observability` (scripts/check-observability.ts): the Prometheus rules, their
- * unit tests and the Grafana dashboards of observability/ against promtool and against what the service really
- * serves.
- *
+ * The checks behind `npm run check:observability`: the Prometheus rules, their unit tests and the Grafana dashboards
+ * of observability/ against promtool and against what the service really serves.
  * 1. promtool: `check config` (prometheus.yml with its rule files), `check rules`, `test rules`.
- * 2. Every PromQL expression (each rule's `expr`, each dashboard target's `expr`, each template variable's query)
- *    parses: the dashboards' expressions, with Grafana's variables substituted ({@link substituteGrafanaVariables}),
- *    go into a temporary rule file of recording rules that `promtool check rules` parses.
- * 3. Every metric name an expression reads ({@link metricNames}) is a family of a live scrape of the API or the
- *    worker (a histogram's `_bucket`, `_sum` and `_count` included), a series Prometheus itself writes (`up`, ...),
- *    or a metric the Temporal SDK declares but creates only at its first event (`temporal_workflow_failed`, ...:
- *    read from the SDK's own source in node_modules, {@link sdkDeclaredMetrics}), so a typo never passes.
- * 4. Every alert has a `severity` label, a summary, a description and a `runbook_url` whose anchor is a heading of
- *    docs/operations.md; every dashboard panel and target uses the provisioned datasource (uid `prometheus`).
+ * 2. Every PromQL expression (each rule's, each dashboard target's and query variable's, Grafana variables
+ *    substituted) parses with promtool; the metric names each reads come from the official PromQL grammar
+ *    (@prometheus-io/lezer-promql).
+ * 3. Every name is a family of a live scrape of the API or the worker (parse-prometheus-text-format; a histogram's
+ *    `_bucket`, `_sum` and `_count` included), a series Prometheus writes itself (`up`, ...), or one of the Temporal
+ *    SDK metrics the SDK creates only at their first event ({@link SDK_LAZY_METRICS}), so a typo never passes.
+ * 4. Every dashboard panel and target uses the provisioned datasource. (Each alert's labels, annotations and runbook
+ *    heading are checked by test/unit/observability-assets.spec.ts.)
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parser } from '@prometheus-io/lezer-promql';
+// @ts-expect-error -- the package ships no type declarations: it returns [{ name, type, metrics }].
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { parse as parseYaml } from 'yaml';
 import { runPromtool } from './promtool.js';
 
-/** One PromQL expression and where it comes from. */
+/** One PromQL expression, where it comes from, and whether promtool already parsed it (a rule) or not (a query). */
 export interface PromqlExpression {
-  /** Human-readable origin, e.g. `alerts.yml: TemporalNoPollers` or `order-fulfilment.json: "Pollers" A`. */
   source: string;
-  /** The expression as written (Grafana variables not yet substituted). */
   expr: string;
-  /** `rule`: already parsed by `promtool check rules` on its own file; `dashboard`: parsed through a temporary one. */
   kind: 'rule' | 'dashboard';
 }
 
 /** One rule of a Prometheus rule file. */
 export interface PromRule {
-  group: string;
-  /** Alert name, or undefined for a recording rule. */
   alert?: string;
   record?: string;
   expr: string;
-  for?: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Metric names in PromQL
-
-/** Aggregation operators: followed by `(` or by `by`/`without`, never metric names. */
-const AGGREGATORS = new Set([
-  'sum',
-  'avg',
-  'min',
-  'max',
-  'group',
-  'count',
-  'count_values',
-  'stddev',
-  'stdvar',
-  'topk',
-  'bottomk',
-  'quantile',
-  'limitk',
-  'limit_ratio',
-]);
-/** Keywords followed by a parenthesised list of label names (`by (le)`, `on (instance)`, `group_left (x)`). */
-const LABEL_LIST_KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right']);
-/** Other keywords and literals that look like identifiers. */
-const KEYWORDS = new Set(['and', 'or', 'unless', 'atan2', 'bool', 'offset', 'inf', 'nan']);
-
-type Token =
-  | { kind: 'ident'; text: string }
-  | { kind: 'string'; text: string }
-  | { kind: 'number' }
-  | { kind: 'punct'; text: string };
+/** Where the checked files are, relative to the repository root. */
+export const OBSERVABILITY_FILES = {
+  prometheusConfig: 'observability/prometheus/prometheus.yml',
+  rules: 'observability/prometheus/alerts.yml',
+  ruleTests: 'observability/prometheus/alerts.test.yml',
+  dashboards: 'observability/grafana/dashboards',
+  datasources: 'observability/grafana/provisioning/datasources/prometheus.yml',
+  runbooks: 'docs/operations.md',
+} as const;
 
 /**
- * Splits a PromQL expression into tokens: identifiers, string literals (unquoted value), numbers and durations
- * (one token, e.g. `5m`, `0.95`, `1e3`, `0x1f`), punctuation and operators; `#` comments are dropped.
- * @throws Error on an unterminated string.
- */
-function tokenize(expr: string): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  while (i < expr.length) {
-    const c = expr[i]!;
-    if (/\s/.test(c)) {
-      i++;
-    } else if (c === '#') {
-      while (i < expr.length && expr[i] !== '\n') i++;
-    } else if (c === '"' || c === "'" || c === '`') {
-      let j = i + 1;
-      let value = '';
-      while (j < expr.length && expr[j] !== c) {
-        if (expr[j] === '\\' && c !== '`') j++;
-        value += expr[j] ?? '';
-        j++;
-      }
-      if (j >= expr.length) throw new Error(`unterminated string at ${i + 1}: ${expr.slice(i, i + 20)}`);
-      tokens.push({ kind: 'string', text: value });
-      i = j + 1;
-    } else if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(expr[i + 1] ?? ''))) {
-      // Numbers, hex, exponents and durations (5m, 1h30m) are one token: letters after a digit never start a name.
-      let j = i + 1;
-      while (j < expr.length && /[0-9a-zA-Z_.]/.test(expr[j]!)) {
-        if (/[eE]/.test(expr[j]!) && /[+-]/.test(expr[j + 1] ?? '') && !/^0x/i.test(expr.slice(i, j))) j++;
-        j++;
-      }
-      tokens.push({ kind: 'number' });
-      i = j;
-    } else if (/[a-zA-Z_:]/.test(c)) {
-      let j = i + 1;
-      while (j < expr.length && /[a-zA-Z0-9_:]/.test(expr[j]!)) j++;
-      tokens.push({ kind: 'ident', text: expr.slice(i, j) });
-      i = j;
-    } else {
-      const two = expr.slice(i, i + 2);
-      const op = ['==', '!=', '>=', '<=', '=~', '!~'].includes(two) ? two : c;
-      tokens.push({ kind: 'punct', text: op });
-      i += op.length;
-    }
-  }
-  return tokens;
-}
-
-/** The index just past the group that opens at `tokens[open]` (`(`, `{` or `[`), nesting included. */
-function skipGroup(tokens: Token[], open: number): number {
-  const pairs: Record<string, string> = { '(': ')', '{': '}', '[': ']' };
-  const first = tokens[open];
-  if (first?.kind !== 'punct' || !pairs[first.text]) return open + 1;
-  let depth = 0;
-  for (let i = open; i < tokens.length; i++) {
-    const t = tokens[i]!;
-    if (t.kind !== 'punct') continue;
-    if (pairs[t.text]) depth++;
-    else if (Object.values(pairs).includes(t.text)) depth--;
-    if (depth === 0) return i + 1;
-  }
-  return tokens.length;
-}
-
-/**
- * The metric names a PromQL expression reads, sorted and without duplicates: each vector selector's name (`foo`,
- * `foo{a="b"}`, `{__name__="foo"}`, Prometheus 3's quoted `{"foo", a="b"}`), but no function or aggregation name,
- * no label name (in matchers, `by`/`without`/`on`/`ignoring`/`group_left`/`group_right` lists), no keyword
- * (`and`, `or`, `unless`, `bool`, `offset`, `inf`, `nan`...), duration, number or string.
- * @throws Error when a selector picks names by a regular expression (`{__name__=~"..."}`): such a selector cannot
- *   be checked against a scrape, so the expression should name its metrics.
+ * The metric names a PromQL expression reads, sorted: each vector selector's name (`foo{…}`, `{__name__="foo"}`,
+ * `{"dotted.name"}`), per the official grammar.
+ * @throws Error when it does not parse, or when a selector picks names by a regular expression (it cannot be
+ *   checked against a scrape: name the metrics instead).
  */
 export function metricNames(expr: string): string[] {
-  const tokens = tokenize(expr);
   const names = new Set<string>();
-  const next = (i: number): Token | undefined => tokens[i + 1];
-  const isPunct = (t: Token | undefined, text: string): boolean => t?.kind === 'punct' && t.text === text;
-  let i = 0;
-  while (i < tokens.length) {
-    const t = tokens[i]!;
-    if (t.kind === 'punct' && t.text === '{') {
-      const end = skipGroup(tokens, i);
-      readMatchers(tokens.slice(i + 1, end - 1), names);
-      i = end;
-    } else if (t.kind === 'punct' && t.text === '[') {
-      i = skipGroup(tokens, i); // a range or a subquery: durations only
-    } else if (t.kind === 'ident') {
-      const word = t.text;
-      if (LABEL_LIST_KEYWORDS.has(word)) {
-        i = isPunct(next(i), '(') ? skipGroup(tokens, i + 1) : i + 1;
-      } else if (isPunct(next(i), '(')) {
-        i++; // a function call or an aggregation: its arguments follow
-      } else if (AGGREGATORS.has(word) && next(i)?.kind === 'ident' && LABEL_LIST_KEYWORDS.has(nextText(next(i)))) {
-        i++; // `sum by (le) (...)`
-      } else if (KEYWORDS.has(word.toLowerCase())) {
-        i++;
-      } else {
-        names.add(word);
-        i++;
+  let error: string | undefined;
+  const text = (node: { from: number; to: number }): string => expr.slice(node.from, node.to);
+  const unquote = (s: string): string => (/^["'`]/.test(s) ? (JSON.parse(`"${s.slice(1, -1)}"`) as string) : s);
+  parser.parse(expr).iterate({
+    enter(node) {
+      if (node.type.isError) error ??= `does not parse at ${node.from + 1}: ${expr.slice(node.from, node.from + 20)}`;
+      if (node.name === 'VectorSelector') {
+        const id = node.node.getChild('Identifier');
+        if (id) names.add(text(id));
+      } else if (node.name === 'QuotedLabelName' && node.node.parent?.name === 'LabelMatchers') {
+        names.add(unquote(text(node)));
+      } else if (node.name === 'UnquotedLabelMatcher' && text(node.node.getChild('LabelName')!) === '__name__') {
+        const op = text(node.node.getChild('MatchOp')!);
+        if (op !== '=') error ??= `a selector by __name__${op}: name the metrics instead, so they can be checked`;
+        else names.add(unquote(text(node.node.getChild('StringLiteral')!)));
       }
-    } else {
-      i++;
-    }
-  }
+    },
+  });
+  if (error) throw new Error(error);
   return [...names].sort();
 }
-
-function nextText(t: Token | undefined): string {
-  return t?.kind === 'ident' ? t.text : '';
-}
-
-/** Reads the inside of one `{...}`: `__name__="x"` and a bare quoted name add a metric name; the rest are labels. */
-function readMatchers(inner: Token[], names: Set<string>): void {
-  // Split on top-level commas: each part is `label op "value"` or a bare (quoted or not) metric name.
-  const parts: Token[][] = [[]];
-  for (const t of inner) {
-    if (t.kind === 'punct' && t.text === ',') parts.push([]);
-    else parts.at(-1)!.push(t);
-  }
-  for (const part of parts) {
-    if (part.length === 0) continue;
-    const [label, op, value] = part;
-    if (part.length === 1 && (label?.kind === 'string' || label?.kind === 'ident')) {
-      names.add(label.text); // Prometheus 3: {"metric.name", a="b"}
-      continue;
-    }
-    const labelName = label?.kind === 'ident' || label?.kind === 'string' ? label.text : '';
-    if (labelName !== '__name__') continue;
-    const operator = op?.kind === 'punct' ? op.text : '';
-    if (operator === '=' && value?.kind === 'string') names.add(value.text);
-    else if (operator === '=~' || operator === '!~' || operator === '!=') {
-      throw new Error(`a selector by __name__${operator}: name the metrics instead, so they can be checked`);
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Grafana
 
 /** Values Grafana's built-in interval and range variables get when an expression is checked. */
 const GRAFANA_BUILTINS: Record<string, string> = {
@@ -225,311 +88,146 @@ const GRAFANA_BUILTINS: Record<string, string> = {
 };
 
 /**
- * An expression of a Grafana target or variable with every variable replaced, so promtool can parse it:
- * `$__rate_interval`, `$__interval`, `$__range` become durations (`1m`, `1m`, `1h`; `_s`/`_ms` variants numbers),
- * any other `$var`, `${var}`, `${var:format}` or `[[var]]` becomes `.*` (what "All" stands for in a regex matcher).
+ * A Grafana expression with every variable replaced, so that promtool can parse it: the built-in intervals and
+ * ranges become durations or numbers, any other `$var`, `${var}`, `${var:format}` or `[[var]]` becomes `.*`.
  */
 export function substituteGrafanaVariables(expr: string): string {
   return expr.replace(
     /\$\{(\w+)(?::[^}]*)?\}|\$(\w+)|\[\[(\w+)(?::[^\]]*)?\]\]/g,
-    (_match, braced?: string, bare?: string, old?: string) => GRAFANA_BUILTINS[braced ?? bare ?? old ?? ''] ?? '.*',
+    (_m, braced?: string, bare?: string, old?: string) => GRAFANA_BUILTINS[braced ?? bare ?? old ?? ''] ?? '.*',
   );
 }
 
-/** A Grafana panel, as far as this check reads it. */
-interface GrafanaPanel {
+/** The PromQL of a template variable's query: `label_values(<selector>, label)` or `query_result(<expr>)`. */
+export function variableExpression(query: string): string | undefined {
+  const m = /^label_values\s*\(([\s\S]*),\s*[\w.]+\s*\)$|^query_result\s*\(([\s\S]*)\)$/.exec(query.trim());
+  return (m?.[1] ?? m?.[2])?.trim();
+}
+
+interface Panel {
   id?: number;
   type?: string;
   title?: string;
-  datasource?: { type?: string; uid?: string } | string | null;
-  targets?: Array<{ refId?: string; expr?: string; datasource?: { type?: string; uid?: string } | string | null }>;
-  panels?: GrafanaPanel[];
-}
-
-/** A Grafana dashboard, as far as this check reads it. */
-interface GrafanaDashboard {
-  uid?: string;
-  title?: string;
-  schemaVersion?: number;
-  panels?: GrafanaPanel[];
-  templating?: { list?: Array<{ name?: string; type?: string; query?: unknown; definition?: string }> };
-}
-
-/** Every panel of a dashboard, those inside collapsed rows included. */
-function allPanels(panels: GrafanaPanel[] | undefined): GrafanaPanel[] {
-  return (panels ?? []).flatMap((p) => [p, ...allPanels(p.panels)]);
+  datasource?: unknown;
+  targets?: Array<{ refId?: string; expr?: string; datasource?: unknown }>;
+  panels?: Panel[];
 }
 
 /**
- * The PromQL of a template variable's query: the selector of `label_values(<selector>, label)`, the expression of
- * `query_result(<expr>)`, or nothing (`label_values(label)`, `metrics(...)`, `label_names()`, a custom list).
- */
-export function variableExpression(query: string): string | undefined {
-  const trimmed = query.trim();
-  const labelValues = /^label_values\s*\(([\s\S]*),\s*[\w.]+\s*\)$/.exec(trimmed);
-  if (labelValues) return labelValues[1]!.trim();
-  const result = /^query_result\s*\(([\s\S]*)\)$/.exec(trimmed);
-  if (result) return result[1]!.trim();
-  return undefined;
-}
-
-/**
- * The PromQL expressions of a dashboard (every target's `expr`, every query variable's query) and its structural
- * problems: a dashboard without uid or title, a schemaVersion below 39 (Grafana 11), a panel or target whose
- * datasource is not the provisioned Prometheus (`{type: prometheus, uid}`), duplicate panel ids.
- * @param file the dashboard's file name, for the `source` of each expression.
+ * The expressions of a dashboard (every target, every query variable) and its structural problems: no uid or title,
+ * a schemaVersion below 39 (Grafana 11), a panel or target on another datasource, duplicate panel ids, no query.
  */
 export function dashboardExpressions(
   dashboard: unknown,
   file: string,
   datasourceUid = 'prometheus',
 ): { expressions: PromqlExpression[]; problems: string[] } {
-  const d = dashboard as GrafanaDashboard;
+  const d = dashboard as {
+    uid?: string;
+    title?: string;
+    schemaVersion?: number;
+    panels?: Panel[];
+    templating?: { list?: Array<{ name?: string; type?: string; query?: unknown; definition?: string }> };
+  };
   const problems: string[] = [];
   const expressions: PromqlExpression[] = [];
-  if (!d.uid) problems.push(`${file}: no uid`);
-  if (!d.title) problems.push(`${file}: no title`);
-  if (typeof d.schemaVersion !== 'number' || d.schemaVersion < 39) {
-    problems.push(`${file}: schemaVersion ${String(d.schemaVersion)} (Grafana 11 and 12 write 39 and above)`);
-  }
-  const seenIds = new Set<number>();
-  const usesDatasource = (ds: GrafanaPanel['datasource']): boolean =>
-    typeof ds === 'object' && ds !== null && ds.type === 'prometheus' && ds.uid === datasourceUid;
-  for (const panel of allPanels(d.panels)) {
+  if (!d.uid || !d.title) problems.push(`${file}: no uid or no title`);
+  if (!(Number(d.schemaVersion) >= 39))
+    problems.push(`${file}: schemaVersion ${d.schemaVersion} (Grafana 11+ writes 39+)`);
+  const ours = (ds: unknown): boolean => {
+    const o = ds as { type?: string; uid?: string } | null | undefined;
+    return o?.type === 'prometheus' && o.uid === datasourceUid;
+  };
+  const flat = (panels: Panel[] = []): Panel[] => panels.flatMap((p) => [p, ...flat(p.panels)]);
+  const ids = new Set<number>();
+  for (const panel of flat(d.panels)) {
     const where = `${file}: "${panel.title ?? `panel ${panel.id}`}"`;
-    if (typeof panel.id === 'number') {
-      if (seenIds.has(panel.id)) problems.push(`${where}: duplicate panel id ${panel.id}`);
-      seenIds.add(panel.id);
-    }
+    if (panel.id !== undefined && ids.has(panel.id)) problems.push(`${where}: duplicate panel id ${panel.id}`);
+    if (panel.id !== undefined) ids.add(panel.id);
     if (panel.type === 'row' || panel.type === 'text') continue;
-    if (!usesDatasource(panel.datasource)) {
+    if (!ours(panel.datasource))
       problems.push(`${where}: datasource is not the provisioned Prometheus (uid ${datasourceUid})`);
-    }
     if (!panel.targets?.length) problems.push(`${where}: no query`);
-    for (const target of panel.targets ?? []) {
-      if (target.datasource !== undefined && !usesDatasource(target.datasource)) {
-        problems.push(`${where} ${target.refId ?? ''}: datasource is not the provisioned Prometheus`);
-      }
-      if (typeof target.expr !== 'string' || !target.expr.trim()) {
-        problems.push(`${where} ${target.refId ?? ''}: no expr`);
-        continue;
-      }
-      expressions.push({ source: `${where} ${target.refId ?? ''}`.trim(), expr: target.expr, kind: 'dashboard' });
+    for (const t of panel.targets ?? []) {
+      const at = `${where} ${t.refId ?? ''}`.trim();
+      if (t.datasource !== undefined && !ours(t.datasource))
+        problems.push(`${at}: datasource is not the provisioned Prometheus`);
+      if (t.expr?.trim()) expressions.push({ source: at, expr: t.expr, kind: 'dashboard' });
+      else problems.push(`${at}: no expr`);
     }
   }
-  for (const variable of d.templating?.list ?? []) {
-    if (variable.type !== 'query') continue;
+  for (const v of d.templating?.list ?? []) {
     const raw =
-      typeof variable.query === 'string'
-        ? variable.query
-        : ((variable.query as { query?: unknown } | undefined)?.query ?? variable.definition);
-    const expr = typeof raw === 'string' ? variableExpression(raw) : undefined;
-    if (expr) expressions.push({ source: `${file}: variable $${variable.name ?? '?'}`, expr, kind: 'dashboard' });
+      typeof v.query === 'string' ? v.query : ((v.query as { query?: string } | undefined)?.query ?? v.definition);
+    const expr = v.type === 'query' && typeof raw === 'string' ? variableExpression(raw) : undefined;
+    if (expr) expressions.push({ source: `${file}: variable $${v.name}`, expr, kind: 'dashboard' });
   }
   return { expressions, problems };
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Rules
-
-/**
- * The rules of a Prometheus rule file.
- * @throws Error when the text is not YAML with a `groups` list.
- */
+/** The rules of a Prometheus rule file. @throws Error when it is not YAML with a `groups` list. */
 export function parseRuleFile(text: string): PromRule[] {
-  const doc = parseYaml(text) as { groups?: Array<{ name?: string; rules?: Array<Record<string, unknown>> }> };
+  const doc = parseYaml(text) as { groups?: Array<{ rules?: PromRule[] }> } | null;
   if (!Array.isArray(doc?.groups)) throw new Error('not a rule file: no groups');
-  return doc.groups.flatMap((group) =>
-    (group.rules ?? []).map((rule) => ({
-      group: String(group.name ?? ''),
-      alert: typeof rule.alert === 'string' ? rule.alert : undefined,
-      record: typeof rule.record === 'string' ? rule.record : undefined,
-      expr: String(rule.expr ?? ''),
-      for: typeof rule.for === 'string' ? rule.for : undefined,
-      labels: (rule.labels ?? {}) as Record<string, string>,
-      annotations: (rule.annotations ?? {}) as Record<string, string>,
-    })),
+  return doc.groups.flatMap((g) =>
+    (g.rules ?? []).map((r) => ({ ...r, labels: r.labels ?? {}, annotations: r.annotations ?? {} })),
   );
 }
 
-/**
- * The anchors GitHub (and remark-validate-links) give the headings of a Markdown document: lower case, spaces to
- * `-`, punctuation other than `-` and `_` dropped.
- */
-export function headingAnchors(markdown: string): Set<string> {
-  const anchors = new Set<string>();
-  let fenced = false;
-  for (const line of markdown.split('\n')) {
-    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
-    const heading = fenced ? null : /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-    if (!heading) continue;
-    const text = heading[1]!.replace(/`/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    anchors.add(
-      text
-        .toLowerCase()
-        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-        .replace(/\s/g, '-'),
-    );
-  }
-  return anchors;
-}
-
-/**
- * What each alert must carry: a `severity` label (critical or warning), `summary` and `description` annotations,
- * and a `runbook_url` `<runbookDoc>#<anchor>` whose anchor is a heading of that document.
- * @param docs the runbook document's Markdown.
- * @returns one line per problem; empty when every alert is complete.
- */
-export function alertProblems(rules: readonly PromRule[], runbookDoc: string, docs: string): string[] {
-  const anchors = headingAnchors(docs);
-  const problems: string[] = [];
-  for (const rule of rules) {
-    if (!rule.alert) continue;
-    const where = `alert ${rule.alert}`;
-    if (!['critical', 'warning'].includes(rule.labels.severity ?? '')) {
-      problems.push(`${where}: label severity is ${rule.labels.severity ?? 'missing'} (critical or warning)`);
-    }
-    for (const key of ['summary', 'description']) {
-      if (!rule.annotations[key]?.trim()) problems.push(`${where}: no ${key} annotation`);
-    }
-    const runbook = rule.annotations.runbook_url ?? '';
-    const [doc, anchor] = runbook.split('#');
-    if (doc !== runbookDoc || !anchor) {
-      problems.push(`${where}: runbook_url ${runbook || '(none)'} is not ${runbookDoc}#<anchor>`);
-    } else if (!anchors.has(anchor)) {
-      problems.push(`${where}: runbook_url ${runbook}: ${runbookDoc} has no heading with the anchor #${anchor}`);
-    }
-  }
-  return problems;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// What the service serves
-
-/** The metric families of one Prometheus text exposition. */
-export interface ScrapeCatalogue {
-  /** Family name → type (`counter`, `gauge`, `histogram`, `summary`, `untyped`), from `# TYPE` lines. */
-  families: Map<string, string>;
-  /** Every sample name present (`foo_bucket`, `foo_total`, ...). */
-  samples: Set<string>;
-}
-
-/** Reads the families and sample names of a Prometheus text exposition (format 0.0.4 or OpenMetrics). */
-export function parseExposition(text: string): ScrapeCatalogue {
-  const families = new Map<string, string>();
-  const samples = new Set<string>();
-  for (const line of text.split('\n')) {
-    const type = /^#\s*TYPE\s+(\S+)\s+(\S+)/.exec(line);
-    if (type) {
-      families.set(type[1]!, type[2]!);
-      continue;
-    }
-    if (!line.trim() || line.startsWith('#')) continue;
-    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line);
-    if (sample) samples.add(sample[1]!);
-  }
-  return { families, samples };
-}
-
-/** The sample names a family of this type exposes (a histogram: `_bucket`, `_sum`, `_count`). */
-function sampleNamesOf(family: string, type: string): string[] {
-  if (type === 'histogram') return [`${family}_bucket`, `${family}_sum`, `${family}_count`];
-  if (type === 'summary') return [family, `${family}_sum`, `${family}_count`];
-  if (type === 'counter') return family.endsWith('_total') ? [family] : [family, `${family}_total`];
-  return [family];
-}
-
-/** Whether a name is a family, or a sample of a family, of this scrape. */
-export function servesName(catalogue: ScrapeCatalogue, name: string): boolean {
-  if (catalogue.samples.has(name)) return true;
-  for (const [family, type] of catalogue.families) {
-    if (sampleNamesOf(family, type).includes(name)) return true;
-  }
-  return false;
+/** The sample names a Prometheus text exposition serves (a histogram's `_bucket`, `_sum`, `_count`; a counter's `_total`). */
+export function servedNames(exposition: string): Set<string> {
+  const families = parsePrometheusTextFormat(exposition) as Array<{ name: string; type: string }>;
+  const suffixes: Record<string, string[]> = {
+    HISTOGRAM: ['_bucket', '_sum', '_count'],
+    SUMMARY: ['', '_sum', '_count'],
+    COUNTER: ['', '_total'],
+  };
+  return new Set(families.flatMap((f) => (suffixes[f.type] ?? ['']).map((s) => `${f.name}${s}`)));
 }
 
 /** Series Prometheus writes itself for every target and alert (not in any scrape). */
 export const PROMETHEUS_SERIES: ReadonlySet<string> = new Set([
   'up',
   'scrape_duration_seconds',
-  'scrape_samples_scraped',
-  'scrape_samples_post_metric_relabeling',
-  'scrape_series_added',
   'ALERTS',
   'ALERTS_FOR_STATE',
 ]);
 
-/** The SDK metrics the Temporal SDK declares (full names with the worker's `temporal_` prefix) and their kind. */
-export type SdkMetrics = Map<string, 'histogram' | 'other'>;
-
-/** Where @temporalio/core-bridge keeps the Rust source of the SDK core it ships. */
-export function sdkCoreSourceDir(root: string): string {
-  return path.join(root, 'node_modules', '@temporalio', 'core-bridge', 'sdk-core', 'crates');
-}
-
 /**
- * The metrics the Temporal SDK core declares, read from the Rust source that @temporalio/core-bridge ships
- * (`MetricParameters { name: ... }` in each crate's metrics.rs, test modules left out). The SDK creates a counter's
- * series only at its first event (`temporal_workflow_failed` before any workflow failed, ...), so a live scrape
- * cannot show them all; these declarations can.
- * @param prefix the worker's metric prefix (src/worker/worker-observability.ts: `temporal_`).
- * @returns an empty map when the source is not there.
+ * Temporal SDK worker metrics (docs.temporal.io/references/sdk-metrics, with the worker's `temporal_` prefix) that
+ * the rules and dashboards read and the SDK creates only at their first event (a failure, a continue-as-new, …), so
+ * that a fresh worker's scrape lacks them. Histograms are listed by family.
  */
-export function sdkDeclaredMetrics(crates: string, prefix = 'temporal_'): SdkMetrics {
-  const declared: SdkMetrics = new Map();
-  if (!existsSync(crates)) return declared;
-  const files = readdirSync(crates, { recursive: true, encoding: 'utf8' })
-    .filter((f) => /(^|[\\/])src[\\/].*metrics\.rs$/.test(f))
-    .map((f) => path.join(crates, f));
-  const texts = files.map((f) => readFileSync(f, 'utf8').split(/#\[cfg\(test\)\]\s*mod tests/)[0]!);
-  const constants = new Map<string, string>();
-  for (const text of texts) {
-    for (const m of text.matchAll(/(?:const|static)\s+([A-Z0-9_]+)\s*:\s*&str\s*=\s*"([a-z0-9_]+)"/g)) {
-      constants.set(m[1]!, m[2]!);
-    }
-  }
-  for (const text of texts) {
-    for (const m of text.matchAll(/([\w.]+)\s*\(\s*MetricParameters\s*\{\s*name:\s*(?:"([a-z0-9_]+)"|([A-Z0-9_]+))/g)) {
-      const name = m[2] ?? constants.get(m[3] ?? '');
-      if (!name) continue;
-      declared.set(`${prefix}${name}`, /histogram/.test(m[1]!) ? 'histogram' : 'other');
-    }
-  }
-  return declared;
-}
+export const SDK_LAZY_METRICS: ReadonlySet<string> = new Set(
+  `activity_execution_failed activity_poll_no_task activity_task_received local_activity_execution_failed long_request
+  long_request_failure request request_failure sticky_cache_hit sticky_cache_miss sticky_cache_total_forced_eviction
+  workflow_canceled workflow_completed workflow_continue_as_new workflow_failed workflow_task_execution_failed
+  workflow_task_queue_poll_empty workflow_task_queue_poll_succeed workflow_endtoend_latency workflow_endtoend_latency_bucket
+  activity_execution_latency_bucket activity_schedule_to_start_latency_bucket activity_succeed_endtoend_latency_bucket
+  local_activity_execution_latency_bucket long_request_latency_bucket request_latency_bucket
+  workflow_task_execution_latency_bucket workflow_task_replay_latency_bucket workflow_task_schedule_to_start_latency_bucket`
+    .split(/\s+/)
+    .map((name) => `temporal_${name}`),
+);
 
 /** Where a metric name was found. */
-export type NameSource = 'api' | 'worker' | 'api+worker' | 'prometheus' | 'sdk-declared' | 'missing';
+export type NameSource = 'api' | 'worker' | 'api+worker' | 'prometheus' | 'sdk' | 'missing';
 
-/**
- * Where a metric name an expression reads comes from: the API's or the worker's scrape (a histogram's suffixed
- * samples included), Prometheus itself, or the Temporal SDK's declarations (a `temporal_` metric the worker has not
- * created yet); `missing` otherwise.
- */
+/** Where a name an expression reads comes from: a scrape, Prometheus itself, the SDK's lazy metrics, or nowhere. */
 export function nameSource(
   name: string,
-  scrapes: { api: ScrapeCatalogue; worker: ScrapeCatalogue },
-  sdk: SdkMetrics,
+  scrapes: { api: Set<string>; worker: Set<string> },
+  lazy = SDK_LAZY_METRICS,
 ): NameSource {
-  const inApi = servesName(scrapes.api, name);
-  const inWorker = servesName(scrapes.worker, name);
-  if (inApi && inWorker) return 'api+worker';
-  if (inApi) return 'api';
-  if (inWorker) return 'worker';
-  if (PROMETHEUS_SERIES.has(name)) return 'prometheus';
-  if (sdk.get(name)) return 'sdk-declared';
-  const histogram = /^(.*)_(bucket|sum|count)$/.exec(name);
-  if (histogram && sdk.get(histogram[1]!) === 'histogram') return 'sdk-declared';
-  return 'missing';
+  const [api, worker] = [scrapes.api.has(name), scrapes.worker.has(name)];
+  if (api || worker) return api && worker ? 'api+worker' : api ? 'api' : 'worker';
+  return PROMETHEUS_SERIES.has(name) ? 'prometheus' : lazy.has(name) ? 'sdk' : 'missing';
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Parsing with promtool
-
 /**
- * Parses every expression with promtool: each one becomes a recording rule of its own group in a temporary rule
- * file that `promtool check rules` reads (Grafana variables substituted first).
- * @returns a map from each failing expression to promtool's message; empty when all parse.
+ * Parses expressions with promtool: each becomes a recording rule of its own group in a temporary rule file that
+ * `promtool check rules` reads (Grafana variables substituted first).
+ * @returns each failing expression with promtool's message.
  */
 export async function promtoolParseErrors(
   promtool: string,
@@ -539,226 +237,121 @@ export async function promtoolParseErrors(
   if (expressions.length === 0) return errors;
   const dir = await mkdtemp(path.join(tmpdir(), 'check-observability-'));
   try {
-    const file = path.join(dir, 'expressions.yml');
     const groups = expressions.map((e, i) => ({
       name: `e${i}`,
       rules: [{ record: `check:e${i}`, expr: substituteGrafanaVariables(e.expr) }],
     }));
-    await writeFile(file, JSON.stringify({ groups }, null, 2)); // JSON is YAML
-    const { exitCode, output } = await runPromtool(promtool, ['check', 'rules', file]);
-    if (exitCode === 0) return errors;
-    let matched = false;
-    for (const m of output.matchAll(/group "e(\d+)", rule \d+, "[^"]*": (.*)/g)) {
-      const expression = expressions[Number(m[1])];
-      if (expression) {
-        errors.set(expression, m[2]!);
-        matched = true;
-      }
-    }
-    if (!matched) throw new Error(`promtool check rules failed:\n${output}`);
+    await writeFile(path.join(dir, 'expressions.yml'), JSON.stringify({ groups })); // JSON is YAML
+    const { exitCode, output } = await runPromtool(promtool, ['check', 'rules', path.join(dir, 'expressions.yml')]);
+    for (const m of output.matchAll(/group "e(\d+)", rule \d+, "[^"]*": (.*)/g))
+      errors.set(expressions[Number(m[1])]!, m[2]!);
+    if (exitCode !== 0 && errors.size === 0) throw new Error(`promtool check rules failed:\n${output}`);
     return errors;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// The whole check
-
-/** Where the checked files are, relative to the repository root. */
-export const OBSERVABILITY_FILES = {
-  prometheusConfig: 'observability/prometheus/prometheus.yml',
-  rules: 'observability/prometheus/alerts.yml',
-  ruleTests: 'observability/prometheus/alerts.test.yml',
-  dashboards: 'observability/grafana/dashboards',
-  datasources: 'observability/grafana/provisioning/datasources/prometheus.yml',
-  runbooks: 'docs/operations.md',
-} as const;
-
-/** Inputs of {@link runObservabilityCheck}. */
-export interface ObservabilityCheckOptions {
-  /** promtool's path (scripts/lib/promtool.ts: ensurePromtool). */
-  promtool: string;
-  /** The folder holding observability/ and docs/ (the repository root). */
-  root: string;
-  /** Dashboard files to check; default every `.json` of observability/grafana/dashboards/. */
-  dashboardFiles?: readonly string[];
-  /** Prometheus text expositions: the API's `GET /metrics` and the worker's (several workers: concatenated). */
-  scrapes: { api: string; worker: string };
-  /** The SDK's declared metrics; default read from node_modules ({@link sdkDeclaredMetrics}). */
-  sdkMetrics?: SdkMetrics;
-}
-
-/** One promtool step and its outcome. */
-export interface CheckStep {
-  name: string;
-  ok: boolean;
-  /** promtool's output (trimmed). */
-  output: string;
-}
-
-/** Everything {@link runObservabilityCheck} found. */
+/** What {@link runObservabilityCheck} found. */
 export interface ObservabilityReport {
-  steps: CheckStep[];
-  /** Every expression checked, with the names it reads and promtool's parse error if any. */
-  expressions: Array<{ expression: PromqlExpression; names: string[]; error?: string }>;
-  /** Every metric name read, where it was found and which expressions read it. */
+  steps: Array<{ name: string; ok: boolean }>;
+  expressions: PromqlExpression[];
+  /** Every metric name read: where it was found and which expressions read it. */
   names: Map<string, { source: NameSource; usedBy: string[] }>;
   /** One line per problem; empty when everything passed. */
   problems: string[];
 }
 
 /**
- * Runs every check of this module over the rule file, its tests, the Prometheus config and the dashboards, against
- * the given scrapes. Never throws for a problem it finds: each is a line of `problems`.
+ * Runs every check over the rule file, its tests, the Prometheus config and the dashboards (default: every `.json`
+ * of the dashboards folder), against the API's and the worker's scrapes (text expositions). Never throws for a
+ * problem it finds: each is a line of `problems`.
  */
-export async function runObservabilityCheck(options: ObservabilityCheckOptions): Promise<ObservabilityReport> {
-  const { promtool, root } = options;
-  const file = (relative: string): string => path.join(root, relative);
+export async function runObservabilityCheck(opts: {
+  promtool: string;
+  root: string;
+  scrapes: { api: string; worker: string | readonly string[] };
+  dashboardFiles?: readonly string[];
+}): Promise<ObservabilityReport> {
+  const file = (relative: string): string => path.join(opts.root, relative);
+  const F = OBSERVABILITY_FILES;
   const problems: string[] = [];
-  const steps: CheckStep[] = [];
-  const promtoolStep = async (name: string, args: string[], cwd?: string): Promise<void> => {
-    const { exitCode, output } = await runPromtool(promtool, args, cwd);
-    steps.push({ name, ok: exitCode === 0, output: output.trim() });
+  const steps: ObservabilityReport['steps'] = [];
+  for (const [name, args, cwd] of [
+    ['promtool check config', ['check', 'config', file(F.prometheusConfig)]],
+    ['promtool check rules', ['check', 'rules', file(F.rules)]],
+    ['promtool test rules', ['test', 'rules', path.basename(F.ruleTests)], path.dirname(file(F.ruleTests))],
+  ] as const) {
+    const { exitCode, output } = await runPromtool(opts.promtool, args, cwd);
+    steps.push({ name, ok: exitCode === 0 });
     if (exitCode !== 0) problems.push(`${name} failed:\n${output.trim()}`);
-  };
-  const prometheusDir = path.dirname(file(OBSERVABILITY_FILES.rules));
-  await promtoolStep('promtool check config (prometheus.yml and its rule files)', [
-    'check',
-    'config',
-    file(OBSERVABILITY_FILES.prometheusConfig),
-  ]);
-  await promtoolStep('promtool check rules alerts.yml', ['check', 'rules', file(OBSERVABILITY_FILES.rules)]);
-  await promtoolStep(
-    'promtool test rules alerts.test.yml',
-    ['test', 'rules', path.basename(OBSERVABILITY_FILES.ruleTests)],
-    prometheusDir,
-  );
-
-  // Rules: parsed above by promtool; their names, labels and runbooks here.
-  const expressions: PromqlExpression[] = [];
-  let rules: PromRule[] = [];
-  try {
-    rules = parseRuleFile(readFileSync(file(OBSERVABILITY_FILES.rules), 'utf8'));
-  } catch (error) {
-    problems.push(`${OBSERVABILITY_FILES.rules}: ${(error as Error).message}`);
   }
-  const rulesName = path.basename(OBSERVABILITY_FILES.rules);
-  for (const rule of rules) {
-    expressions.push({ source: `${rulesName}: ${rule.alert ?? rule.record ?? '?'}`, expr: rule.expr, kind: 'rule' });
-  }
-  problems.push(
-    ...alertProblems(rules, OBSERVABILITY_FILES.runbooks, readFileSync(file(OBSERVABILITY_FILES.runbooks), 'utf8')),
-  );
-
-  // Dashboards and the datasource they name.
-  const dashboardFiles =
-    options.dashboardFiles ??
-    readdirSync(file(OBSERVABILITY_FILES.dashboards))
-      .filter((f) => f.endsWith('.json'))
-      .map((f) => path.join(file(OBSERVABILITY_FILES.dashboards), f));
-  if (dashboardFiles.length === 0) problems.push(`no dashboard in ${OBSERVABILITY_FILES.dashboards}`);
-  const datasources = parseYaml(readFileSync(file(OBSERVABILITY_FILES.datasources), 'utf8')) as {
+  const rules = parseRuleFile(readFileSync(file(F.rules), 'utf8'));
+  const expressions: PromqlExpression[] = rules.map((r) => ({
+    source: `alerts.yml: ${r.alert ?? r.record}`,
+    expr: r.expr,
+    kind: 'rule',
+  }));
+  const datasources = parseYaml(readFileSync(file(F.datasources), 'utf8')) as {
     datasources?: Array<{ uid?: string; type?: string }>;
   };
-  const uid = datasources.datasources?.find((d) => d.type === 'prometheus')?.uid;
-  if (!uid) problems.push(`${OBSERVABILITY_FILES.datasources}: no Prometheus datasource with a uid`);
-  for (const dashboardFile of dashboardFiles) {
-    let dashboard: unknown;
-    try {
-      dashboard = JSON.parse(readFileSync(dashboardFile, 'utf8'));
-    } catch (error) {
-      problems.push(`${path.basename(dashboardFile)}: not JSON (${(error as Error).message})`);
-      continue;
-    }
-    const found = dashboardExpressions(dashboard, path.basename(dashboardFile), uid ?? 'prometheus');
+  const uid = datasources.datasources?.find((d) => d.type === 'prometheus')?.uid ?? 'prometheus';
+  const dashboards =
+    opts.dashboardFiles ??
+    readdirSync(file(F.dashboards))
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => path.join(file(F.dashboards), f));
+  for (const dashboard of dashboards) {
+    const found = dashboardExpressions(JSON.parse(readFileSync(dashboard, 'utf8')), path.basename(dashboard), uid);
     expressions.push(...found.expressions);
     problems.push(...found.problems);
   }
-
-  // Parse (the dashboards' through promtool), then names against the scrapes.
   const parseErrors = await promtoolParseErrors(
-    promtool,
+    opts.promtool,
     expressions.filter((e) => e.kind === 'dashboard'),
   );
-  const scrapes = { api: parseExposition(options.scrapes.api), worker: parseExposition(options.scrapes.worker) };
-  if (scrapes.api.families.size === 0) problems.push('the API scrape has no metric family');
-  if (scrapes.worker.families.size === 0) problems.push("the worker's scrape has no metric family");
-  const sdk = options.sdkMetrics ?? sdkDeclaredMetrics(sdkCoreSourceDir(root));
+  const workers = typeof opts.scrapes.worker === 'string' ? [opts.scrapes.worker] : opts.scrapes.worker;
+  const scrapes = { api: servedNames(opts.scrapes.api), worker: new Set(workers.flatMap((w) => [...servedNames(w)])) };
+  if (scrapes.api.size === 0) problems.push('the API scrape has no metric family');
+  if (scrapes.worker.size === 0) problems.push("the worker's scrape has no metric family");
   const names: ObservabilityReport['names'] = new Map();
-  const checked: ObservabilityReport['expressions'] = [];
-  for (const expression of expressions) {
-    const error = parseErrors.get(expression);
-    if (error) problems.push(`${expression.source}: does not parse: ${error}`);
+  for (const e of expressions) {
+    if (parseErrors.has(e)) {
+      problems.push(`${e.source}: does not parse: ${parseErrors.get(e)}`);
+      continue;
+    }
     let read: string[] = [];
     try {
-      read = metricNames(substituteGrafanaVariables(expression.expr));
-    } catch (nameError) {
-      problems.push(`${expression.source}: ${(nameError as Error).message}`);
+      read = metricNames(substituteGrafanaVariables(e.expr));
+      if (read.length === 0) problems.push(`${e.source}: reads no metric`);
+    } catch (error) {
+      problems.push(`${e.source}: ${(error as Error).message}`);
     }
-    if (read.length === 0 && !error) problems.push(`${expression.source}: reads no metric`);
     for (const name of read) {
-      const entry = names.get(name) ?? { source: nameSource(name, scrapes, sdk), usedBy: [] };
-      entry.usedBy.push(expression.source);
-      names.set(name, entry);
+      const entry = names.get(name) ?? { source: nameSource(name, scrapes), usedBy: [] };
+      names.set(name, { ...entry, usedBy: [...entry.usedBy, e.source] });
     }
-    checked.push({ expression, names: read, ...(error ? { error } : {}) });
   }
   for (const [name, { source, usedBy }] of names) {
-    if (source !== 'missing') continue;
-    const hint =
-      sdk.size === 0 && name.startsWith('temporal_')
-        ? ` (and the SDK's declarations could not be read from ${path.relative(root, sdkCoreSourceDir(root))})`
-        : '';
-    problems.push(`${name}: in neither scrape${hint}; read by ${usedBy.join(', ')}`);
+    if (source === 'missing') problems.push(`${name}: in neither scrape; read by ${usedBy.join(', ')}`);
   }
-  return { steps, expressions: checked, names, problems };
+  return { steps, expressions, names, problems };
 }
 
-/** Human-readable description of each {@link NameSource}. */
-const SOURCE_TEXT: Record<NameSource, string> = {
-  api: 'API scrape',
-  worker: 'worker scrape',
-  'api+worker': 'API and worker scrapes',
-  prometheus: 'Prometheus (per target)',
-  'sdk-declared': 'SDK-declared, created at first event',
-  missing: 'MISSING',
-};
-
-/** The report as text: the promtool steps, a table of every metric name read, the counts, then the problems. */
+/** The report as text: the promtool steps, every metric name read and where it was found, then the problems. */
 export function formatReport(report: ObservabilityReport): string {
-  const lines: string[] = [];
-  for (const step of report.steps) lines.push(`${step.ok ? 'ok  ' : 'FAIL'}  ${step.name}`);
-  const byKind = (kind: PromqlExpression['kind']): number =>
-    report.expressions.filter((e) => e.expression.kind === kind).length;
-  const parsed = report.expressions.filter((e) => !e.error).length;
-  lines.push(
-    `${parsed === report.expressions.length ? 'ok  ' : 'FAIL'}  ${report.expressions.length} PromQL expressions ` +
-      `parse (${byKind('rule')} rules, ${byKind('dashboard')} dashboard queries)`,
-    '',
-  );
-  const rows = [...report.names.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const rows = [...report.names].sort(([a], [b]) => a.localeCompare(b));
   const width = Math.max(6, ...rows.map(([name]) => name.length));
-  const sourceWidth = Math.max(...Object.values(SOURCE_TEXT).map((s) => s.length));
-  lines.push(`${'Metric'.padEnd(width)}  ${'Found in'.padEnd(sourceWidth)}  Read by`);
-  lines.push(`${'-'.repeat(width)}  ${'-'.repeat(sourceWidth)}  -------`);
-  for (const [name, { source, usedBy }] of rows) {
-    const rulesCount = usedBy.filter((u) => u.startsWith(path.basename(OBSERVABILITY_FILES.rules))).length;
-    const panels = usedBy.length - rulesCount;
-    const readBy = [
-      rulesCount ? `${rulesCount} rule${rulesCount > 1 ? 's' : ''}` : '',
-      panels ? `${panels} dashboard quer${panels > 1 ? 'ies' : 'y'}` : '',
-    ]
-      .filter(Boolean)
-      .join(', ');
-    lines.push(`${name.padEnd(width)}  ${SOURCE_TEXT[source].padEnd(sourceWidth)}  ${readBy}`);
-  }
-  lines.push('');
-  if (report.problems.length === 0) {
-    lines.push(`${rows.length} metric names, all served; every alert has a runbook. No problem.`);
-  } else {
-    lines.push(`${report.problems.length} problem${report.problems.length > 1 ? 's' : ''}:`);
-    for (const problem of report.problems) lines.push(`  - ${problem}`);
-  }
-  return lines.join('\n');
+  return [
+    ...report.steps.map((s) => `${s.ok ? 'ok  ' : 'FAIL'}  ${s.name}`),
+    `${report.expressions.length} PromQL expressions (${report.expressions.filter((e) => e.kind === 'rule').length} rules)`,
+    '',
+    ...rows.map(
+      ([name, { source, usedBy }]) => `${name.padEnd(width)}  ${source.padEnd(10)}  read by ${usedBy.length}`,
+    ),
+    '',
+    report.problems.length === 0
+      ? `${rows.length} metric names, all served. No problem.`
+      : `${report.problems.length} problem(s):\n${report.problems.map((p) => `  - ${p}`).join('\n')}`,
+  ].join('\n');
 }

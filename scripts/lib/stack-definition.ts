@@ -1,25 +1,25 @@
 /**
  * The one definition of the stack that `npm start` (scripts/stack.ts), the bench (bench/lib/env.ts), the scale-out
- * run (scripts/scale-out.ts) and the e2e helpers (test/helpers/test-stack.ts) all start from: which processes run,
- * from which entry point, on which default port, how each is known to be ready, and the environment each gets. The
- * providers come from providers/index.ts, so a new provider changes nothing here or in any launcher.
+ * run and the e2e helpers (test/helpers/test-stack.ts) start from: which processes run, from which entry point, on
+ * which default port, how each is known to be ready, and the environment each gets. Providers and steps come from
+ * their registries, so a new provider or step changes nothing here or in any launcher.
  */
+import type { StepDefinition } from '../../activities/kit/define.js';
+import { STEPS } from '../../activities/steps/index.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
-import { envPrefix, type ProviderDefinition } from '../../providers/kit/define.js';
+import { envPrefix, providerTaskQueue, type ProviderDefinition } from '../../providers/kit/define.js';
 
-/** Default ports of the local stack (each overridable by its environment variable). */
+/** Default ports of the local stack, each overridable by its variable in {@link PORT_VARIABLES}. */
 export const DEFAULT_PORTS = {
-  /** The API (`PORT`). */
   api: 3000,
-  /** The one simulator process, every provider under `/<name>` (`SIMULATOR_PORT`). */
+  /** The one simulator process, every provider under `/<name>`. */
   simulators: 4010,
-  /** The Temporal frontend, gRPC (`TEMPORAL_PORT`). */
+  /** The Temporal frontend (gRPC). */
   temporal: 7233,
-  /** The Temporal Web UI (`TEMPORAL_UI_PORT`). */
   temporalUi: 8233,
-  /** The worker's Prometheus endpoint (`WORKER_METRICS_PORT`). */
+  /** The worker's Prometheus endpoint (0 turns it off). */
   workerMetrics: 9464,
-  /** The embedded PostgreSQL of `npm start` (`EMBEDDED_PG_PORT`). */
+  /** The embedded PostgreSQL of `npm start`. */
   embeddedPostgres: 54329,
 } as const;
 
@@ -37,56 +37,47 @@ export const PORT_VARIABLES: Readonly<Record<StackPort, string>> = {
 };
 
 /**
- * The ports of the local stack: each {@link DEFAULT_PORTS} entry unless its {@link PORT_VARIABLES} variable is set
- * (`WORKER_METRICS_PORT=0` turns the worker's endpoint off, as the worker reads it).
- * @throws Error naming the variable when a value is not a TCP port.
+ * The ports of the local stack: each {@link DEFAULT_PORTS} entry unless its {@link PORT_VARIABLES} variable is set.
+ * @throws Error naming the variable when a value is not a TCP port (0 is allowed for the worker's metrics only).
  */
 export function stackPorts(env: NodeJS.ProcessEnv = process.env): Record<StackPort, number> {
   const read = (role: StackPort): number => {
-    const name = PORT_VARIABLES[role];
-    const raw = env[name]?.trim();
+    const raw = env[PORT_VARIABLES[role]]?.trim();
     if (!raw) return DEFAULT_PORTS[role];
     const value = Number(raw);
-    const min = role === 'workerMetrics' ? 0 : 1;
-    if (!Number.isInteger(value) || value < min || value > 65535) throw new Error(`${name}=${raw} is not a TCP port`);
+    if (!Number.isInteger(value) || value < (role === 'workerMetrics' ? 0 : 1) || value > 65535) {
+      throw new Error(`${PORT_VARIABLES[role]}=${raw} is not a TCP port`);
+    }
     return value;
   };
-  return Object.fromEntries(Object.keys(DEFAULT_PORTS).map((role) => [role, read(role as StackPort)])) as Record<
-    StackPort,
-    number
-  >;
+  const roles = Object.keys(DEFAULT_PORTS) as StackPort[];
+  return Object.fromEntries(roles.map((role) => [role, read(role)])) as Record<StackPort, number>;
 }
 
 /** A process of the stack that runs from the build (`dist/`). */
 export interface StackProcess {
-  /** Its name in logs, e.g. `simulators`. */
   name: 'simulators' | 'worker' | 'api';
   /** Entry point, relative to the repository root. */
   entry: string;
-  /** The port it listens on (its role in {@link DEFAULT_PORTS}), for HTTP processes. */
+  /** Its port's role in {@link DEFAULT_PORTS} (HTTP processes). */
   port?: StackPort;
-  /** The path whose 2xx says it is ready (HTTP processes), under its base URL. */
+  /** The path whose 2xx says it is ready (HTTP processes); the worker is ready once it polls its task queues. */
   readyPath?: string;
-  /** `pollers`: ready once it polls every task queue it serves (the worker; scripts/lib/stack-processes.ts). */
-  readyWhen?: 'pollers';
 }
 
 /** The built processes of the stack, in start order. */
 export const STACK_PROCESSES = {
   simulators: { name: 'simulators', entry: 'dist/simulators/main.js', port: 'simulators', readyPath: '/_sim/health' },
-  worker: { name: 'worker', entry: 'dist/src/worker.js', readyWhen: 'pollers' },
+  worker: { name: 'worker', entry: 'dist/src/worker.js' },
   api: { name: 'api', entry: 'dist/src/main.js', port: 'api', readyPath: '/health' },
 } as const satisfies Record<string, StackProcess>;
 
-/** Every `.js` entry point the stack runs (what `npm start` checks the build of). */
-export const STACK_ENTRY_POINTS: readonly string[] = Object.values(STACK_PROCESSES).map((p) => p.entry);
-
-/** `http://<host>:<port>`: the base URL of a local process (the simulators' is `SIMULATOR_URL`). */
+/** `http://<host>:<port>`: the base URL of a local process. */
 export function localUrl(port: number, host = '127.0.0.1'): string {
   return `http://${host}:${port}`;
 }
 
-/** A provider's base URL on the simulator process: `<simulatorUrl>/<name>` (what its `<NAME>_PROVIDER_URL` defaults to). */
+/** A provider's base URL on the simulator process: `<simulatorUrl>/<name>` (its `<NAME>_PROVIDER_URL` default). */
 export function simulatedProviderUrl(simulatorUrl: string, provider: string): string {
   return `${simulatorUrl.replace(/\/+$/, '')}/${encodeURIComponent(provider)}`;
 }
@@ -96,12 +87,12 @@ export function providerLedgerUrl(simulatorUrl: string, provider: string): strin
   return `${simulatedProviderUrl(simulatorUrl, provider)}/_sim/ledger`;
 }
 
-/** Bearer tokens of the providers by name: `dev-<name>-key`, what `npm start`'s simulators accept. */
+/** Bearer tokens by provider name: `dev-<name>-key`, what `npm start`'s simulators accept. */
 export function devProviderApiKeys(providers: readonly ProviderDefinition[]): Record<string, string> {
   return Object.fromEntries(providers.map((p) => [p.name, `dev-${p.name}-key`]));
 }
 
-/** Bearer tokens of the providers by name for tests: `test-<name>-key`. */
+/** Bearer tokens by provider name for tests: `test-<name>-key`. */
 export function testProviderApiKeys(providers: readonly ProviderDefinition[]): Record<string, string> {
   return Object.fromEntries(providers.map((p) => [p.name, `test-${p.name}-key`]));
 }
@@ -123,19 +114,16 @@ export function providerApiKeysFromEnv(
  * `env` without any provider's own URL and key (`<NAME>_PROVIDER_URL`, `<NAME>_PROVIDER_API_KEY`), for a launcher
  * whose services must reach its own simulators (the bench, the scale-out run), whatever the caller's shell exports.
  */
-export function withoutProviderVariables(
-  env: NodeJS.ProcessEnv,
-  providers: readonly ProviderDefinition[] = PROVIDER_LIST,
-): NodeJS.ProcessEnv {
-  const drop = new Set(providers.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, `${envPrefix(p)}_PROVIDER_API_KEY`]));
+export function withoutProviderVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const drop = new Set(
+    PROVIDER_LIST.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, `${envPrefix(p)}_PROVIDER_API_KEY`]),
+  );
   return Object.fromEntries(Object.entries(env).filter(([name]) => !drop.has(name)));
 }
 
-/** `{ EMAIL_PROVIDER_API_KEY: ..., ... }` for the given keys by provider name. */
 function apiKeyVariables(keys: Readonly<Record<string, string>> | undefined): Record<string, string> {
-  if (!keys) return {};
   return Object.fromEntries(
-    Object.entries(keys).map(([name, key]) => [`${envPrefix({ name })}_PROVIDER_API_KEY`, key]),
+    Object.entries(keys ?? {}).map(([name, key]) => [`${envPrefix({ name })}_PROVIDER_API_KEY`, key]),
   );
 }
 
@@ -144,19 +132,20 @@ export interface ServiceEnvironmentOptions {
   databaseUrl: string;
   /** host:port of the Temporal frontend. */
   temporalAddress: string;
-  /** The order task queue (default: the service's own default, `order-fulfilment`). */
+  /** The order task queue (default: the service's own, `order-fulfilment`). */
   taskQueue?: string;
   /** Base URL of the simulator process; each provider's URL is `<simulatorUrl>/<name>`. */
   simulatorUrl: string;
-  /** The bearer token of each provider (what its simulator accepts), by provider name. */
+  /** The bearer token of each provider, by provider name. */
   providerApiKeys?: Readonly<Record<string, string>>;
   /** Base URL of the Temporal Web UI, for the API's links. */
   temporalUiUrl?: string;
 }
 
 /**
- * The environment of the API and the worker of one stack (src/config/config.ts reads it): the database, Temporal,
- * the task queue and the providers (every `<NAME>_PROVIDER_URL` derives from `SIMULATOR_URL`).
+ * The environment of the API and the worker of one stack (src/config/config.ts reads it): `DATABASE_URL`,
+ * `TEMPORAL_ADDRESS`, `TEMPORAL_TASK_QUEUE`, `SIMULATOR_URL` (every `<NAME>_PROVIDER_URL` defaults to
+ * `<SIMULATOR_URL>/<name>`), each provider's key and `TEMPORAL_UI_URL`.
  */
 export function serviceEnvironment(opts: ServiceEnvironmentOptions): Record<string, string> {
   return {
@@ -180,4 +169,26 @@ export function simulatorEnvironment(opts: {
     ...(opts.host ? { SIMULATOR_HOST: opts.host } : {}),
     ...apiKeyVariables(opts.providerApiKeys),
   };
+}
+
+/** The providers a step or a compensation of `steps` calls, in registry order. */
+export function calledProviders(steps: readonly StepDefinition[] = STEPS): ProviderDefinition[] {
+  const called = new Set(
+    steps.flatMap((s) => [
+      ...(s.kind === 'provider' ? [s.provider.name] : []),
+      ...(s.compensation?.kind === 'provider' ? [s.compensation.provider.name] : []),
+    ]),
+  );
+  return PROVIDER_LIST.filter((p) => called.has(p.name));
+}
+
+/**
+ * The task queues a worker process polls: the order task queue (workflows and the database steps) and
+ * `<taskQueue>.<provider>` of each provider a step or a compensation calls (src/worker/order-worker.ts).
+ */
+export function workerTaskQueues(taskQueue: string): Array<{ name: string; workflows: boolean }> {
+  return [
+    { name: taskQueue, workflows: true },
+    ...calledProviders().map((p) => ({ name: providerTaskQueue(taskQueue, p.name), workflows: false })),
+  ];
 }

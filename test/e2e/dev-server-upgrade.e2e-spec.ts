@@ -27,8 +27,8 @@ async function listed(address: string): Promise<string[]> {
 describe('dev server database from an earlier version', () => {
   it('gets the search attributes added since, on the next start', async () => {
     const executable = await temporalServerExecutable();
-    const cliPath = executable.type === 'existing-path' ? executable.path : undefined;
-    expect(cliPath, 'a Temporal CLI (see README)').toBeTruthy();
+    if (executable.type !== 'existing-path') throw new Error('this test needs a Temporal CLI (see README)');
+    const cliPath = executable.path;
     const dbFilename = path.join(dir, 'dev.db');
     const [first, ...added] = PROJECT_SEARCH_ATTRIBUTES;
     const start = async (searchAttributes: typeof PROJECT_SEARCH_ATTRIBUTES) =>

@@ -48,7 +48,6 @@ export async function startTestPostgres(): Promise<{ adminUrl: string; stop(): P
     user: 'postgres',
     password: 'postgres',
     log: () => {},
-    output: { onLine: () => {} },
     fresh: true,
   });
   return {

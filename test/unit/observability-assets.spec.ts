@@ -1,7 +1,7 @@
 /**
  * observability/ (alert rules and their unit tests, the scrape config, the Grafana dashboard) and the checks of
- * `npm run check:observability` (scripts/lib/observability-check.ts): the metric-name extraction, the SDK's declared
- * metrics, and whole runs of the check on the committed files and on broken dashboards, against scrapes built from
+ * `npm run check:observability` (scripts/lib/observability-check.ts): the metric-name extraction (the official
+ * PromQL grammar), the exposition parser, the SDK's lazily created metrics, and whole runs of the check on the committed files and on broken dashboards, against scrapes built from
  * src/metrics/metric-definitions.ts. promtool is found or built (scripts/lib/promtool.ts): a missing promtool fails
  * these tests, it never skips them (CI builds it before `npm test`).
  */
@@ -11,23 +11,57 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import {
-  alertProblems,
   dashboardExpressions,
-  headingAnchors,
   metricNames,
   nameSource,
   OBSERVABILITY_FILES,
-  parseExposition,
   parseRuleFile,
   runObservabilityCheck,
-  sdkCoreSourceDir,
-  sdkDeclaredMetrics,
+  SDK_LAZY_METRICS,
+  servedNames,
   substituteGrafanaVariables,
   variableExpression,
 } from '../../scripts/lib/observability-check.js';
 import { repoRoot } from '../../scripts/lib/env.js';
 import { ensurePromtool } from '../../scripts/lib/promtool.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
+import type { PromRule } from '../../scripts/lib/observability-check.js';
+
+/** The anchors GitHub gives a Markdown document's headings (lower case, spaces to `-`, punctuation dropped). */
+function headingAnchors(markdown: string): Set<string> {
+  const unfenced = markdown.replace(/^(```|~~~)[\s\S]*?^\1/gm, '');
+  return new Set(
+    [...unfenced.matchAll(/^#{1,6}\s+(.*?)\s*#*\s*$/gm)].map((m) =>
+      m[1]!
+        .replace(/`/g, '')
+        .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-'),
+    ),
+  );
+}
+
+/** What each alert must carry: severity critical|warning, summary, description, a runbook_url `<doc>#<heading>`. */
+function alertProblems(rules: readonly PromRule[], runbookDoc: string, docs: string): string[] {
+  const anchors = headingAnchors(docs);
+  return rules.flatMap((rule) => {
+    if (!rule.alert) return [];
+    const at = `alert ${rule.alert}`;
+    const [doc, anchor] = (rule.annotations.runbook_url ?? '').split('#');
+    return [
+      ...(['critical', 'warning'].includes(rule.labels.severity ?? '')
+        ? []
+        : [`${at}: label severity is ${rule.labels.severity ?? 'missing'}`]),
+      ...['summary', 'description'].filter((k) => !rule.annotations[k]?.trim()).map((k) => `${at}: no ${k} annotation`),
+      ...(doc !== runbookDoc || !anchor
+        ? [`${at}: runbook_url ${rule.annotations.runbook_url ?? '(none)'} is not ${runbookDoc}#<anchor>`]
+        : anchors.has(anchor)
+          ? []
+          : [`${at}: runbook_url ${doc}#${anchor}: ${runbookDoc} has no heading with the anchor #${anchor}`]),
+    ];
+  });
+}
 
 const ROOT = repoRoot();
 const DASHBOARD = path.join(ROOT, OBSERVABILITY_FILES.dashboards, 'order-fulfilment.json');
@@ -48,8 +82,8 @@ describe('metricNames: the metric names a PromQL expression reads', () => {
       'max by (status) (delta(x{status="attention_required"}[15m])) > 0 and count_values("v", y) unless absent(up{job="order-api"})',
       ['up', 'x', 'y'],
     ],
-    // a name that is also a function or keyword name elsewhere, quoted names (Prometheus 3), __name__ matchers
-    ['rate(sum[5m]) + {__name__="by_name", a="b"} + {"dotted.name", c=~"d|e"}', ['by_name', 'dotted.name', 'sum']],
+    // a name that is also a function name elsewhere, quoted names (Prometheus 3), __name__ matchers
+    ['rate(rate[5m]) + {__name__="by_name", a="b"} + {"dotted.name", c=~"d|e"}', ['by_name', 'dotted.name', 'rate']],
     ['label_replace(vector(1), "dst", "$1", "src", "(.*)") * time()', []],
   ])('%s', (expr, names) => {
     expect(metricNames(expr)).toEqual(names);
@@ -57,6 +91,10 @@ describe('metricNames: the metric names a PromQL expression reads', () => {
 
   it('refuses a selector that picks names by a regular expression (it cannot be checked against a scrape)', () => {
     expect(() => metricNames('{__name__=~"temporal_.*"}')).toThrow(/name the metrics/);
+  });
+
+  it('refuses an expression that does not parse', () => {
+    expect(() => metricNames('sum(rate(x[5m])')).toThrow(/does not parse/);
   });
 
   it('substitutes Grafana variables before reading', () => {
@@ -76,33 +114,22 @@ describe('metricNames: the metric names a PromQL expression reads', () => {
   });
 });
 
-describe('the Temporal SDK metrics declared in the SDK source that ships in node_modules', () => {
-  const sdk = sdkDeclaredMetrics(sdkCoreSourceDir(ROOT));
-
-  it('has the counters created at their first event and the histograms, with the worker prefix', () => {
-    expect(sdk.get('temporal_workflow_failed')).toBe('other');
-    expect(sdk.get('temporal_workflow_task_execution_failed')).toBe('other');
-    expect(sdk.get('temporal_long_request_failure')).toBe('other');
-    expect(sdk.get('temporal_workflow_endtoend_latency')).toBe('histogram');
-    expect(sdk.get('temporal_request_latency')).toBe('histogram');
-    expect(sdk.size).toBeGreaterThan(30);
-    // the test modules' fixtures are left out
-    expect([...sdk.keys()].filter((n) => /temporal_(ctr|histo|gauge)$/.test(n))).toEqual([]);
-  });
-
-  it('resolves a name: scrape first, then Prometheus, then the SDK declarations; a typo is missing', () => {
-    const api = parseExposition('# TYPE h histogram\nh_bucket{le="+Inf"} 1\n# TYPE c_total counter\nc_total 2\n');
-    const worker = parseExposition('# TYPE temporal_num_pollers gauge\ntemporal_num_pollers 2\n');
+describe('where a metric name comes from', () => {
+  it('resolves a name: scrape first, then Prometheus, then the SDK metrics created at their first event', () => {
+    const api = servedNames(
+      '# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n# TYPE c_total counter\nc_total 2\n',
+    );
+    const worker = servedNames('# TYPE temporal_num_pollers gauge\ntemporal_num_pollers 2\n');
     const scrapes = { api, worker };
-    expect(nameSource('h_sum', scrapes, sdk)).toBe('api');
-    expect(nameSource('c_total', scrapes, sdk)).toBe('api');
-    expect(nameSource('temporal_num_pollers', scrapes, sdk)).toBe('worker');
-    expect(nameSource('up', scrapes, sdk)).toBe('prometheus');
-    expect(nameSource('temporal_workflow_failed', scrapes, sdk)).toBe('sdk-declared');
-    expect(nameSource('temporal_workflow_endtoend_latency_bucket', scrapes, sdk)).toBe('sdk-declared');
-    expect(nameSource('temporal_workflow_failed_bucket', scrapes, sdk)).toBe('missing'); // a counter has no buckets
-    expect(nameSource('temporal_workflow_faild', scrapes, sdk)).toBe('missing');
-    expect(nameSource('c_bucket', scrapes, sdk)).toBe('missing');
+    expect(nameSource('h_sum', scrapes)).toBe('api');
+    expect(nameSource('c_total', scrapes)).toBe('api');
+    expect(nameSource('temporal_num_pollers', scrapes)).toBe('worker');
+    expect(nameSource('up', scrapes)).toBe('prometheus');
+    expect(nameSource('temporal_workflow_failed', scrapes)).toBe('sdk');
+    expect(nameSource('temporal_workflow_endtoend_latency_bucket', scrapes)).toBe('sdk');
+    expect(SDK_LAZY_METRICS.has('temporal_workflow_failed_bucket')).toBe(false); // a counter has no buckets
+    expect(nameSource('temporal_workflow_faild', scrapes)).toBe('missing');
+    expect(nameSource('c_bucket', scrapes)).toBe('missing');
   });
 });
 
@@ -203,7 +230,7 @@ describe('npm run check:observability on the committed files and on broken dashb
     const dashboard = dashboardExpressions(JSON.parse(readFileSync(DASHBOARD, 'utf8')), 'order-fulfilment.json');
     expect(dashboard.problems).toEqual([]);
     expect(report.expressions.length).toBe(13 + dashboard.expressions.length); // 13 alert rules
-    expect(report.names.get('temporal_workflow_task_execution_failed')?.source).toBe('sdk-declared');
+    expect(report.names.get('temporal_workflow_task_execution_failed')?.source).toBe('sdk');
     expect(report.names.get('order_fulfilment_orders')?.source).toBe('api');
     expect(report.names.get('up')?.source).toBe('prometheus');
   });

@@ -1,6 +1,7 @@
 /**
  * An order's history stays bounded however many operator retries it gets (issue 16, finding 2). An order whose
- * post-pivot step is refused every time gets `HISTORY_RETRIES` operator retries (600 in `npm test`, 2 000 in CI's own step; 5 000 measured: 891 s, 73 runs, at most 1 017 events), each answered
+ * post-pivot step is refused every time gets `HISTORY_RETRIES` operator retries (250 by default: at least 3 continue-as-new switches, each carrying the state and
+ * the latest answers, which is what the bound needs; 5 000 once measured: 891 s, 73 runs, at most 1 017 events), each answered
  * 202-style (the Update's result) and each adding about 15 events; the workflow continues as new once a run's history
  * reaches HISTORY_EVENTS_LIMIT, carrying the order's state and the answers of the latest retry Updates:
  * - every run's history stays within the limit plus one retry cycle;
@@ -29,8 +30,8 @@ import {
 import { StepPhase } from '../../workflows/order-plan.js';
 import { startWorkflowWorkers, type WorkflowWorkers } from '../helpers/workflow-workers.js';
 
-/** 600 in `npm test` (several continue-as-new switches); CI runs 2 000 as its own step (HISTORY_RETRIES=2000). */
-const RETRIES = Number(process.env.HISTORY_RETRIES ?? 600);
+/** 250: at least 3 continue-as-new switches (a run holds ~66 retries); HISTORY_RETRIES sets more for a longer proof. */
+const RETRIES = Number(process.env.HISTORY_RETRIES ?? 250);
 const taskQueue = `history-bound-${randomUUID()}`;
 /** The step refused every time until `fixed`: the plan's first step after the pivot. */
 const FAILING = STEPS.find((s) => s.phase === StepPhase.AfterPivot)!;
@@ -153,7 +154,7 @@ describe('an order retried thousands of times', () => {
         `${RETRIES} retries in ${seconds.toFixed(1)} s; ${all.length} runs; longest history ${longest} events ` +
           `(limit ${HISTORY_EVENTS_LIMIT} + one retry cycle)`,
       );
-      expect(all.length).toBeGreaterThan(RETRIES >= 200 ? 1 : 0);
+      expect(all.length).toBeGreaterThanOrEqual(RETRIES >= 200 ? 3 : 1);
       expect(longest).toBeLessThanOrEqual(HISTORY_EVENTS_LIMIT + 40);
     },
     30 * 60_000,
