@@ -2,7 +2,8 @@
  * The activities of the order workflow, derived from the step registry (activities/steps/index.ts): one activity
  * per step and per compensation (each runs its definition through the kit, ./kit/run.ts), plus the kit's own:
  * `haltOrder` (the fence), `setOrderStatus` (the statuses the workflow writes itself), `planOrder` (the plan of a
- * run started without one), and the retention Schedule's `purgeExpiredIdempotencyRecords`.
+ * run started without one), `recordResolution` (an operator's audited decision), and the retention Schedule's
+ * `purgeExpiredIdempotencyRecords`.
  *
  * Activities are plain functions closed over their dependencies (no `this`), so they run alone under
  * `MockActivityEnvironment` and register as they are with a Temporal Worker. Provider steps (and provider
@@ -30,6 +31,7 @@ import {
   type StepResult,
 } from './kit/run.js';
 import type { ActivityDeps } from './ports.js';
+import { recordResolution, type RecordResolutionInput, type RecordResolutionResult } from './kit/resolutions.js';
 import { createRetentionActivities } from './retention.activities.js';
 import { STEPS } from './steps/index.js';
 
@@ -75,6 +77,8 @@ export interface KitActivities {
    * @throws ApplicationFailure `RecordNotFoundError` (non-retryable) when the order does not exist.
    */
   planOrder(input: PlanOrderInput): Promise<OrderPlan>;
+  /** See {@link recordResolution}: an operator's audited decision on what an order waits on. */
+  recordResolution(input: RecordResolutionInput): Promise<RecordResolutionResult>;
 }
 
 /** Every activity: the kit's, the retention one, and one per step and compensation (by activity name). */
@@ -101,6 +105,7 @@ export function createActivities(deps: ActivityDeps, steps: readonly StepDefinit
   }
   const kit: KitActivities = {
     haltOrder: (input) => haltOrder(steps, deps, input),
+    recordResolution: (input) => recordResolution(steps, deps, input),
     async setOrderStatus(input) {
       const applied = await writeOrderStatus(
         deps.db,
@@ -172,10 +177,12 @@ export function orderStatuses(steps: readonly StepDefinition[] = STEPS): string[
     OrderStatus.AttentionRequired,
     OrderStatus.Failed,
     OrderStatus.Cancelled,
+    OrderStatus.Closed,
   ];
 }
 
 export { STEPS };
 export * from './ports.js';
 export type * from './kit/run.js';
+export type * from './kit/resolutions.js';
 export type * from './retention.activities.js';

@@ -34,7 +34,7 @@ export interface Db extends SqlQueries {
 /** Tunables of the activities. */
 export interface ActivitySettings {
   /**
-   * How long a `sending` claim protects its owner, in ms. A claim older than this whose owner is not
+   * How long a `claimed` or `sending` claim protects its owner, in ms. A claim older than this whose owner is not
    * the current activity is reclaimed by a conditional UPDATE. Must exceed the provider profile's
    * start-to-close timeout (30 s) so a live attempt is never reclaimed. Default 120000.
    */

@@ -38,6 +38,13 @@ export const ErrorType = {
   OrderNotAwaitingRetry: 'OrderNotAwaitingRetryError',
   /** The workflow's own deliberate failure after compensating a permanently failed order. */
   OrderFailed: 'OrderFailedError',
+  /**
+   * A provider answered (the effect happened), but the claim could not record it: it is a tombstone or gone. Thrown
+   * non-retryable with `mayHaveActed: true`; a person reconciles it.
+   */
+  SideEffectUnrecorded: 'SideEffectUnrecordedError',
+  /** An operator's resolve or close of an order that does not wait for it (or waits on another step). */
+  OrderNotAwaitingResolution: 'OrderNotAwaitingResolutionError',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

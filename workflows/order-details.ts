@@ -32,6 +32,7 @@ function headline(input: DetailsInput): string {
   if (state.status === 'completed') return '**Completed**: every step is done.';
   if (state.status === 'failed') return '**Failed**: compensated (see the failure in the history).';
   if (state.status === 'cancelled') return '**Cancelled**: compensated.';
+  if (state.status === 'closed') return '**Closed** by an operator: the remaining steps did not run.';
   if (state.currentStep) {
     const step = input.plan.steps.find((s) => s.name === state.currentStep);
     const at = step ? input.plan.steps.indexOf(step) + 1 : 0;
@@ -72,19 +73,26 @@ export function detailsOf(input: DetailsInput): string {
 
 /**
  * The lines of an order that waits for an operator: which step, why in words (`why`, written by the workflow), the
- * failure as recorded (`reason`, escaped), whether the provider may have acted, and how to retry.
+ * failure as recorded (`reason`, escaped), whether the provider may have acted, and the operator's ways out: retry,
+ * and where the wait offers them, resolve and close.
  */
 export function describeWait(
   orderId: string,
-  step: PlannedStep,
+  step: Pick<PlannedStep, 'name' | 'summary'>,
   why: string,
   reason: string,
   outcomeUnknown: boolean,
+  ways: { resolutions: readonly string[]; closable: boolean } = { resolutions: [], closable: false },
 ): string {
   const cause = escapeMarkdown(reason.length > 300 ? `${reason.slice(0, 299)}…` : reason);
   const unknown = outcomeUnknown ? ' The provider may have acted: a retry re-sends with the same Idempotency-Key.' : '';
+  const resolve = ways.resolutions.length
+    ? ` When no provider answer can settle it, resolve it as ${ways.resolutions.map((r) => `\`${r}\``).join(' or ')} ` +
+      `with \`POST /orders/${orderId}/resolve\` (who and why are recorded).`
+    : '';
+  const close = ways.closable ? ` Or close the order with a reason: \`POST /orders/${orderId}/close\`.` : '';
   return (
     `**Waiting for an operator** at \`${step.name}\` (${escapeMarkdown(step.summary)}): ${why}.${unknown} ` +
-    `Retry with \`POST /orders/${orderId}/retry\` once the cause is fixed.\n\nCause: ${cause}`
+    `Retry with \`POST /orders/${orderId}/retry\` once the cause is fixed.${resolve}${close}\n\nCause: ${cause}`
   );
 }

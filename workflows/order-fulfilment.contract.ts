@@ -32,15 +32,16 @@ export function orderWorkflowId(orderId: string): string {
  *
  * Before the pivot a failure or a cancel compensates (stock released, invoice voided) and ends in `failed` or
  * `cancelled`; after it nothing compensates: a step that fails for good, or whose outcome at a provider is unknown,
- * puts the order in `attention_required` until an operator retries it.
+ * puts the order in `attention_required` until an operator retries it, resolves it, or closes the order (`closed`).
  */
 export const OrderStatus = {
   /** Stored; its workflow started (or about to be). */
   Received: 'received',
   /**
    * A step could not finish on its own and no compensation is allowed (past the pivot), or the provider may
-   * have acted and we cannot know: the workflow waits for an operator's `retry` Update
-   * (POST /orders/:id/retry). `failureReason` says which step and why.
+   * have acted and we cannot know, or a compensation failed for good (`compensation_failed: …`): the workflow waits
+   * for an operator's `retry`, `resolve` or (after the pivot) `close` Update (POST /orders/:id/retry, /resolve,
+   * /close). `failureReason` says which step and why.
    */
   AttentionRequired: 'attention_required',
   /** Every step of the plan succeeded. Final. */
@@ -49,6 +50,11 @@ export const OrderStatus = {
   Failed: 'failed',
   /** Cancelled before the pivot (API or Temporal cancel); the earlier steps were compensated. Final. */
   Cancelled: 'cancelled',
+  /**
+   * Closed by an operator (the `close` Update, POST /orders/:id/close) while a step after the pivot waited for one:
+   * the remaining steps did not run and nothing was compensated; the operator's reason is the failure reason. Final.
+   */
+  Closed: 'closed',
 } as const;
 /** An order status: one of {@link OrderStatus} or a step's status (e.g. `shipped`). */
 export type OrderStatus = string;
@@ -61,9 +67,16 @@ export const TERMINAL_ORDER_STATUSES: readonly OrderStatus[] = [
   OrderStatus.Completed,
   OrderStatus.Failed,
   OrderStatus.Cancelled,
+  OrderStatus.Closed,
 ];
 
-/** True for `completed`, `failed` and `cancelled`. */
+/**
+ * How the failure reason of an order that waits because a compensation failed for good starts
+ * (`compensation_failed: voidInvoice failed: ...`): the metrics and the public failure read it.
+ */
+export const COMPENSATION_FAILED = 'compensation_failed';
+
+/** True for `completed`, `failed`, `cancelled` and `closed`. */
 export function isTerminalStatus(status: string): boolean {
   return (TERMINAL_ORDER_STATUSES as readonly string[]).includes(status);
 }
@@ -103,8 +116,10 @@ export interface OrderResumeState {
   lastStarted: number;
   /** The `OrderStatus` search attribute as last set. */
   visibleStatus: OrderStatus;
-  /** The answers of the latest retry Updates, by Update id (at most {@link REMEMBERED_UPDATES}). */
-  answered: Record<string, RetryStepResult>;
+  /**
+   * The answers of the latest operator Updates (retry, resolve), by Update id (at most {@link REMEMBERED_UPDATES}).
+   */
+  answered: Record<string, OperatorAnswer>;
 }
 
 /** How many retry Update answers an order remembers across runs (a repeated request older than that is a new one). */
@@ -133,16 +148,34 @@ export interface OrderCancelledResult {
   reason: string;
 }
 
+/** Workflow result when an operator closed the order after the pivot (the `close` Update). */
+export interface OrderClosedByOperatorResult {
+  orderId: string;
+  status: typeof OrderStatus.Closed;
+  /** The step that waited when the order was closed (it and the steps after it did not run). */
+  step: OrderStep;
+  reason: string;
+  /** Who closed it. */
+  by: string;
+}
+
 /**
  * Workflow result. A failed order ends the workflow with `OrderFailedError`; a cancel requested through
  * Temporal (UI/CLI) before the pivot ends it as cancelled (after compensating); a run on an order that was
  * already final ends with `OrderClosedError` and changes nothing.
  */
-export type OrderFulfilmentResult = OrderCompletedResult | OrderCancelledResult;
+export type OrderFulfilmentResult = OrderCompletedResult | OrderCancelledResult | OrderClosedByOperatorResult;
+
+/** How an operator may resolve what an order waits on: the effect happened (by hand, or the provider did), or not. */
+export const Resolution = {
+  Performed: 'performed',
+  NotPerformed: 'not_performed',
+} as const;
+export type Resolution = (typeof Resolution)[keyof typeof Resolution];
 
 /** Why an order waits in `attention_required`. */
 export interface OrderAttention {
-  /** The step that waits for an operator. */
+  /** The step (or, with `kind` `compensation`, the compensation) that waits for an operator. */
   step: OrderStep;
   /** Error type and message, e.g. `ProviderRejectedError: accounting system: ... → 422`. */
   reason: string;
@@ -150,6 +183,19 @@ export interface OrderAttention {
   outcomeUnknown: boolean;
   /** How many operator retries this step had so far. */
   retries: number;
+  /**
+   * What waits: a forward step (`step`), or a compensation that failed for good (`compensation`: the order is halted
+   * and cannot end before it is undone or resolved). Absent in states of runs started before 1.1: a step.
+   */
+  kind?: 'step' | 'compensation';
+  /**
+   * The resolutions the `resolve` Update accepts here besides a retry: `performed` and `not_performed` while the
+   * outcome is unknown, `performed` (done by hand) for a step after the pivot that was refused and for a failed
+   * compensation. Absent before 1.1: none.
+   */
+  resolutions?: Resolution[];
+  /** True when the `close` Update may end the order here (a step after the pivot waits). Absent before 1.1: false. */
+  closable?: boolean;
 }
 
 /** What the `status` query returns: the workflow's view of the order, live. */
@@ -210,12 +256,66 @@ export interface RetryStepResult {
  */
 export const retryStepUpdate = defineUpdate<RetryStepResult, [RetryStepInput]>('retry');
 
+/** Argument of the `resolve` Update: an operator's audited decision on what the order waits on. */
+export interface ResolveStepInput {
+  /** The step (or compensation) the order waits on: the resolution applies only there. */
+  step: OrderStep;
+  /** What happened: `performed` (the provider did act, or it was done by hand) or `not_performed`. */
+  outcome: Resolution;
+  /** Why the operator decided so (1..1000 characters): stored with the decision. */
+  reason: string;
+  /** Who decided (1..200 characters): the API passes the operator's client id. */
+  by: string;
+  /** For `performed`: the reference of the effect (e.g. the provider's id found in its dashboard), 1..200 characters. */
+  providerId?: string;
+}
+
+/** Result of the `resolve` Update: the decision as recorded. */
+export interface ResolveStepResult {
+  orderId: string;
+  step: OrderStep;
+  outcome: Resolution;
+  by: string;
+}
+
 /**
- * Query: the answer of the retry Update with this id, if this order accepted it (in this run or, carried across a
+ * Update (operator action): resolve the outcome the order waits on when no provider answer can settle it, e.g. the
+ * provider cannot replay an old key, or a refused step was done by hand. Accepted only for the waiting step and for a
+ * resolution its wait offers ({@link OrderAttention.resolutions}); refused with `OrderNotAwaitingResolutionError`
+ * otherwise. The decision is stored (who, why, when: `order_resolutions`) with its effect on the step's claim before
+ * the Update completes; then the order goes on: before the pivot the fence runs again (a confirmation resolved
+ * performed passes the pivot; anything else compensates), after it a step resolved performed counts as done and one
+ * resolved not performed runs again, and a compensation resolved performed counts as undone. Same Update id, same
+ * answer. Name on the wire: `resolve`.
+ */
+export const resolveStepUpdate = defineUpdate<ResolveStepResult, [ResolveStepInput]>('resolve');
+
+/** Argument of the `close` Update. */
+export interface CloseOrderInput {
+  /** Why the order is closed (1..1000 characters): its failure reason. */
+  reason: string;
+  /** Who closed it (1..200 characters). */
+  by: string;
+}
+
+/**
+ * Update (operator action): close an order whose step after the pivot waits for an operator and will not be done
+ * (e.g. the carrier refuses the address for good and the customer was refunded by hand): the order ends `closed` with
+ * the reason, the remaining steps do not run, nothing is compensated (stock and invoice stay as they are: see
+ * docs/operations.md). Refused with `OrderNotAwaitingResolutionError` unless such a step waits. Same Update id, same
+ * answer. Name on the wire: `close`.
+ */
+export const closeOrderUpdate = defineUpdate<OrderClosedByOperatorResult, [CloseOrderInput]>('close');
+
+/** An operator Update's answer, as the order remembers it by Update id. */
+export type OperatorAnswer = RetryStepResult | ResolveStepResult | OrderClosedByOperatorResult;
+
+/**
+ * Query: the answer of the operator Update (retry, resolve or close) with this id, if this order accepted it (in this run or, carried across a
  * continue-as-new, an earlier one), else null. Lets the API answer a repeated request with its first outcome even
  * after the workflow closed. Name on the wire: `retryAnswer`.
  */
-export const retryAnswerQuery = defineQuery<RetryStepResult | null, [string]>('retryAnswer');
+export const retryAnswerQuery = defineQuery<OperatorAnswer | null, [string]>('retryAnswer');
 
 /**
  * Search attributes of order workflows, so the Temporal UI can filter orders

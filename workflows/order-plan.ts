@@ -36,6 +36,12 @@ export interface PlannedStep {
   retry: PlannedRetryProfile;
   /** The provider's name (the task queue suffix), for provider steps. */
   provider?: string;
+  /**
+   * The step's idempotency key for this order (provider steps): its claim's key and the `Idempotency-Key` of its
+   * calls. The halt fence reads the claim by it, so a step removed from the registry is still fenced. Absent from
+   * plans stored before 1.1 and from the registry's plan (no order).
+   */
+  key?: string;
   /** The compensation's activity name and, for a provider compensation, its provider. */
   compensation?: { name: string; provider?: string };
   /** What the Temporal UI shows on the activity (user metadata), e.g. `shipment of 3 items`. */
@@ -79,6 +85,12 @@ export const RANK_STEP = 10;
  * overwrites them.
  */
 export const FINAL_FAILURE_RANK = 1_000_000;
+
+/**
+ * Rank of `attention_required` while a compensation that failed for good waits for an operator: above every step's
+ * (a halted order's status), below `failed` and `cancelled`, which replace it once the order is undone.
+ */
+export const COMPENSATION_ATTENTION_RANK = FINAL_FAILURE_RANK - 1;
 
 /** Rank of `received`. */
 export const RECEIVED_RANK = 0;

@@ -227,9 +227,15 @@ export function defineProviderCompensation<P extends ProviderDefinition, K exten
 const ACTIVITY_NAME = /^[a-z][A-Za-z0-9]*$/;
 const STATUS = /^[a-z][a-z0-9_]*$/;
 /** Statuses of the lifecycle that no step may take. */
-const RESERVED_STATUSES = ['received', 'completed', 'attention_required', 'failed', 'cancelled'];
+const RESERVED_STATUSES = ['received', 'completed', 'attention_required', 'failed', 'cancelled', 'closed'];
 /** Activity names of the kit's own activities. */
-const RESERVED_NAMES = ['haltOrder', 'setOrderStatus', 'planOrder', 'purgeExpiredIdempotencyRecords'];
+const RESERVED_NAMES = [
+  'haltOrder',
+  'setOrderStatus',
+  'planOrder',
+  'recordResolution',
+  'purgeExpiredIdempotencyRecords',
+];
 
 /**
  * Checks a registry: unique activity names (steps and compensations), unique statuses, exactly one pivot (a provider

@@ -4,7 +4,7 @@
  * provider failures with jitter.
  * See https://docs.temporal.io/references/failures#application-failure
  */
-import { ApplicationFailure, type RetryPolicy } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, type RetryPolicy } from '@temporalio/common';
 import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { ProviderError } from '../../providers/kit/errors.js';
@@ -39,18 +39,83 @@ export interface RetryTiming {
 }
 
 /**
+ * Whether a refusal is about the idempotency key itself rather than the request: the IETF draft's 422 for a key
+ * reused with another request, Stripe's `idempotency_error`, a missing key. Such a refusal proves the provider holds
+ * (or held) a request under the key, so it never settles a doubt. Read from the RFC 9457 problem `type` when the
+ * client error carries one (`problemType`), else from the error's message, which carries the problem's detail or
+ * title: any mention of idempotency counts (a false positive only keeps a doubt for a person to settle).
+ */
+export function isKeyReuseRefusal(err: ProviderError): boolean {
+  const type = (err as { problemType?: unknown }).problemType;
+  return /idempoten/i.test(typeof type === 'string' ? type : err.message);
+}
+
+/**
+ * Whether a provider's definite refusal settles the doubt an earlier call under the same key left (a `sending` claim):
+ * a compliant provider replays its first answer to a same-key retry with the identical request when the first request
+ * was performed (draft-ietf-httpapi-idempotency-key-header §2.6), so a refusal of that retry means the first one was
+ * not performed. Holds only when
+ * - the refusal is about the request (`rejected`: a 4xx other than 401/403/408/409/425/429): a 401 or a 503 says
+ *   nothing about an earlier request;
+ * - the identical body was sent under the key from the first call on (`frozenBefore`: the claim carried its frozen
+ *   body before this call; a claim taken before bodies were frozen cannot say what its first call sent);
+ * - it is not about the key itself ({@link isKeyReuseRefusal}).
+ */
+export function refusalSettlesDoubt(err: ProviderError, frozenBefore: boolean): boolean {
+  return err.kind === 'rejected' && !err.mayHaveActed && frozenBefore && !isKeyReuseRefusal(err);
+}
+
+/**
+ * `err` with `mayHaveActed` in its details set to `doubt` (the first details object keeps its other fields), so the
+ * workflow reads from any failure whether the effect may have happened. An error that is not an ApplicationFailure
+ * becomes a retryable one of the same type name (its error name), with the original as its cause; a cancellation is
+ * returned as it is. With `doubt` false an error is returned unchanged.
+ */
+export function withDoubt(err: unknown, doubt: boolean): unknown {
+  if (!doubt || err instanceof CancelledFailure) return err;
+  if (err instanceof ApplicationFailure) {
+    const first = (err.details?.[0] ?? {}) as Record<string, unknown>;
+    if (first.mayHaveActed === true) return err;
+    return ApplicationFailure.create({
+      message: err.message,
+      type: err.type ?? 'Error',
+      nonRetryable: err.nonRetryable ?? false,
+      details: [{ ...first, mayHaveActed: true }, ...(err.details?.slice(1) ?? [])],
+      ...(err.nextRetryDelay != null ? { nextRetryDelay: err.nextRetryDelay } : {}),
+      ...(err.cause ? { cause: err.cause } : {}),
+    });
+  }
+  const error = err instanceof Error ? err : new Error(String(err));
+  return ApplicationFailure.create({
+    message: error.message,
+    type: error.name,
+    nonRetryable: false,
+    details: [{ mayHaveActed: true }],
+    cause: error,
+  });
+}
+
+/**
  * Maps a provider client error onto an application failure and throws it:
  * unavailable/conflict → retryable `ProviderUnavailableError` (with a jittered `nextRetryDelay` when `timing` is
  * given); unauthorized → non-retryable `UnauthorizedError`; rejected → non-retryable `ProviderRejectedError`;
  * details `{ status, mayHaveActed }` (see providers/kit/errors.ts). Other errors are rethrown as they are (and
- * retried by the profile).
+ * retried by the profile), through {@link withDoubt} when `mayHaveActed` is given.
  * @param provider name used in the message, e.g. `email provider`.
+ * @param mayHaveActed overrides the error's own `mayHaveActed` in the details: whether the effect may have happened
+ *   under the key at all (this call or an earlier one whose doubt it did not settle), which is what the workflow
+ *   decides on. Default: the error's.
  * @throws always.
  */
-export function rethrowProviderError(err: unknown, provider: string, timing?: RetryTiming): never {
+export function rethrowProviderError(
+  err: unknown,
+  provider: string,
+  timing?: RetryTiming,
+  mayHaveActed?: boolean,
+): never {
   if (err instanceof ProviderError) {
     const message = `${provider}: ${err.message}`;
-    const details = [{ status: err.status, mayHaveActed: err.mayHaveActed }];
+    const details = [{ status: err.status, mayHaveActed: mayHaveActed ?? err.mayHaveActed }];
     switch (err.kind) {
       case 'unauthorized':
         throw ApplicationFailure.create({ message, type: ErrorType.Unauthorized, nonRetryable: true, details });
@@ -67,5 +132,5 @@ export function rethrowProviderError(err: unknown, provider: string, timing?: Re
         });
     }
   }
-  throw err;
+  throw mayHaveActed === undefined ? err : withDoubt(err, mayHaveActed);
 }

@@ -10,7 +10,8 @@ import type { StepDefinition } from './define.js';
 
 /**
  * The plan of an order over `steps`: each step with its rank (10 × its 1-based position), the status it writes (the
- * last step writes `completed`), its retry profile, its provider and compensation, and its summary for `order`.
+ * last step writes `completed`), its retry profile, its provider, its idempotency key for the order (provider steps),
+ * its compensation, and its summary for `order`.
  */
 export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts): OrderPlan {
   return {
@@ -25,6 +26,7 @@ export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts): 
         rank: (i + 1) * RANK_STEP,
         retry: step.retry ?? (step.kind === 'database' ? 'localDatabaseStep' : 'providerCall'),
         ...(step.kind === 'provider' ? { provider: step.provider.name } : {}),
+        ...(step.kind === 'provider' && order.orderId !== '' ? { key: step.key(order.orderId) } : {}),
         ...(compensation
           ? {
               compensation: {

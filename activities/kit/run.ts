@@ -10,13 +10,11 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ErrorType } from '../../workflows/errors.js';
 import type { ProviderAnswer, ProviderClient } from '../../providers/kit/define.js';
-import { ProviderError } from '../../providers/kit/errors.js';
 import type { ActivityDeps } from '../ports.js';
 import {
   claimNewSideEffectOfOpenOrder,
   claimSideEffect,
   completeSideEffect,
-  markSideEffectNotPerformed,
   readSideEffects,
   tombstoneSideEffect,
 } from './claims.js';
@@ -29,7 +27,8 @@ import type {
 } from './define.js';
 import { StepPhase } from './define.js';
 import { earlierAnswers } from './answers.js';
-import { rethrowProviderError } from './failures.js';
+import { startCall, settleFailedCall } from './calls.js';
+import { rethrowProviderError, withDoubt } from './failures.js';
 import { readOrder } from './order.js';
 import {
   cancellationRequested,
@@ -91,6 +90,13 @@ export interface HaltOrderInput {
   reason: string;
   /** The provider steps the fence covers, from the order's plan: every step up to and including the pivot. */
   steps: string[];
+  /**
+   * The plan's pivot step (absent from 1.0.0 workflows: then the registry's pivot among `steps`). The fence reads a
+   * passed pivot from its claim, so it must be the order's own pivot, not the registry's today.
+   */
+  pivot?: string;
+  /** The plan's idempotency key of each fenced step, by name (absent from older plans: then the registry's). */
+  keys?: Record<string, string>;
 }
 
 /**
@@ -174,16 +180,21 @@ function retryTiming(): { attempt: number; retryPolicy?: ReturnType<typeof activ
  * 1. Claims the step's key under the order-row lock (refusing a final or halted order unless the effect was
  *    performed already): one statement for a new claim, else a transaction that applies the claim rules
  *    (./claims.ts). A `sent` claim returns its provider id, calls nothing; a tombstone refuses (`OrderHaltedError`).
- * 2. Reads the order (./order.ts) and builds the request from it and earlier answers (./answers.ts), then calls the
- *    provider with `Idempotency-Key: <key>` while heartbeating. A cancel request
- *    that arrives before the call stops the step (nothing called); once under way the call is never cut short.
- * 3. A definite refusal (the provider did not act) frees the claim; an unknown outcome keeps it `sending` for a
- *    retry with the same key. Transient failures are retried with jitter.
+ * 2. Claim → call (./calls.ts): builds the request (unless the claim carries the frozen body of an earlier call) from
+ *    the order, read once for the attempt (./order.ts), and earlier answers (./answers.ts), then moves the claim to
+ *    `sending` with the body frozen on it, under the order-row lock and only while the order is open: a halt that came
+ *    first stops the step here (nothing called). Then calls the provider with `Idempotency-Key: <key>` and the frozen
+ *    body while heartbeating; once under way the call is never cut short.
+ * 3. A definite refusal (the provider did not act) frees the claim, and so does a refusal of the identical request
+ *    that settles an earlier call's unknown outcome; an unknown outcome keeps it `sending` for a retry with the same
+ *    key and body. Transient failures are retried with jitter.
  * 4. Marks the claim `sent` with the provider's id and writes the status in one statement, or, when the step
  *    records the answer, in one transaction with its `record`.
+ * Every failure after the claim carries `mayHaveActed` in its details: whether the claim stays `sending`.
  * @throws ApplicationFailure `RecordNotFoundError`, `OrderClosedError`, `OrderHaltedError`, `ProviderRejectedError`,
- *   `UnauthorizedError` (non-retryable); `ProviderUnavailableError` (details `{ status, mayHaveActed }`) or
- *   `ClaimInProgressError` (retryable); `CancelledFailure` when cancelled before the call.
+ *   `UnauthorizedError`, `SideEffectUnrecordedError` (non-retryable); `ProviderUnavailableError` (details
+ *   `{ status, mayHaveActed }`) or `ClaimInProgressError` (retryable); `CancelledFailure` when cancelled before the
+ *   call.
  */
 export async function runProviderStep(
   step: ProviderStepDefinition,
@@ -210,44 +221,52 @@ export async function runProviderStep(
   if (claim.state === 'done') return { step: step.name, performed: false, providerId: claim.providerId, key };
   if (claim.state === 'cancelled') throw halted(orderId, step.name, `its effect ${key} is cancelled`);
 
-  let request: unknown;
-  try {
-    // The order, read once for this attempt: the request is a mapping of it and of earlier answers.
-    const answers = earlierAnswers(db, orderId);
-    request = await step.request({ orderId, db, answers, order: await readOrder(db, orderId) });
-  } catch (err) {
-    await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    throw err;
-  }
-  if (cancellationRequested()) {
-    await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    throw new CancelledFailure(`cancelled before the ${step.provider.name} provider was called`);
-  }
-
+  // Claim → call (./calls.ts): the body built once from the order read for this attempt and earlier answers, and
+  // frozen; the fence re-checked as the claim moves to `sending`.
+  const call = await startCall(db, {
+    key,
+    owner,
+    claim,
+    build: async () =>
+      step.request({ orderId, db, answers: earlierAnswers(db, orderId), order: await readOrder(db, orderId) }),
+    fence: { orderId, step: step.name },
+  });
   const client = clientOf(deps, step.provider.name);
   let answer: ProviderAnswer;
   try {
-    answer = await withHeartbeats(() => client[step.operation]!(request, key));
+    answer = await withHeartbeats(() => client[step.operation]!(call.request, key));
   } catch (err) {
     // Definitely not performed: the claim may be taken again, and a halt may tombstone it. Otherwise it stays
-    // `sending`: the provider may have acted, and only a retry with the same key can tell.
-    if (err instanceof ProviderError && !err.mayHaveActed)
-      await markSideEffectNotPerformed(db, key, owner, claim.prior);
-    rethrowProviderError(err, step.provider.title, retryTiming());
+    // `sending`: the provider may have acted, and only a retry with the same key (or a person) can tell.
+    const doubt = await settleFailedCall(db, { key, owner, claim, call, err });
+    rethrowProviderError(err, step.provider.title, retryTiming(), doubt);
   }
 
-  const alongside = { orderId, alongside: orderStatusUpdate(orderId, status, rank) };
-  const record = step.record;
-  if (!record) {
-    const providerId = await completeSideEffect(db, key, answer.providerId, alongside);
+  // The provider acted: whatever fails from here leaves the claim `sending` for a retry (the provider replays).
+  try {
+    const alongside = { orderId, status, rank };
+    const record = step.record;
+    if (!record) {
+      const providerId = await completeSideEffect(db, key, answer.providerId, alongside);
+      return { step: step.name, performed: true, providerId, key };
+    }
+    const providerId = await db.$transaction(async (tx) => {
+      const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
+      await record({
+        orderId,
+        db,
+        tx,
+        answers: earlierAnswers(tx, orderId),
+        key,
+        request: call.request as never,
+        answer,
+      });
+      return stored;
+    });
     return { step: step.name, performed: true, providerId, key };
+  } catch (err) {
+    throw withDoubt(err, true);
   }
-  const providerId = await db.$transaction(async (tx) => {
-    const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
-    await record({ orderId, db, tx, answers: earlierAnswers(tx, orderId), key, request, answer });
-    return stored;
-  });
-  return { step: step.name, performed: true, providerId, key };
 }
 
 /**
@@ -309,43 +328,49 @@ export async function runProviderCompensation(
   if (claim.outcome.state === 'done')
     return { compensation: compensation.name, performed: false, providerId: claim.outcome.providerId };
   if (claim.outcome.state === 'cancelled') return { compensation: compensation.name, performed: false };
-  const { prior } = claim.outcome;
-  let request: unknown;
-  try {
-    // The order, read once for this attempt, and the answer of the effect this compensation undoes.
-    const answers = earlierAnswers(db, orderId);
-    request = await compensation.request({
-      orderId,
-      db,
-      answers,
-      order: await readOrder(db, orderId),
-      forward: claim.forward,
-    });
-  } catch (err) {
-    await markSideEffectNotPerformed(db, key, owner, prior);
-    throw err;
-  }
+  const { forward } = claim;
+  const call = await startCall(db, {
+    key,
+    owner,
+    claim: claim.outcome,
+    build: async () =>
+      compensation.request({
+        orderId,
+        db,
+        answers: earlierAnswers(db, orderId),
+        order: await readOrder(db, orderId),
+        forward,
+      }),
+  });
   const client = clientOf(deps, compensation.provider.name);
   let answer: ProviderAnswer;
   try {
-    answer = await withHeartbeats(() => client[compensation.operation]!(request, key));
+    answer = await withHeartbeats(() => client[compensation.operation]!(call.request, key));
   } catch (err) {
-    if (err instanceof ProviderError && !err.mayHaveActed) await markSideEffectNotPerformed(db, key, owner, prior);
-    rethrowProviderError(err, compensation.provider.title, retryTiming());
+    const doubt = await settleFailedCall(db, { key, owner, claim: claim.outcome, call, err });
+    rethrowProviderError(err, compensation.provider.title, retryTiming(), doubt);
   }
-  const providerId = await completeSideEffect(db, key, answer.providerId);
-  return { compensation: compensation.name, performed: true, providerId };
+  try {
+    const providerId = await completeSideEffect(db, key, answer.providerId);
+    return { compensation: compensation.name, performed: true, providerId };
+  } catch (err) {
+    throw withDoubt(err, true);
+  }
 }
 
 /**
- * The fence before any compensation. Under the order-row lock (the lock every claim is taken under), reads the
- * claims of the fenced provider steps (every step up to and including the pivot), then:
+ * The fence before any compensation. Under the order-row lock (the lock every claim is taken, and every call
+ * started, under), reads the claims of the fenced provider steps (every step up to and including the pivot, from the
+ * order's plan), then:
  * - the pivot's claim is `sent`: the pivot was passed → `sent`, nothing changed;
  * - a claim is `sending` (a call in flight, or its outcome unknown) → `unknown`, nothing changed;
- * - otherwise tombstones every claim that is not `sent` (so no attempt, however late, ever performs it), marks the
- *   order halted (`halted_at`, `halt_reason`, `halted_rank`) → `halted`.
- * Idempotent.
- * @throws ApplicationFailure `RecordNotFoundError` when the order does not exist; Error for a step not in the registry.
+ * - otherwise tombstones every claim that is not `sent` (`claimed` ones included: their owners have not called, and
+ *   they re-check the fence before calling), so no attempt, however late, ever performs it, and marks the order halted
+ *   (`halted_at`, `halt_reason`, `halted_rank`) → `halted`.
+ * Idempotent. The pivot and the keys come from the input (the order's plan); `steps` (the registry) only fills in
+ * what a workflow of 1.0.0 does not pass.
+ * @throws ApplicationFailure `RecordNotFoundError` when the order does not exist; Error for a fenced step whose key
+ *   neither the input nor the registry knows.
  */
 export async function haltOrder(
   steps: readonly StepDefinition[],
@@ -354,27 +379,33 @@ export async function haltOrder(
 ): Promise<HaltOrderResult> {
   const { orderId } = input;
   const fenced = input.steps.map((name) => {
-    const step = steps.find((s) => s.name === name);
-    if (!step) throw new Error(`haltOrder: step ${name} is not in the registry`);
-    return step;
+    const registered = steps.find((s) => s.name === name);
+    const key = input.keys?.[name] ?? (registered?.kind === 'provider' ? registered.key(orderId) : undefined);
+    if (key === undefined) throw new Error(`haltOrder: step ${name} has no key in the plan and is not in the registry`);
+    return { name, key };
   });
-  const providerSteps = fenced.filter((s): s is ProviderStepDefinition => s.kind === 'provider');
-  const keys = providerSteps.map((s) => s.key(orderId));
+  const pivotName = input.pivot ?? steps.find((s) => s.phase === StepPhase.Pivot && input.steps.includes(s.name))?.name;
   return deps.db.$transaction(async (tx) => {
     await lockOrder(tx, orderId);
-    const claims = new Map((await readSideEffects(tx, keys)).map((c) => [c.key, c]));
-    const pivot = providerSteps.find((s) => s.phase === StepPhase.Pivot);
-    const pivotClaim = pivot && claims.get(pivot.key(orderId));
+    const claims = new Map(
+      (
+        await readSideEffects(
+          tx,
+          fenced.map((s) => s.key),
+        )
+      ).map((c) => [c.key, c]),
+    );
+    const pivot = fenced.find((s) => s.name === pivotName);
+    const pivotClaim = pivot && claims.get(pivot.key);
     if (pivot && pivotClaim?.status === 'sent' && pivotClaim.provider_id) {
       return { outcome: 'sent', step: pivot.name, providerId: pivotClaim.provider_id };
     }
-    for (const step of providerSteps) {
-      const claim = claims.get(step.key(orderId));
+    for (const step of fenced) {
+      const claim = claims.get(step.key);
       if (claim?.status === 'sending') return { outcome: 'unknown', step: step.name, claimOwner: claim.owner };
     }
-    for (const step of providerSteps) {
-      const claim = claims.get(step.key(orderId));
-      if (claim?.status !== 'sent') await tombstoneSideEffect(tx, step.key(orderId), step.name);
+    for (const step of fenced) {
+      if (claims.get(step.key)?.status !== 'sent') await tombstoneSideEffect(tx, step.key, step.name);
     }
     const rank = await markHalted(tx, orderId, input.reason);
     return { outcome: 'halted', rank };

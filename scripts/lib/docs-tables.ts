@@ -50,7 +50,7 @@ import { MOVEMENTS_LIMIT } from '../../src/inventory/inventory.service.js';
 import { METRICS, type MetricDefinition } from '../../src/metrics/metric-definitions.js';
 import { ORDER_LIMITS } from '../../src/orders/create-order.dto.js';
 import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
-import { CANCEL_LIMITS } from '../../src/orders/order-actions.dto.js';
+import { CANCEL_LIMITS, RESOLUTION_LIMITS } from '../../src/orders/order-actions.dto.js';
 import { PG_SESSION_LIMITS } from '../../src/prisma/prisma.js';
 import {
   RETRY_UPDATE_TIMEOUT_MS,
@@ -348,6 +348,12 @@ export function renderLimits(): string {
       ['Movements listed', `the ${MOVEMENTS_LIMIT} newest`, '`GET /inventory/:sku/movements`', 'not listed'],
       ['Cancel reason', `1..${CANCEL_LIMITS.maxReasonLength} characters`, '`POST /orders/:id/cancel`', '400'],
       [
+        'Reason of a resolve or a close',
+        `1..${RESOLUTION_LIMITS.maxReasonLength} characters`,
+        '`POST /orders/:id/resolve`, `POST /orders/:id/close`',
+        '400',
+      ],
+      [
         'Cancel wait',
         `${formatDuration(defaults.CANCEL_WAIT_MS)} by default (\`CANCEL_WAIT_MS\`)`,
         '`POST /orders/:id/cancel`',
@@ -389,16 +395,22 @@ export function renderBounds(): string {
         "408 problem+json and the connection closes; the API's own time to answer is not counted",
       ],
       [
-        'A workflow start inside `POST /orders`',
+        "A workflow start (the start dispatcher's, or an order action's for an order not started yet; `POST /orders` never calls Temporal)",
         s(WORKFLOW_START_TIMEOUT_MS),
         '`src/temporal/temporal.constants.ts`',
-        '202 anyway: the order is saved with its start intent, the reconciler starts the workflow',
+        'the start intent stays: the dispatcher tries again (at once when Temporal answers again); an action answers 503',
       ],
       [
-        'An operator retry (`POST /orders/:id/retry`, an Update)',
+        'An operator action (`POST /orders/:id/retry`, `/resolve`, `/close`: Updates)',
         `${s(RETRY_UPDATE_TIMEOUT_MS)}: workflow task timeout ${s(WORKFLOW_TASK_TIMEOUT_MS)} + worker recovery ${s(WORKER_RECOVERY_MS)} + 5 s`,
         '`src/temporal/temporal.constants.ts`',
         '503; the same `Idempotency-Key` again is the same Update and gets its answer',
+      ],
+      [
+        'A compensation that keeps failing',
+        `${RETRY_PROFILES.compensation.retry?.maximumAttempts} attempts, ${s(msToNumber(RETRY_PROFILES.compensation.scheduleToCloseTimeout!))} (\`compensation\` profile)`,
+        '`workflows/activity-options.ts`',
+        'the order waits in `attention_required` (`compensation_failed`) for a retry or a resolution; never made final',
       ],
       [
         'A cancel (`POST /orders/:id/cancel`, an Update)',

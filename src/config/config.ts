@@ -78,7 +78,7 @@ export const configSchema = z.object({
   SIMULATOR_URL: url.default(DEFAULT_SIMULATOR_URL),
   /** Per-request HTTP timeout of provider calls, ms. Keep below the provider profile's 30 s start-to-close. */
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(25_000).default(10_000),
-  /** Lease of a `sending` side-effect claim, ms (see ActivitySettings.claimLeaseMs). */
+  /** Lease of a `claimed` or `sending` side-effect claim, ms (see ActivitySettings.claimLeaseMs). */
   CLAIM_LEASE_MS: z.coerce.number().int().min(31_000).default(120_000),
   /**
    * Interval of the reconciler (the safety net behind the start dispatcher: it re-queues start intents of committed

@@ -5,6 +5,8 @@
  * - `order_fulfilment_orders{status}`, `order_fulfilment_oldest_open_order_age_seconds{status}` and
  *   `order_fulfilment_longest_in_status_seconds{status}`, read from
  *   PostgreSQL when Prometheus scrapes (one grouped query, shared by the three gauges);
+ * - `order_fulfilment_compensation_failed_orders{compensation}`: the orders that wait because a compensation failed
+ *   for good, read from PostgreSQL when Prometheus scrapes;
  * - prom-client's default Node.js process metrics (`process_*`, `nodejs_*`).
  * Definitions (names, help, labels): src/metrics/metric-definitions.ts.
  *
@@ -13,8 +15,8 @@
  */
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
-import { ORDER_STATUSES } from '../orders/order-steps.js';
+import { COMPENSATION_FAILED, isTerminalStatus, OrderStatus } from '../../workflows/order-fulfilment.contract.js';
+import { COMPENSATION_NAMES, ORDER_STATUSES } from '../orders/order-steps.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { IdempotencyOutcome, METRICS } from './metric-definitions.js';
@@ -106,6 +108,21 @@ export class ApiMetrics {
         for (const status of OPEN_STATUSES) this.set({ status }, ages.get(status) ?? 0);
       },
     });
+    const compensationFailures = () => this.compensationFailures();
+    new Gauge({
+      name: METRICS.compensationFailedOrders.name,
+      help: METRICS.compensationFailedOrders.help,
+      labelNames: METRICS.compensationFailedOrders.labels,
+      registers: [this.registry],
+      async collect() {
+        const counts = await compensationFailures();
+        this.reset();
+        if (!counts) return;
+        for (const compensation of new Set([...COMPENSATION_NAMES, ...counts.keys()])) {
+          this.set({ compensation }, counts.get(compensation) ?? 0);
+        }
+      },
+    });
     new Gauge({
       name: METRICS.longestInStatus.name,
       help: METRICS.longestInStatus.help,
@@ -162,6 +179,26 @@ export class ApiMetrics {
     } catch (err) {
       this.snapshot = undefined;
       this.logger.warn({ err }, 'Could not read order counts for /metrics');
+      return undefined;
+    }
+  }
+
+  /**
+   * The orders in `attention_required` whose reason says a compensation failed for good
+   * (`compensation_failed: <compensation> failed: …`, as the workflow writes it), by compensation.
+   * @returns the counts, or undefined when the database could not be read (logged; the gauge is left out).
+   */
+  private async compensationFailures(): Promise<Map<string, number> | undefined> {
+    try {
+      const rows = await this.prisma.$queryRaw<Array<{ compensation: string | null; count: number }>>`
+        SELECT substring(failure_reason from ${`^${COMPENSATION_FAILED}: (\\w+) failed`}) AS compensation,
+               count(*)::int AS count
+        FROM orders
+        WHERE status = ${OrderStatus.AttentionRequired} AND failure_reason LIKE ${`${COMPENSATION_FAILED}: %`}
+        GROUP BY 1`;
+      return new Map(rows.map((r) => [r.compensation ?? 'unknown', Number(r.count)]));
+    } catch (err) {
+      this.logger.warn({ err }, 'Could not read compensation failures for /metrics');
       return undefined;
     }
   }

@@ -144,6 +144,13 @@ export const METRICS = {
     help: 'How long the order that has sat longest in each non-terminal status has been in it (now - its last status write), seconds; 0 when there is none. The "order stuck in a status" alert reads it.',
     process: 'api',
   },
+  compensationFailedOrders: {
+    name: `${METRIC_PREFIX}compensation_failed_orders`,
+    type: 'gauge',
+    labels: ['compensation'],
+    help: 'Orders halted whose compensation failed for good and that wait for an operator (attention_required, compensation_failed: stock may stay reserved, an invoice issued), by the compensation that failed (read from PostgreSQL at scrape time; every compensation is present, 0 when none). The "compensation failed" alert reads it.',
+    process: 'api',
+  },
   idempotencyOutcomes: {
     name: `${METRIC_PREFIX}idempotency_outcomes_total`,
     type: 'counter',

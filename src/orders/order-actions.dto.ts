@@ -1,9 +1,12 @@
 /**
- * Request bodies and responses of the order actions: `POST /orders/:id/cancel` and `POST /orders/:id/retry`.
+ * Request bodies and responses of the order actions: `POST /orders/:id/cancel`, `POST /orders/:id/retry`,
+ * `POST /orders/:id/resolve` and `POST /orders/:id/close`.
  * Validated by the global StandardSchemaValidationPipe (400
  * `validation-error` problems); unknown keys are rejected.
  */
 import { z } from 'zod';
+import { Resolution } from '../../workflows/order-fulfilment.contract.js';
+import { COMPENSATION_NAMES, STEP_NAMES } from './order-steps.js';
 import { storableText } from './create-order.dto.js';
 import { orderViewSchema, stepNameSchema } from './order-response.dto.js';
 
@@ -49,3 +52,90 @@ export const retryStartedViewSchema = z
 
 /** The 202 body of `POST /orders/:id/retry`. */
 export type RetryStartedView = z.infer<typeof retryStartedViewSchema>;
+
+/** Limits of the operator's resolve and close requests. */
+export const RESOLUTION_LIMITS = { maxReasonLength: 1000, maxProviderIdLength: 200 } as const;
+
+/** What an order may wait on: a registered step's or compensation's activity name. */
+export const waitingStepSchema = z
+  .enum([...STEP_NAMES, ...COMPENSATION_NAMES] as [string, ...string[]])
+  .meta({ id: 'WaitingStepName', description: 'A step’s or a compensation’s activity name (see `GET /steps`)' });
+
+/** The resolutions an operator may record. */
+export const resolutionSchema = z
+  .enum([Resolution.Performed, Resolution.NotPerformed])
+  .meta({ id: 'Resolution', description: '`performed` (the effect happened, or was done by hand) or `not_performed`' });
+
+/** Why the operator decides so: stored with the decision (who, why, when). */
+const resolutionReason = () => storableText().trim().min(1).max(RESOLUTION_LIMITS.maxReasonLength);
+
+/**
+ * `POST /orders/:id/resolve` body: `{ step, outcome, reason, providerId? }`: the operator's decision on what the order
+ * waits on (a step whose outcome is unknown, a refused step after the pivot, a compensation that failed for good).
+ */
+export const resolveOrderSchema = z
+  .strictObject({
+    step: waitingStepSchema.meta({
+      description: 'The step (or compensation) the order waits on; the decision applies only there',
+      example: 'sendOrderConfirmation',
+    }),
+    outcome: resolutionSchema.meta({
+      description:
+        '`performed`: the provider did act (or it was done by hand); `not_performed`: it did not. The order offers ' +
+        'the resolutions that fit its wait (`resolutions` of the 409 when it does not)',
+      example: Resolution.NotPerformed,
+    }),
+    reason: resolutionReason().meta({
+      description: 'Why (stored with who and when)',
+      example: 'The provider has no message under this key (support ticket 4711)',
+    }),
+    providerId: storableText()
+      .trim()
+      .min(1)
+      .max(RESOLUTION_LIMITS.maxProviderIdLength)
+      .optional()
+      .meta({ description: 'For `performed`: the reference of the effect (e.g. the id the provider shows)' }),
+  })
+  .meta({
+    id: 'ResolveOrderRequest',
+    examples: [
+      {
+        step: 'sendOrderConfirmation',
+        outcome: 'not_performed',
+        reason: 'The provider has no message under this key (support ticket 4711)',
+      },
+    ],
+  });
+
+/** A validated resolve body. */
+export type ResolveOrderRequest = z.output<typeof resolveOrderSchema>;
+
+/** `POST /orders/:id/resolve` response (200): the decision as recorded, and the order as stored right after. */
+export const resolvedViewSchema = z
+  .object({
+    orderId: z.uuid(),
+    step: waitingStepSchema,
+    outcome: resolutionSchema,
+    by: z.string().meta({ description: 'Who decided: the API client of the operator key' }),
+    order: orderViewSchema,
+  })
+  .meta({ id: 'Resolved' });
+
+/** The 200 body of `POST /orders/:id/resolve`. */
+export type ResolvedView = z.infer<typeof resolvedViewSchema>;
+
+/** `POST /orders/:id/close` body: `{ reason }`. */
+export const closeOrderSchema = z
+  .strictObject({
+    reason: resolutionReason().meta({
+      description: 'Why the order is closed (stored with who and when)',
+      example: 'The carrier cannot deliver to this address; the customer was refunded by hand',
+    }),
+  })
+  .meta({
+    id: 'CloseOrderRequest',
+    examples: [{ reason: 'The carrier cannot deliver to this address; the customer was refunded by hand' }],
+  });
+
+/** A validated close body. */
+export type CloseOrderRequest = z.output<typeof closeOrderSchema>;

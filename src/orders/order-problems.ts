@@ -1,5 +1,5 @@
 /**
- * Problem types (RFC 9457) of orders: what placing, cancelling and retrying an order can refuse. Registered with the
+ * Problem types (RFC 9457) of orders: what placing, cancelling, retrying, resolving and closing an order can refuse. Registered with the
  * API's other problem types (src/common/problem-details.ts), so the OpenAPI document describes each with its
  * extension members.
  */
@@ -62,6 +62,30 @@ export const OrderProblemTypes = defineProblemTypes({
       detail: 'Order 3f0c… is completed, not waiting for a retry',
       orderStatus: 'completed',
       waitingFor: null,
+    },
+  },
+  OrderNotAwaitingResolution: {
+    uri: `${PROBLEM_TYPE_BASE}order-not-awaiting-resolution`,
+    title: 'Order is not awaiting this decision',
+    statuses: [409],
+    description:
+      "An operator's resolve or close the order cannot take: it waits for no operator, waits on another step " +
+      '(`waitingFor`), or its wait does not offer that resolution (`resolutions`) or a close (`closable`). Nothing ' +
+      'changed.',
+    extensions: {
+      orderStatus: orderStatusSchema,
+      waitingFor: z.string().nullable().meta({ description: 'The step or compensation the order waits on, or null' }),
+      resolutions: z
+        .array(z.enum(['performed', 'not_performed']))
+        .meta({ description: 'What a resolve may say about the waiting step' }),
+      closable: z.boolean().meta({ description: 'Whether the order may be closed now' }),
+    },
+    example: {
+      detail: 'Order 3f0c… cannot take this resolve: it waits on sendOrderConfirmation',
+      orderStatus: 'attention_required',
+      waitingFor: 'sendOrderConfirmation',
+      resolutions: ['performed', 'not_performed'],
+      closable: false,
     },
   },
   OrderNotCancellable: {

@@ -5,8 +5,14 @@
  */
 import { registryPlan } from '../../activities/kit/plan.js';
 import { orderStatuses, STEPS } from '../../activities/index.js';
-import { OrderStatus, isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
-import { attentionRank, StepPhase, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
+import { COMPENSATION_FAILED, OrderStatus, isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
+import {
+  attentionRank,
+  COMPENSATION_ATTENTION_RANK,
+  StepPhase,
+  type OrderPlan,
+  type PlannedStep,
+} from '../../workflows/order-plan.js';
 
 /** Every status an order can have: `received`, each registered step's, and the lifecycle's. */
 export const ORDER_STATUSES: readonly string[] = orderStatuses(STEPS);
@@ -22,7 +28,13 @@ export const STATUS_LABELS: Readonly<Record<string, string>> = {
   [OrderStatus.AttentionRequired]: 'Attention required',
   [OrderStatus.Failed]: 'Failed',
   [OrderStatus.Cancelled]: 'Cancelled',
+  [OrderStatus.Closed]: 'Closed',
 };
+
+/** Every compensation's activity name, in registry order (an order may wait on one that failed for good). */
+export const COMPENSATION_NAMES: readonly string[] = STEPS.flatMap((s) =>
+  s.compensation ? [s.compensation.name] : [],
+);
 
 /** Human names of the steps, by activity name. */
 const STEP_LABELS: Readonly<Record<string, string>> = Object.fromEntries(STEPS.map((s) => [s.name, s.label]));
@@ -56,6 +68,11 @@ export interface TrackedOrder {
   statusStep: number;
   haltedRank: number | null;
   plan: unknown;
+  /**
+   * The internal failure reason: names the compensation an order waits on (`compensation_failed: <name> failed: …`)
+   * and the step a closed order was closed at (`closed at <step> by …`).
+   */
+  failureReason?: string | null;
 }
 
 /** The order's plan, or the registry's for an order stored without one. */
@@ -66,9 +83,10 @@ export function planOf(order: Pick<TrackedOrder, 'plan'>): OrderPlan {
 
 /**
  * The order's step track, from its status, the rank of its last status write and its plan: every step before the
- * current rank is done; in `attention_required` the step whose attention rank is stored waits; a failed or
- * cancelled order shows the steps it reached before it was halted as undone (when they have a compensation) and
- * the rest as skipped.
+ * current rank is done; in `attention_required` the step whose attention rank is stored waits (or, while a
+ * compensation that failed for good waits, the step it undoes, the other reached ones undone); a failed or cancelled
+ * order shows the steps it reached before it was halted as undone (when they have a compensation) and the rest as
+ * skipped; a closed order shows the steps before the one it was closed at as done and the rest as skipped.
  */
 export function stepTrack(order: TrackedOrder): StepTrackEntry[] {
   const plan = planOf(order);
@@ -83,6 +101,20 @@ export function stepTrack(order: TrackedOrder): StepTrackEntry[] {
   if (order.status === OrderStatus.Failed || order.status === OrderStatus.Cancelled) {
     const reached = order.haltedRank ?? 0;
     return plan.steps.map((s) => entry(s, s.rank > reached ? 'skipped' : s.compensation ? 'undone' : 'done'));
+  }
+  if (order.status === OrderStatus.AttentionRequired && rank === COMPENSATION_ATTENTION_RANK) {
+    const reached = order.haltedRank ?? 0;
+    const undoing = new RegExp(`^${COMPENSATION_FAILED}: (\\w+) failed`).exec(order.failureReason ?? '')?.[1];
+    return plan.steps.map((s) => {
+      if (s.rank > reached) return entry(s, 'skipped');
+      if (!s.compensation) return entry(s, 'done');
+      return entry(s, s.compensation.name === undoing ? 'waiting' : 'undone');
+    });
+  }
+  if (order.status === OrderStatus.Closed) {
+    const at = /^closed at (\w+) by /.exec(order.failureReason ?? '')?.[1];
+    const index = plan.steps.findIndex((s) => s.name === at);
+    return plan.steps.map((s, i) => entry(s, index >= 0 && i < index ? 'done' : 'skipped'));
   }
   if (order.status === OrderStatus.AttentionRequired) {
     return plan.steps.map((s) => entry(s, attentionRank(s) === rank ? 'waiting' : s.rank < rank ? 'done' : 'pending'));

@@ -10,6 +10,10 @@
  *   `CANCEL_WAIT_MS`; repeat with the same `Idempotency-Key`), 409 `order-not-cancellable`, 404, 503.
  * - `POST /orders/:id/retry` body `{ step? }` → 202 {@link RetryStartedView} once the retry started; 409
  *   `order-not-awaiting-retry`, 404, 503.
+ * - `POST /orders/:id/resolve` body `{ step, outcome, reason, providerId? }` → 200 {@link ResolvedView} once the
+ *   operator's decision is recorded; 409 `order-not-awaiting-resolution`, 404, 503.
+ * - `POST /orders/:id/close` body `{ reason }` → 200 {@link OrderView} (closed); 409 `order-not-awaiting-resolution`,
+ *   404, 503.
  * Every route needs an API key (`Authorization: Bearer`); a client sees and acts on its own orders only (others'
  * answer 404), `operator` keys on all. Errors are `application/problem+json` (RFC 9457).
  */
@@ -38,6 +42,12 @@ import { type CreateOrderRequest, createOrderSchema } from './create-order.dto.j
 import {
   type CancelOrderRequest,
   cancelOrderSchema,
+  type CloseOrderRequest,
+  closeOrderSchema,
+  type ResolvedView,
+  resolvedViewSchema,
+  type ResolveOrderRequest,
+  resolveOrderSchema,
   type RetryOrderRequest,
   retryOrderSchema,
   type RetryStartedView,
@@ -88,9 +98,10 @@ export class OrdersController {
     operationId: 'createOrder',
     summary: 'Place an order',
     description:
-      'Validates the order against the catalogue, stores it with status `received` and starts its fulfilment workflow. ' +
-      'Answers 202 before fulfilment; follow `Location` to watch the status. If the workflow engine is down the order ' +
-      'is still accepted and its workflow is started later by the reconciler.\n\n' +
+      'Validates the order against the catalogue and stores it with status `received` and the intent to start its ' +
+      'fulfilment workflow, in one transaction; answers 202 without calling the workflow engine (a start dispatcher ' +
+      'starts the workflow right after the commit, the reconciler is its safety net), so the answer does not wait ' +
+      'for fulfilment nor for Temporal, which may be down. Follow `Location` to watch the status.\n\n' +
       'Send an `Idempotency-Key` to make retries safe (draft-ietf-httpapi-idempotency-key-header): a retry with the ' +
       'same key and the same body gets the first response again, marked `Idempotent-Replayed: true`, and places ' +
       'no second order. Keys belong to the client (two clients never share one) and are kept for ' +
@@ -238,6 +249,82 @@ export class OrdersController {
     );
   }
 
+  /**
+   * Operator action: records a decision on what an order in `attention_required` waits on, when no provider answer
+   * can settle it (audited: who, why, when). 200 once it is recorded.
+   */
+  @Post(':id/resolve')
+  @HttpCode(HttpStatus.OK)
+  @ApiOperation({
+    operationId: 'resolveOrder',
+    summary: 'Resolve what an order waits on (operator action)',
+    description:
+      'For orders in `attention_required` whose waiting step no retry can settle: the provider cannot say whether it ' +
+      'acted (e.g. it no longer replays an old key), a step after the point of no return was done by hand, or a ' +
+      'compensation that failed for good was undone by hand. Sends the `resolve` Update to the workflow ' +
+      '`order-<id>`: `performed` or `not_performed`, with a reason; the decision is stored with who (the API client ' +
+      "of the key) and when, and the step's side-effect claim is settled accordingly. Then the order goes on: before " +
+      'the point of no return it fences again (a confirmation resolved `performed` passes it; otherwise the order ' +
+      'compensates and ends `failed` or `cancelled`), after it a step resolved `performed` counts as done and one ' +
+      'resolved `not_performed` runs again, and a compensation resolved `performed` counts as undone. The order ' +
+      'offers only the resolutions that fit its wait (the 409 says which). The same `Idempotency-Key` again is the ' +
+      'same decision.\n\nNeeds scope `operator`.',
+  })
+  @ApiActionIdempotencyKey('resolve')
+  @ApiOkResponse({ description: 'The decision is recorded', standardSchema: resolvedViewSchema })
+  @ApiProblems(
+    { type: ProblemTypes.NotFound, description: 'No such order' },
+    OrderProblemTypes.OrderNotAwaitingResolution,
+    TEMPORAL_UNAVAILABLE,
+  )
+  @RequireScope(Scope.Operator)
+  @Idempotent()
+  resolve(
+    @Param({ schema: orderIdParamsSchema }) params: { id: string },
+    @Body({ schema: resolveOrderSchema }) body: ResolveOrderRequest,
+    @CurrentClient() client: AuthenticatedClient,
+    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<ResolvedView> {
+    return withRetryAfter(res, () =>
+      this.orders.resolve(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
+    );
+  }
+
+  /** Operator action: closes an order whose step after the point of no return waits, with a reason. */
+  @Post(':id/close')
+  @HttpCode(HttpStatus.OK)
+  @ApiOperation({
+    operationId: 'closeOrder',
+    summary: 'Close an order after its point of no return (operator action)',
+    description:
+      'For an order in `attention_required` whose step after the point of no return will not be done (e.g. the ' +
+      'carrier refuses the address for good and the customer was refunded by hand): sends the `close` Update to the ' +
+      'workflow `order-<id>`; the order ends `closed` with the reason (stored with who and when), the remaining ' +
+      'steps do not run and nothing is compensated: stock and invoice stay as they are (see Operations). The same ' +
+      '`Idempotency-Key` again gets the same answer.\n\nNeeds scope `operator`.',
+  })
+  @ApiActionIdempotencyKey('close')
+  @ApiOkResponse({ description: 'The order, now `closed`', standardSchema: orderViewSchema })
+  @ApiProblems(
+    { type: ProblemTypes.NotFound, description: 'No such order' },
+    OrderProblemTypes.OrderNotAwaitingResolution,
+    TEMPORAL_UNAVAILABLE,
+  )
+  @RequireScope(Scope.Operator)
+  @Idempotent()
+  close(
+    @Param({ schema: orderIdParamsSchema }) params: { id: string },
+    @Body({ schema: closeOrderSchema }) body: CloseOrderRequest,
+    @CurrentClient() client: AuthenticatedClient,
+    @IdempotencyKey() idempotency: IdempotencyContext | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<OrderView> {
+    return withRetryAfter(res, () =>
+      this.orders.close(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
+    );
+  }
+
   /** Orders, newest first, keyset-paginated. */
   @Get()
   @ApiOperation({
@@ -273,8 +360,8 @@ async function withRetryAfter<T>(res: Response, action: () => Promise<T>): Promi
   }
 }
 
-/** Documents the optional `Idempotency-Key` of an order action (`cancel` or `retry`). */
-function ApiActionIdempotencyKey(action: 'cancel' | 'retry'): MethodDecorator {
+/** Documents the optional `Idempotency-Key` of an order action. */
+function ApiActionIdempotencyKey(action: 'cancel' | 'retry' | 'resolve' | 'close'): MethodDecorator {
   return ApiHeader({
     name: IDEMPOTENCY_KEY_HEADER,
     required: false,

@@ -6,8 +6,11 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Prisma } from '../../prisma/generated/client.js';
 import { buildPlan } from '../../activities/kit/plan.js';
 import { STEPS } from '../../activities/index.js';
+import { ErrorType } from '../../workflows/errors.js';
 import {
   isTerminalStatus,
+  type OperatorAnswer,
+  type OrderAttention,
   OrderStatus,
   type OrderStep,
   orderWorkflowId,
@@ -18,6 +21,7 @@ import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import {
   OrderWorkflowActions,
+  type OperatorActionOutcome,
   type RetryStepOutcome,
   type WorkflowUnreachableOutcome,
 } from '../temporal/order-workflow-actions.service.js';
@@ -27,7 +31,13 @@ import { isTemporalUnavailable, type UpdateFailure } from '../temporal/temporal-
 import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
 import type { CreateOrderRequest } from './create-order.dto.js';
 import type { ListOrdersQuery } from './list-orders.dto.js';
-import type { CancelOrderRequest, RetryStartedView } from './order-actions.dto.js';
+import type {
+  CancelOrderRequest,
+  CloseOrderRequest,
+  ResolvedView,
+  ResolveOrderRequest,
+  RetryStartedView,
+} from './order-actions.dto.js';
 import { ALL_ORDERS, type OrderAccess, orderAccessWhere } from './order-access.js';
 import { encodeOrderCursor } from './order-cursor.js';
 import { publicFailure } from './public-failure.js';
@@ -383,6 +393,118 @@ export class OrdersService {
   }
 
   /**
+   * An operator's audited decision on what an order in `attention_required` waits on (see
+   * {@link OrderWorkflowActions.resolve}): `performed` or `not_performed`, with why; who is `options.by`. Answers once
+   * the decision is recorded (who, why, when, in `order_resolutions`) and the order goes on from it.
+   * @param options.actionKey names the Update (`resolve:<client>:<key>`): the same key again gets the same answer.
+   * @throws ProblemException 404 (no such order); 409 `order-not-awaiting-resolution` (it waits for no operator,
+   *   waits on another step, or its wait does not offer that resolution; extensions `orderStatus`, `waitingFor`,
+   *   `resolutions`, `closable`); {@link ServiceUnavailableProblem} 503 when Temporal is unavailable, no worker
+   *   answered, or the decision could not be recorded (nothing changed: repeat with the same key).
+   */
+  async resolve(
+    id: string,
+    body: ResolveOrderRequest,
+    options: OrderActionOptions & { by: string },
+  ): Promise<ResolvedView> {
+    const input = {
+      step: body.step,
+      outcome: body.outcome,
+      reason: body.reason,
+      by: options.by,
+      ...(body.providerId === undefined ? {} : { providerId: body.providerId }),
+    };
+    return this.operatorAction(
+      id,
+      'resolve',
+      options,
+      (updateId) => this.actions.resolve(id, input, updateId),
+      (a) => ('outcome' in a ? a : null),
+    ).then(async (answer) => ({ ...answer, order: await this.get(id, ALL_ORDERS) }));
+  }
+
+  /**
+   * Closes an order whose step after the pivot waits for an operator (see {@link OrderWorkflowActions.close}): it
+   * ends `closed` with the reason, the remaining steps do not run, nothing is compensated. Answers with the order.
+   * @param options.actionKey names the Update (`close:<client>:<key>`): the same key again gets the same answer.
+   * @throws as {@link OrdersService.resolve}.
+   */
+  async close(id: string, body: CloseOrderRequest, options: OrderActionOptions & { by: string }): Promise<OrderView> {
+    const input = { reason: body.reason, by: options.by };
+    await this.operatorAction(
+      id,
+      'close',
+      options,
+      (updateId) => this.actions.close(id, input, updateId),
+      (a) => ('status' in a ? a : null),
+    );
+    return this.get(id, ALL_ORDERS);
+  }
+
+  /** The shared path of resolve and close: the Update, its repeated answer, and every outcome as a response. */
+  private async operatorAction<T>(
+    id: string,
+    action: 'resolve' | 'close',
+    options: OrderActionOptions,
+    send: (updateId: string) => Promise<OperatorActionOutcome<T>>,
+    accept: (answer: OperatorAnswer) => T | null,
+  ): Promise<T> {
+    const order = await this.get(id, options.access);
+    const updateId = `${action}:${options.actionKey ?? randomUUID()}`;
+    // A request repeated with the same key gets the answer of the Update it sent, whatever happened since.
+    const previous = async (): Promise<T | null> => {
+      if (options.actionKey === undefined) return null;
+      const answer = await this.actions.previousAnswer(id, updateId);
+      return answer ? accept(answer) : null;
+    };
+    if (isTerminalStatus(order.status)) {
+      const repeated = await previous();
+      if (repeated) return repeated;
+      throw notAwaitingResolution(order, null, `Order ${id} is ${order.status}; a final order waits for nobody`);
+    }
+    const outcome = await send(updateId);
+    if (outcome.kind === 'closed' || outcome.kind === 'not-found') {
+      const repeated = await previous();
+      if (repeated) return repeated;
+    }
+    switch (outcome.kind) {
+      case 'done':
+        return outcome.result;
+      case 'refused': {
+        const current = await this.get(id, ALL_ORDERS);
+        const attention = outcome.state?.attention ?? null;
+        throw notAwaitingResolution(
+          current,
+          attention,
+          outcome.failure.type === ErrorType.Validation
+            ? `The ${action} of order ${id} was refused: ${outcome.failure.message}`
+            : attention
+              ? `Order ${id} cannot take this ${action}: it waits on ${attention.step} (resolutions: ` +
+                `${(attention.resolutions ?? []).join(', ') || 'none'}; ${attention.closable ? 'it may be closed' : 'it may not be closed'})`
+              : `Order ${id} is not waiting for an operator`,
+        );
+      }
+      case 'not-recorded':
+        this.logger.warn({ orderId: id, failure: outcome.failure }, `${action} Update could not record the decision`);
+        throw new ServiceUnavailableProblem(
+          `The ${action} of order ${id} could not be recorded (the database failed); nothing changed: repeat the ` +
+            'request with the same Idempotency-Key',
+          RETRY_AFTER_SECONDS,
+        );
+      case 'timeout':
+        throw new ServiceUnavailableProblem(
+          `The workflow of order ${id} did not take the ${action} within ${RETRY_UPDATE_TIMEOUT_MS / 1000} s (is a ` +
+            'worker running?); repeat the request with the same Idempotency-Key: it is the same action',
+          RETRY_AFTER_SECONDS,
+        );
+      default: {
+        const current = await this.afterUnreachable(id, outcome, action);
+        throw notAwaitingResolution(current, null, closedDetail(current, outcome));
+      }
+    }
+  }
+
+  /**
    * Starts the workflow of an order that has none yet, by `deadline` (epoch ms) at the latest.
    * @throws ServiceUnavailableProblem when Temporal is down or the start did not finish in time (nothing was asked of
    *   the workflow: the client repeats the request).
@@ -500,6 +622,23 @@ function notAwaitingRetry(order: OrderView, waitingFor: string | null, detail: s
     type: OrderProblemType.OrderNotAwaitingRetry,
     detail,
     extensions: { orderStatus: order.status, waitingFor },
+  });
+}
+
+/**
+ * 409 `order-not-awaiting-resolution` for `order`: its status, and what waits with the ways out it offers (`waitingFor`,
+ * `resolutions`, `closable`; null, [] and false when nothing waits).
+ */
+function notAwaitingResolution(order: OrderView, attention: OrderAttention | null, detail: string): ProblemException {
+  return new ProblemException({
+    type: OrderProblemType.OrderNotAwaitingResolution,
+    detail,
+    extensions: {
+      orderStatus: order.status,
+      waitingFor: attention?.step ?? null,
+      resolutions: attention?.resolutions ?? [],
+      closable: attention?.closable ?? false,
+    },
   });
 }
 

@@ -25,6 +25,8 @@ export const FailureCode = {
   InternalError: 'internal_error',
   /** The order waits for our staff (a step failed after the confirmation went out); it continues after them. */
   NeedsAttention: 'needs_attention',
+  /** Our staff closed the order after its confirmation, before it was complete; nothing more happens to it. */
+  Closed: 'closed',
 } as const;
 export type FailureCode = (typeof FailureCode)[keyof typeof FailureCode];
 
@@ -38,6 +40,7 @@ export interface PublicFailure {
 const COMPENSATED = 'Nothing was shipped; reserved stock was released and any invoice voided.';
 
 const MESSAGES: Readonly<Record<Exclude<FailureCode, 'insufficient_stock' | 'cancelled'>, string>> = {
+  closed: 'Our staff closed the order before it was complete; nothing more will happen to it.',
   provider_failed: `The order could not be fulfilled because a partner service failed. ${COMPENSATED}`,
   internal_error: `The order could not be fulfilled because of an internal error. ${COMPENSATED}`,
   needs_attention:
@@ -81,6 +84,9 @@ export function publicFailure(status: string, failureReason: string | null): Pub
       return { code: FailureCode.NeedsAttention, message: MESSAGES.needs_attention };
     case OrderStatus.Failed:
       return failedOrder(reason);
+    case OrderStatus.Closed:
+      // The operator's reason is internal (it may name people, providers, amounts): never echoed.
+      return { code: FailureCode.Closed, message: MESSAGES.closed };
     default:
       return null;
   }

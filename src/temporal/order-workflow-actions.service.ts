@@ -2,7 +2,9 @@
  * Operator and customer actions on a running order workflow, sent as Temporal Updates (see
  * https://docs.temporal.io/encyclopedia/workflow-message-passing#sending-updates):
  * - {@link OrderWorkflowActions.cancel}: the `cancelOrder` Update, waited for up to a bound;
- * - {@link OrderWorkflowActions.retry}: the `retry` Update.
+ * - {@link OrderWorkflowActions.retry}: the `retry` Update;
+ * - {@link OrderWorkflowActions.resolve} and {@link OrderWorkflowActions.close}: the `resolve` and `close` Updates
+ *   (an operator's audited decision on what an order waits on).
  *
  * Each method answers with an outcome (a tagged union) instead of throwing for the expected cases, so the HTTP
  * layer maps every case deliberately. Every error class the client can throw here is classified:
@@ -30,6 +32,13 @@ import { ErrorType } from '../../workflows/errors.js';
 import {
   cancelOrderUpdate,
   type CancelOrderInput,
+  closeOrderUpdate,
+  type CloseOrderInput,
+  type OperatorAnswer,
+  type OrderClosedByOperatorResult,
+  resolveStepUpdate,
+  type ResolveStepInput,
+  type ResolveStepResult,
   type OrderCancelledResult,
   type OrderFulfilmentState,
   orderStatusQuery,
@@ -82,6 +91,22 @@ export type RetryStepOutcome =
    * what it waits for.
    */
   | { kind: 'refused'; failure: UpdateFailure; state: OrderFulfilmentState | null }
+  /** No worker completed the Update within {@link RETRY_UPDATE_TIMEOUT_MS}; repeat with the same Update id. */
+  | { kind: 'timeout' }
+  | WorkflowUnreachableOutcome;
+
+/** Outcome of {@link OrderWorkflowActions.resolve} and {@link OrderWorkflowActions.close}. */
+export type OperatorActionOutcome<T> =
+  /** The decision is recorded (who, why, when) and the order goes on from it. */
+  | { kind: 'done'; result: T }
+  /**
+   * The workflow does not take it: `OrderNotAwaitingResolutionError` (nothing waits, another step waits, the wait does
+   * not offer that resolution or a close; details `waitingStep`, `resolutions`, `closable`) or `ValidationError`.
+   * `state` is the workflow's live view when its `status` query answered.
+   */
+  | { kind: 'refused'; failure: UpdateFailure; state: OrderFulfilmentState | null }
+  /** The workflow took it but could not record it (the database failed for good); nothing changed, it still waits. */
+  | { kind: 'not-recorded'; failure: UpdateFailure }
   /** No worker completed the Update within {@link RETRY_UPDATE_TIMEOUT_MS}; repeat with the same Update id. */
   | { kind: 'timeout' }
   | WorkflowUnreachableOutcome;
@@ -160,26 +185,88 @@ export class OrderWorkflowActions {
   }
 
   /**
-   * The answer of the retry Update `updateId` of the order, when its workflow accepted it: from Temporal's record of
-   * the Update (PollWorkflowExecutionUpdate, which answers for a closed run too), else from the workflow's own memory
-   * of the latest retry answers (the `retryAnswer` query; it survives a continue-as-new). Null when neither knows it
-   * (never sent, refused, or Temporal unreachable) within {@link TEMPORAL_CALL_TIMEOUT_MS} each. Never throws.
+   * Sends the `resolve` Update (an operator's audited decision: performed or not performed) with `updateId`, bounded
+   * by {@link RETRY_UPDATE_TIMEOUT_MS}. It completes once the decision is recorded.
+   * @throws the client's error for anything not listed in {@link OperatorActionOutcome}.
+   */
+  resolve(
+    orderId: string,
+    input: ResolveStepInput,
+    updateId: string,
+  ): Promise<OperatorActionOutcome<ResolveStepResult>> {
+    return this.operatorUpdate(orderId, (handle) =>
+      handle.executeUpdate(resolveStepUpdate, { args: [input], updateId }),
+    );
+  }
+
+  /**
+   * Sends the `close` Update (an operator closes an order whose step after the pivot waits) with `updateId`, bounded
+   * by {@link RETRY_UPDATE_TIMEOUT_MS}. It completes once the close is recorded and the order is `closed`.
+   * @throws the client's error for anything not listed in {@link OperatorActionOutcome}.
+   */
+  close(
+    orderId: string,
+    input: CloseOrderInput,
+    updateId: string,
+  ): Promise<OperatorActionOutcome<OrderClosedByOperatorResult>> {
+    return this.operatorUpdate(orderId, (handle) =>
+      handle.executeUpdate(closeOrderUpdate, { args: [input], updateId }),
+    );
+  }
+
+  /** One resolve or close Update, classified. */
+  private async operatorUpdate<T>(
+    orderId: string,
+    send: (handle: WorkflowHandle) => Promise<T>,
+  ): Promise<OperatorActionOutcome<T>> {
+    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
+    const unreachable = await this.checkRunning(handle);
+    if (unreachable) return unreachable;
+    try {
+      const result = await this.client.withDeadline(Date.now() + RETRY_UPDATE_TIMEOUT_MS, () => send(handle));
+      return { kind: 'done', result };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return { kind: 'timeout' };
+      const failure = updateFailureOf(err);
+      if (failure?.type === ErrorType.OrderNotAwaitingResolution || failure?.type === ErrorType.Validation) {
+        return { kind: 'refused', failure, state: await this.queryState(handle) };
+      }
+      if (failure) return { kind: 'not-recorded', failure };
+      return this.classifyUnreachable(err, handle);
+    }
+  }
+
+  /**
+   * The answer of the retry Update `updateId` of the order, when its workflow accepted it: see
+   * {@link OrderWorkflowActions.previousAnswer}. Null when it is not a retry's answer.
    */
   async previousRetry(orderId: string, updateId: string): Promise<RetryStepResult | null> {
+    const answer = await this.previousAnswer(orderId, updateId);
+    return answer && 'retry' in answer ? answer : null;
+  }
+
+  /**
+   * The answer of the operator Update (retry, resolve, close) `updateId` of the order, when its workflow accepted it:
+   * from Temporal's record of the Update (PollWorkflowExecutionUpdate, which answers for a closed run too), else from
+   * the workflow's own memory of the latest answers (the `retryAnswer` query; it survives a continue-as-new). Null when
+   * neither knows it (never sent, refused, or Temporal unreachable) within {@link TEMPORAL_CALL_TIMEOUT_MS} each.
+   * Never throws.
+   */
+  async previousAnswer(orderId: string, updateId: string): Promise<OperatorAnswer | null> {
     const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
     try {
       return await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
-        handle.getUpdateHandle<RetryStepResult>(updateId).result(),
+        handle.getUpdateHandle<OperatorAnswer>(updateId).result(),
       );
     } catch (err) {
-      this.logger.debug({ err, orderId, updateId }, 'no record of the retry Update; asking the workflow');
+      this.logger.debug({ err, orderId, updateId }, 'no record of the operator Update; asking the workflow');
     }
     try {
       return await this.client.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () =>
         handle.query(retryAnswerQuery, updateId),
       );
     } catch (err) {
-      this.logger.debug({ err, orderId, updateId }, 'the workflow did not say whether it accepted the retry');
+      this.logger.debug({ err, orderId, updateId }, 'the workflow did not say whether it accepted the Update');
       return null;
     }
   }

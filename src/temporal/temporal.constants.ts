@@ -6,8 +6,9 @@
 export const TEMPORAL_CLIENT = Symbol('TEMPORAL_CLIENT');
 
 /**
- * Deadline of one workflow start (including the SDK's gRPC retries), ms. Bounds how long POST /orders waits
- * for an unreachable Temporal before answering 202 anyway (the reconciler starts the workflow later).
+ * Deadline of one workflow start (including the SDK's gRPC retries), ms: the start dispatcher's (after an order's
+ * commit) and an order action's for an order whose workflow was not started yet. POST /orders never waits for it: it
+ * commits the order with its start intent and answers 202; a start that fails leaves the intent for the next try.
  */
 export const WORKFLOW_START_TIMEOUT_MS = 5_000;
 

@@ -20,6 +20,8 @@ import { ProviderError, type ProviderFailureKind } from '../../providers/kit/err
 interface QueuedFailure {
   kind: ProviderFailureKind;
   status?: number;
+  /** The error's message (default `simulated <kind>`): a real client's carries the provider's problem detail. */
+  message?: string;
   /** Perform the effect, then lose the answer (a timeout after the provider acted). */
   afterEffect: boolean;
 }
@@ -37,9 +39,10 @@ export interface FakeProvider {
   delayMs: number;
   /**
    * The next `times` calls fail with `kind` (after being counted as calls), with HTTP `status` (default 503 for
-   * `unavailable`, 409 for `conflict`, 401 for `unauthorized`, 422 for `rejected`): nothing is performed.
+   * `unavailable`, 409 for `conflict`, 401 for `unauthorized`, 422 for `rejected`) and `message` (default
+   * `simulated <kind>`): nothing is performed.
    */
-  failNext(kind: ProviderFailureKind, times?: number, status?: number): void;
+  failNext(kind: ProviderFailureKind, times?: number, status?: number, message?: string): void;
   /** The next call performs its effect, then its answer is lost (a timeout: the outcome looks unknown). */
   dropNextResponse(): void;
 }
@@ -56,9 +59,14 @@ export function fakeProvider(provider: ProviderDefinition): FakeProvider {
     calls: [],
     effects: new Map(),
     delayMs: 0,
-    failNext(kind, times = 1, status) {
+    failNext(kind, times = 1, status, message) {
       for (let i = 0; i < times; i++)
-        failures.push({ kind, status: status ?? STATUS_OF_KIND[kind], afterEffect: false });
+        failures.push({
+          kind,
+          status: status ?? STATUS_OF_KIND[kind],
+          afterEffect: false,
+          ...(message ? { message } : {}),
+        });
     },
     dropNextResponse() {
       failures.push({ kind: 'unavailable', afterEffect: true });
@@ -70,7 +78,7 @@ export function fakeProvider(provider: ProviderDefinition): FakeProvider {
       if (fake.delayMs) await new Promise((r) => setTimeout(r, fake.delayMs));
       const failure = failures.shift();
       if (failure && !failure.afterEffect) {
-        throw new ProviderError(`simulated ${failure.kind}`, failure.kind, failure.status);
+        throw new ProviderError(failure.message ?? `simulated ${failure.kind}`, failure.kind, failure.status);
       }
       let answer = fake.effects.get(key);
       if (!answer) {

@@ -11,6 +11,7 @@ import { NativeConnection } from '@temporalio/worker';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
+import type { StepDefinition } from '../../activities/kit/define.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import {
   startSimulators,
@@ -62,6 +63,8 @@ export interface TestStackOptions {
   overrides?: Partial<Record<keyof AppConfig, string>>;
   /** Run a Worker in this process (default true). Fault tests run theirs as child processes. */
   worker?: boolean;
+  /** The step registry the worker's activities run (default: the registry); the API plans with the registry. */
+  steps?: readonly StepDefinition[];
 }
 
 /** Starts the stack. */
@@ -94,12 +97,15 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
           connection,
           namespace: config.TEMPORAL_NAMESPACE,
           taskQueue: config.TEMPORAL_TASK_QUEUE,
-          activities: createActivities({
-            db: db.sql,
-            providers: createProviderClients(config),
-            idempotencyRecords: new IdempotencyService(db.prisma, config),
-            settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
-          }),
+          activities: createActivities(
+            {
+              db: db.sql,
+              providers: createProviderClients(config),
+              idempotencyRecords: new IdempotencyService(db.prisma, config),
+              settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
+            },
+            options.steps,
+          ),
         });
   const running = workers?.run();
 

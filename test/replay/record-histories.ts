@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
 import type { WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
@@ -32,8 +32,10 @@ import {
   ORDER_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
   cancelOrderUpdate,
+  closeOrderUpdate,
   orderStatusQuery,
   orderWorkflowId,
+  resolveStepUpdate,
   retryStepUpdate,
   type OrderResumeState,
 } from '../../workflows/order-fulfilment.contract.js';
@@ -74,6 +76,7 @@ const results: Record<string, unknown> = {
   ),
   haltOrder: { outcome: 'halted' },
   setOrderStatus: { applied: true },
+  recordResolution: { recorded: true, claim: null },
   planOrder: planOf('00000000-0000-4000-8000-000000000212'),
 };
 
@@ -89,6 +92,8 @@ interface Scenario {
   withoutPlan?: boolean;
   /** Start it as the next run of a continue-as-new (the carried state in `input.resume`). */
   resume?: OrderResumeState;
+  /** Workflow task timeout of the start (a shorter one lets a cancel reach a workflow task a local activity holds). */
+  workflowTaskTimeout?: Duration;
 }
 
 const rejected = (message: string, type: string, details?: unknown) => () => {
@@ -110,6 +115,18 @@ const slow = (ms: number, result: unknown) => async () => {
 
 async function until(handle: WorkflowHandle, status: string): Promise<void> {
   while ((await handle.query(orderStatusQuery)).status !== status) await sleep(50);
+}
+
+/**
+ * Waits until the order waits for an operator (true) or its workflow has closed (false): a path that waits on the
+ * code of one version and ends on another's.
+ */
+async function waitsForOperator(handle: WorkflowHandle): Promise<boolean> {
+  for (;;) {
+    if ((await handle.describe()).status.name !== 'RUNNING') return false;
+    if ((await handle.query(orderStatusQuery)).status === 'attention_required') return true;
+    await sleep(50);
+  }
 }
 
 const id = (n: number) => `00000000-0000-4000-8000-0000000002${String(n).padStart(2, '0')}`;
@@ -276,6 +293,111 @@ const scenarios: Scenario[] = [
     orderId: id(12),
     withoutPlan: true,
   },
+  {
+    // The fence's result names a rank (the order's last status at the halt) above the steps this history started:
+    // an activity worker of a later version answered the haltOrder of this workflow.
+    name: 'halted-rank-beyond-started-steps',
+    orderId: id(14),
+    behave: {
+      reserveInventory: rejected('insufficient stock', ErrorType.InsufficientStock),
+      haltOrder: async () => ({ outcome: 'halted', rank: 20 }),
+    },
+  },
+  {
+    // A cancel Update while the confirmation activity runs and has not called the provider: the activity learns of
+    // the cancel through its heartbeat, then the fence halts and the compensations run.
+    name: 'cancel-while-confirmation-runs',
+    orderId: id(15),
+    behave: { sendOrderConfirmation: slow(5_000, results.sendOrderConfirmation) },
+    drive: async (handle) => {
+      await until(handle, 'invoiced');
+      await sleep(200);
+      await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] });
+    },
+  },
+  {
+    // The confirmation is refused for good and one compensation (voidInvoice) fails for good too.
+    name: 'compensation-fails-for-good',
+    orderId: id(16),
+    behave: {
+      sendOrderConfirmation: rejected('recipient rejected', ErrorType.ProviderRejected, { mayHaveActed: false }),
+      voidInvoice: rejected('invoice locked', ErrorType.Validation),
+    },
+    // Since 1.1 the order then waits for an operator, who resolves the undo as done by hand (1.0.0 ended it failed).
+    drive: async (handle) => {
+      if (!(await waitsForOperator(handle))) return;
+      await handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'voidInvoice', outcome: 'performed', reason: 'voided in the ledger', by: 'ops' }],
+        updateId: 'resolve-1',
+      });
+    },
+  },
+  {
+    // A compensation fails for good, the order waits, and the operator's retry undoes it (1.1).
+    name: 'compensation-failure-retried',
+    orderId: id(18),
+    behave: {
+      sendOrderConfirmation: rejected('recipient rejected', ErrorType.ProviderRejected, { mayHaveActed: false }),
+      voidInvoice: onceThen(rejected('invoice locked', ErrorType.Validation), results.voidInvoice),
+    },
+    drive: async (handle) => {
+      if (!(await waitsForOperator(handle))) return;
+      await handle.executeUpdate(retryStepUpdate, { args: [{ step: 'voidInvoice' }], updateId: 'retry-1' });
+    },
+  },
+  {
+    // The fence finds the confirmation's outcome unknown; the operator resolves it as not performed (audited), the
+    // fence runs again and halts, the order compensates (1.1).
+    name: 'confirmation-unknown-resolved',
+    orderId: id(19),
+    behave: {
+      sendOrderConfirmation: rejected('email provider → 502', ErrorType.ProviderUnavailable, {
+        status: 502,
+        mayHaveActed: true,
+      }),
+      haltOrder: async (n) =>
+        n === 1
+          ? { outcome: 'unknown', step: 'sendOrderConfirmation', claimOwner: 'order-x/3#1' }
+          : { outcome: 'halted', rank: 20 },
+    },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'sendOrderConfirmation', outcome: 'not_performed', reason: 'not at the provider', by: 'ops' }],
+        updateId: 'resolve-1',
+      });
+    },
+  },
+  {
+    // After the pivot the carrier refuses for good; the operator closes the order with a reason (1.1).
+    name: 'shipping-closed',
+    orderId: id(20),
+    behave: { shipOrder: rejected('carrier 422', ErrorType.ProviderRejected, { status: 422, mayHaveActed: false }) },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(closeOrderUpdate, {
+        args: [{ reason: 'refunded by hand', by: 'ops' }],
+        updateId: 'close-1',
+      });
+    },
+  },
+  {
+    // Started without a plan; a workflow cancel request reaches the run while planOrder (a local activity) runs.
+    name: 'workflow-cancelled-while-planning',
+    orderId: id(17),
+    withoutPlan: true,
+    workflowTaskTimeout: '2 seconds',
+    behave: {
+      planOrder: async () => {
+        await sleep(4_000);
+        return results.planOrder;
+      },
+    },
+    drive: async (handle) => {
+      await sleep(500);
+      await handle.cancel();
+    },
+  },
 ];
 
 const { values: flags, positionals: only } = parseArgs({
@@ -326,6 +448,7 @@ try {
             ? { orderId: s.orderId }
             : { orderId: s.orderId, plan: planOf(s.orderId), ...(s.resume ? { resume: s.resume } : {}) },
         ],
+        ...(s.workflowTaskTimeout ? { workflowTaskTimeout: s.workflowTaskTimeout } : {}),
         // As the API's starter (src/temporal/order-workflow-starter.service.ts) starts an order.
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },

@@ -34,8 +34,10 @@ import {
   ORDER_WORKFLOW_TYPE,
   SEARCH_ATTRIBUTES,
   cancelOrderUpdate,
+  closeOrderUpdate,
   orderStatusQuery,
   orderWorkflowId,
+  resolveStepUpdate,
   retryStepUpdate,
   type OrderCompletedResult,
   type OrderFulfilmentResult,
@@ -52,12 +54,16 @@ interface FakeOrder {
   /** Shipped: the reservation was consumed. */
   consumed: boolean;
   invoice: 'none' | 'issued' | 'void';
-  claim: 'none' | 'sending' | 'sent' | 'failed' | 'cancelled';
+  claim: 'none' | 'claimed' | 'sending' | 'sent' | 'failed' | 'cancelled';
   halted: boolean;
   emails: number;
+  /** The confirmation's provider id once sent (default `msg_1`). */
+  providerId?: string;
   shipments: number;
   accountingSyncs: number;
   statuses: string[];
+  /** The operator decisions recorded (recordResolution's inputs). */
+  resolutions: Array<Record<string, unknown>>;
   /** Per-activity behaviour replacing the default (which still sees `order`). */
   overrides: Partial<Record<string, (order: FakeOrder, arg: Record<string, unknown>) => Promise<unknown>>>;
 }
@@ -80,6 +86,9 @@ const RANK: Record<string, number> = Object.fromEntries(
   }).steps.map((s) => [s.name, s.rank]),
 );
 
+/** Whether the fence stopped the order (a function, so the checks after an await are not narrowed away). */
+const fenced = (o: FakeOrder): boolean => o.halted || o.claim === 'cancelled';
+
 const halted = (step: string) => ApplicationFailure.nonRetryable(`${step} refused: halted`, ErrorType.OrderHalted);
 
 /** The real activities' rules, on the in-memory order. */
@@ -96,7 +105,8 @@ const defaults: Record<string, (o: FakeOrder, arg: Record<string, unknown>) => P
   },
   sendOrderConfirmation: async (o) => sendConfirmation(o),
   haltOrder: async (o) => {
-    if (o.claim === 'sent') return { outcome: 'sent', step: 'sendOrderConfirmation', providerId: 'msg_1' };
+    if (o.claim === 'sent')
+      return { outcome: 'sent', step: 'sendOrderConfirmation', providerId: o.providerId ?? 'msg_1' };
     if (o.claim === 'sending') return { outcome: 'unknown', step: 'sendOrderConfirmation', claimOwner: 'someone' };
     o.claim = 'cancelled';
     o.halted = true;
@@ -132,6 +142,22 @@ const defaults: Record<string, (o: FakeOrder, arg: Record<string, unknown>) => P
     o.statuses.push(a.status as string);
     return { applied: true };
   },
+  planOrder: async (_o, a) => planOf(a.orderId as string),
+  recordResolution: async (o, a) => {
+    o.resolutions.push(a);
+    // The real activity settles the step's claim and writes the status the decision leads to.
+    if (a.step === 'sendOrderConfirmation') {
+      if (a.decision === 'performed') {
+        o.claim = 'sent';
+        o.providerId = a.providerId as string;
+      } else if (o.claim === 'sending') o.claim = 'failed';
+    }
+    // A compensation resolved performed was done by hand: the model's world says so.
+    if (a.step === 'voidInvoice' && a.decision === 'performed' && o.invoice === 'issued') o.invoice = 'void';
+    const status = a.status as { status: string } | undefined;
+    if (status) o.statuses.push(status.status);
+    return { recorded: true, claim: null };
+  },
 };
 
 /**
@@ -147,9 +173,12 @@ async function sendConfirmation(
   const ctx = Context.current();
   const beat = setInterval(() => ctx.heartbeat(), 100);
   try {
+    if (o.claim !== 'sending') o.claim = 'claimed';
     if (opts.beforeCall) {
       await Promise.race([opts.beforeCall, ctx.cancelled]);
     }
+    // The fence, re-checked as the claim moves to `sending` (the halt tombstones a claim not yet calling).
+    if (fenced(o)) throw halted('sendOrderConfirmation');
     o.claim = 'sending';
     await opts.duringCall; // the provider call: never cut short
     if (o.emails === 0) o.emails = 1;
@@ -157,7 +186,7 @@ async function sendConfirmation(
     return { step: 'sendOrderConfirmation', performed: true, providerId: 'msg_1', key: 'k' };
   } catch (err) {
     if (err instanceof CancelledFailure && o.claim !== 'sent') {
-      if (o.claim === 'sending') o.claim = 'failed';
+      if (o.claim === 'sending' || o.claim === 'claimed') o.claim = 'failed';
     }
     throw err;
   } finally {
@@ -189,6 +218,7 @@ function newOrder(overrides: FakeOrder['overrides'] = {}): { orderId: string; or
     shipments: 0,
     accountingSyncs: 0,
     statuses: [],
+    resolutions: [],
     overrides,
   };
   orders.set(orderId, order);
@@ -476,9 +506,74 @@ describe('orderFulfilment workflow', () => {
     },
   );
 
-  it('runs every compensation and still marks the order failed when one compensation fails', async () => {
+  it('a compensation that fails for good never makes the order final: it waits (compensation_failed) for a retry', async () => {
+    let voids = 0;
     const { orderId, order } = newOrder({
-      sendOrderConfirmation: async () => {
+      sendOrderConfirmation: async (o) => {
+        o.claim = 'failed';
+        throw ApplicationFailure.nonRetryable('invalid recipient', ErrorType.ProviderRejected);
+      },
+      voidInvoice: async (o, a) => {
+        voids++;
+        if (voids === 1) throw ApplicationFailure.nonRetryable('invoice locked', ErrorType.Validation);
+        return defaults.voidInvoice!(o, a);
+      },
+    });
+    const handle = await start(orderId);
+    // The workflow waits once its own state says so; the database write follows in the same workflow task.
+    await eventually(
+      async () => order.statuses.at(-1),
+      (st) => st === 'attention_required',
+    );
+    const waiting = await handle.query(orderStatusQuery);
+    expect(waiting.attention).toEqual({
+      step: 'voidInvoice',
+      reason:
+        'compensation_failed: voidInvoice failed: ValidationError: invoice locked ' +
+        '(the order halted: ProviderRejectedError: invalid recipient)',
+      outcomeUnknown: false,
+      retries: 0,
+      kind: 'compensation',
+      resolutions: ['performed'],
+      closable: false,
+    });
+    // The other compensations ran first (the stock is back); the order is not final, and says why in the database.
+    expect(names(order).slice(-4)).toEqual([
+      'haltOrder',
+      'voidInvoice',
+      'releaseInventory',
+      'status:attention_required',
+    ]);
+    expect(order.reserved).toBe(false);
+    expect(order.calls.at(-1)!.arg).toMatchObject({ status: 'attention_required', rank: 999_999 });
+    expect(order.statuses).not.toContain('failed');
+    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe(
+      'attention_required',
+    );
+    // Neither a cancel nor an undo "not performed" is an exit; a retry is.
+    const cancel = await outcome(handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'stop' }] }));
+    expect(causeType((cancel as { error: unknown }).error)).toBe(ErrorType.OrderNotCancellable);
+    const notPerformed = await outcome(
+      handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'voidInvoice', outcome: 'not_performed', reason: 'x', by: 'ops' }],
+      }),
+    );
+    expect(causeType((notPerformed as { error: unknown }).error)).toBe(ErrorType.OrderNotAwaitingResolution);
+    expect(await handle.executeUpdate(retryStepUpdate, { args: [{ step: 'voidInvoice' }] })).toEqual({
+      orderId,
+      step: 'voidInvoice',
+      retry: 1,
+    });
+    await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+    expect(names(order).slice(-2)).toEqual(['voidInvoice', 'status:failed']);
+    expect(order.calls.at(-1)!.arg.failureReason).toBe('ProviderRejectedError: invalid recipient');
+    expectOneStory(order, 'failed');
+  });
+
+  it('a compensation that fails for good can be resolved as done by hand (audited); then the order ends', async () => {
+    const { orderId, order } = newOrder({
+      sendOrderConfirmation: async (o) => {
+        o.claim = 'failed';
         throw ApplicationFailure.nonRetryable('invalid recipient', ErrorType.ProviderRejected);
       },
       voidInvoice: async () => {
@@ -486,11 +581,137 @@ describe('orderFulfilment workflow', () => {
       },
     });
     const handle = await start(orderId);
-    await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
-    expect(names(order).slice(-3)).toEqual(['voidInvoice', 'releaseInventory', 'status:failed']);
-    expect(order.calls.at(-1)!.arg.failureReason).toBe(
-      'ProviderRejectedError: invalid recipient (voidInvoice failed: ValidationError: invoice locked)',
+    await eventually(
+      () => handle.query(orderStatusQuery),
+      (st) => st.status === 'attention_required',
     );
+    const resolve = { step: 'voidInvoice', outcome: 'performed' as const, reason: 'voided in the ledger', by: 'ops' };
+    const answer = await handle.executeUpdate(resolveStepUpdate, { args: [resolve], updateId: 'resolve-1' });
+    expect(answer).toEqual({ orderId, step: 'voidInvoice', outcome: 'performed', by: 'ops' });
+    await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+    expect(order.resolutions).toEqual([
+      {
+        orderId,
+        id: 'resolve-1',
+        step: 'voidInvoice',
+        decision: 'performed',
+        reason: 'voided in the ledger',
+        by: 'ops',
+      },
+    ]);
+    expect(names(order).filter((n) => n === 'voidInvoice')).toHaveLength(1);
+    expectOneStory(order, 'failed');
+  });
+
+  it('an unknown confirmation resolved as not performed (audited) fences again and compensates; a refused cancel then holds', async () => {
+    const g = gate();
+    const { orderId, order } = newOrder({
+      sendOrderConfirmation: async (o) => {
+        o.claim = 'sending'; // the call is under way when the cancel arrives; its answer will be a 502
+        g.enter();
+        await g.wait;
+        throw ApplicationFailure.nonRetryable('email provider → 502', ErrorType.ProviderUnavailable, {
+          status: 502,
+          mayHaveActed: true,
+        });
+      },
+    });
+    const handle = await start(orderId);
+    await g.entered;
+    const cancel = await handle.startUpdate(cancelOrderUpdate, {
+      args: [{ reason: 'customer asked' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    g.open();
+    expect(causeType(((await outcome(cancel.result())) as { error: unknown }).error)).toBe(
+      ErrorType.OrderNotCancellable,
+    );
+    const waiting = await eventually(
+      () => handle.query(orderStatusQuery),
+      (st) => st.status === 'attention_required',
+    );
+    expect(waiting.attention).toMatchObject({
+      step: 'sendOrderConfirmation',
+      outcomeUnknown: true,
+      kind: 'step',
+      resolutions: ['performed', 'not_performed'],
+      closable: false,
+    });
+    // Only the waiting step, only a resolution it offers, with who and why.
+    const wrongStep = await outcome(
+      handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'shipOrder', outcome: 'not_performed', reason: 'x', by: 'ops' }],
+      }),
+    );
+    expect(causeType((wrongStep as { error: unknown }).error)).toBe(ErrorType.OrderNotAwaitingResolution);
+    const noReason = await outcome(
+      handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'sendOrderConfirmation', outcome: 'not_performed', reason: ' ', by: 'ops' }],
+      }),
+    );
+    expect(causeType((noReason as { error: unknown }).error)).toBe(ErrorType.Validation);
+    const close = await outcome(handle.executeUpdate(closeOrderUpdate, { args: [{ reason: 'x', by: 'ops' }] }));
+    expect(causeType((close as { error: unknown }).error)).toBe(ErrorType.OrderNotAwaitingResolution);
+
+    const resolve = {
+      step: 'sendOrderConfirmation',
+      outcome: 'not_performed' as const,
+      reason: 'the provider has no message under this key',
+      by: 'ops',
+    };
+    const answer = await handle.executeUpdate(resolveStepUpdate, { args: [resolve], updateId: 'resolve-1' });
+    expect(answer).toEqual({ orderId, step: 'sendOrderConfirmation', outcome: 'not_performed', by: 'ops' });
+    // The customer asked to cancel: once the doubt is settled as not sent, the order is cancelled.
+    expect(await handle.result()).toEqual({ orderId, status: 'cancelled', reason: 'customer asked' });
+    expect(names(order).filter((n) => n === 'sendOrderConfirmation')).toHaveLength(1);
+    expect(names(order).slice(-5)).toEqual([
+      'recordResolution',
+      'haltOrder',
+      'voidInvoice',
+      'releaseInventory',
+      'status:cancelled',
+    ]);
+    expect(order.resolutions[0]).toMatchObject({
+      step: 'sendOrderConfirmation',
+      decision: 'not_performed',
+      reason: resolve.reason,
+      by: 'ops',
+      key: `order-confirmation:${orderId}`,
+    });
+    expectOneStory(order, 'cancelled');
+  });
+
+  it('an unknown confirmation resolved as performed passes the pivot and completes; the same id gets the same answer', async () => {
+    let attempts = 0;
+    const { orderId, order } = newOrder({
+      sendOrderConfirmation: async (o) => {
+        attempts++;
+        o.emails = 1; // the provider did send it; its answer was lost, and the key has expired there since
+        o.claim = 'sending';
+        throw ApplicationFailure.nonRetryable('email provider: timed out', ErrorType.ProviderUnavailable, {
+          mayHaveActed: true,
+        });
+      },
+    });
+    const handle = await start(orderId);
+    await eventually(
+      () => handle.query(orderStatusQuery),
+      (st) => st.status === 'attention_required',
+    );
+    const resolve = {
+      step: 'sendOrderConfirmation',
+      outcome: 'performed' as const,
+      reason: 'the provider dashboard shows it delivered',
+      by: 'ops',
+      providerId: 'msg_from_dashboard',
+    };
+    const first = await handle.executeUpdate(resolveStepUpdate, { args: [resolve], updateId: 'resolve-7' });
+    expect(await handle.executeUpdate(resolveStepUpdate, { args: [resolve], updateId: 'resolve-7' })).toEqual(first);
+    const result = (await handle.result()) as OrderCompletedResult;
+    expect(result.steps.sendOrderConfirmation).toBe('msg_from_dashboard');
+    expect(attempts).toBe(1);
+    expect(order.resolutions).toHaveLength(1);
+    expectOneStory(order, 'completed');
   });
 
   it('sends an unknown confirmation outcome to a person, never to the saga; a retry settles it', async () => {
@@ -537,10 +758,11 @@ describe('orderFulfilment workflow', () => {
       sendOrderConfirmation: async (o) => {
         calls++;
         if (calls > 1) return sendConfirmation(o);
+        // The call is under way (its claim `sending`) when the cancel arrives.
+        o.claim = 'sending';
         g.enter();
         await g.wait;
         // The provider got the email, but the call timed out on our side: the outcome is unknown.
-        o.claim = 'sending';
         o.emails = 1;
         throw ApplicationFailure.nonRetryable(
           'email provider: timed out after 10000 ms',
@@ -625,6 +847,170 @@ describe('orderFulfilment workflow', () => {
     expect(update.ok).toBe(true);
     await handle.result().catch(() => undefined);
     expectOneStory(order, 'cancelled');
+  });
+
+  it('a cancel fences the order at once: a confirmation held between claim and call, never told of the cancel, calls nothing', async () => {
+    const g = gate();
+    const { orderId, order } = newOrder({
+      // No heartbeat: the activity never hears of the cancel; only the fence it re-checks before calling can stop it.
+      sendOrderConfirmation: async (o) => {
+        if (o.halted || o.claim === 'cancelled') throw halted('sendOrderConfirmation');
+        o.claim = 'claimed';
+        g.enter();
+        await g.wait;
+        if (fenced(o)) throw halted('sendOrderConfirmation');
+        o.claim = 'sending';
+        o.emails = 1;
+        o.claim = 'sent';
+        return { step: 'sendOrderConfirmation', performed: true, providerId: 'msg_1', key: 'k' };
+      },
+    });
+    const handle = await start(orderId);
+    await g.entered;
+    const cancel = outcome(handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] }));
+    // The fence runs while the step still holds: the claim is tombstoned before the step goes on.
+    await eventually(
+      async () => order.claim,
+      (c) => c === 'cancelled',
+    );
+    expect(names(order)).toEqual(['reserveInventory', 'createInvoice', 'sendOrderConfirmation', 'haltOrder']);
+    g.open();
+    expect(await cancel).toEqual({ ok: true, value: { orderId, status: 'cancelled', reason: 'customer asked' } });
+    await handle.result();
+    // One fence: the one the cancel started (it halted the order; nothing acted after it).
+    expect(names(order).filter((n) => n === 'haltOrder')).toHaveLength(1);
+    expectOneStory(order, 'cancelled');
+    expect((await historyShape(handle)).patches).toEqual([
+      'fence-on-cancel',
+      'compensate-by-halted-rank',
+      'compensation-failure-waits',
+    ]);
+  });
+
+  it('a Temporal cancel while planOrder runs still halts the order and ends it cancelled', async () => {
+    const { orderId, order } = newOrder({
+      planOrder: async (_o, a) => {
+        await new Promise((r) => setTimeout(r, 4_000));
+        return planOf(a.orderId as string);
+      },
+    });
+    const handle = await client.workflow.start(ORDER_WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: orderWorkflowId(orderId),
+      args: [{ orderId }],
+      workflowTaskTimeout: '2 seconds',
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    await handle.cancel();
+    const closed = await outcome(handle.result());
+    expect(closed.ok).toBe(true);
+    expect(names(order)).toEqual(['planOrder', 'haltOrder', 'status:cancelled']);
+    expect(order.statuses).toEqual(['cancelled']);
+    expect(order.claim).toBe('cancelled');
+  });
+
+  it('after the pivot a refused step offers resolve (performed) and close: close ends the order closed, audited', async () => {
+    const { orderId, order } = newOrder({
+      shipOrder: async () => {
+        throw ApplicationFailure.nonRetryable('carrier 422: address refused', ErrorType.ProviderRejected, {
+          status: 422,
+          mayHaveActed: false,
+        });
+      },
+    });
+    const handle = await startAsTheApi(orderId);
+    const waiting = await eventually(
+      () => handle.query(orderStatusQuery),
+      (st) => st.status === 'attention_required',
+    );
+    expect(waiting.attention).toMatchObject({
+      step: 'shipOrder',
+      outcomeUnknown: false,
+      kind: 'step',
+      resolutions: ['performed'],
+      closable: true,
+    });
+    // Not performed is already known (the carrier refused): not an offered resolution.
+    const notPerformed = await outcome(
+      handle.executeUpdate(resolveStepUpdate, {
+        args: [{ step: 'shipOrder', outcome: 'not_performed', reason: 'x', by: 'ops' }],
+      }),
+    );
+    expect(causeType((notPerformed as { error: unknown }).error)).toBe(ErrorType.OrderNotAwaitingResolution);
+    const close = { reason: 'the customer was refunded by hand', by: 'ops' };
+    const answer = await handle.executeUpdate(closeOrderUpdate, { args: [close], updateId: 'close-1' });
+    expect(answer).toEqual({ orderId, status: 'closed', step: 'shipOrder', ...close });
+    expect(await handle.executeUpdate(closeOrderUpdate, { args: [close], updateId: 'close-1' })).toEqual(answer);
+    expect(await handle.result()).toEqual(answer);
+    expect(order.resolutions).toEqual([
+      {
+        orderId,
+        id: 'close-1',
+        step: 'shipOrder',
+        decision: 'closed',
+        ...close,
+        status: { status: 'closed', rank: 1_000_000 },
+      },
+    ]);
+    expect(names(order)).not.toContain('syncInvoiceToAccounting');
+    expect((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderStatus)).toBe('closed');
+    expect((await handle.query(orderStatusQuery)).status).toBe('closed');
+  });
+
+  it('after the pivot an unknown outcome resolved as performed counts the step done; not performed runs it again', async () => {
+    let ships = 0;
+    const { orderId, order } = newOrder({
+      shipOrder: async () => {
+        ships++;
+        throw ApplicationFailure.nonRetryable('carrier: timed out', ErrorType.ProviderUnavailable, {
+          mayHaveActed: true,
+        });
+      },
+      syncInvoiceToAccounting: async (o, a) => {
+        if (o.accountingSyncs === 0 && !order.resolutions.some((r) => r.step === 'syncInvoiceToAccounting')) {
+          o.accountingSyncs = -1; // marks the first attempt
+          throw ApplicationFailure.nonRetryable('accounting: timed out', ErrorType.ProviderUnavailable, {
+            mayHaveActed: true,
+          });
+        }
+        return defaults.syncInvoiceToAccounting!({ ...o, accountingSyncs: 0 } as FakeOrder, a).then((r) => {
+          o.accountingSyncs = 1;
+          return r;
+        });
+      },
+    });
+    const handle = await start(orderId);
+    await eventually(
+      () => handle.query(orderStatusQuery),
+      (st) => st.attention?.step === 'shipOrder',
+    );
+    expect((await handle.query(orderStatusQuery)).attention?.resolutions).toEqual(['performed', 'not_performed']);
+    await handle.executeUpdate(resolveStepUpdate, {
+      args: [
+        {
+          step: 'shipOrder',
+          outcome: 'performed',
+          reason: 'label in the carrier portal',
+          by: 'ops',
+          providerId: 'shp_portal',
+        },
+      ],
+    });
+    await eventually(
+      () => handle.query(orderStatusQuery),
+      (st) => st.attention?.step === 'syncInvoiceToAccounting',
+    );
+    await handle.executeUpdate(resolveStepUpdate, {
+      args: [{ step: 'syncInvoiceToAccounting', outcome: 'not_performed', reason: 'not in the ledger', by: 'ops' }],
+    });
+    const result = (await handle.result()) as OrderCompletedResult;
+    expect(result.steps).toMatchObject({ shipOrder: 'shp_portal', syncInvoiceToAccounting: 'acc_1' });
+    expect(ships).toBe(1);
+    expect(names(order).filter((n) => n === 'syncInvoiceToAccounting')).toHaveLength(2);
+    expect(order.resolutions.map((r) => [r.step, r.decision, r.status])).toEqual([
+      ['shipOrder', 'performed', { status: 'shipped', rank: RANK.shipOrder }],
+      ['syncInvoiceToAccounting', 'not_performed', undefined],
+    ]);
   });
 
   it('never compensates after the pivot: a failed step waits in attention_required for the retry Update', async () => {

@@ -11,7 +11,7 @@ const ORDERS_REFRESH_MS = 2000;
 /** Refresh period of the catalogue, ms. */
 const CATALOGUE_REFRESH_MS = 5000;
 
-const FINAL = new Set(['completed', 'failed', 'cancelled']);
+const FINAL = new Set(['completed', 'failed', 'cancelled', 'closed']);
 /**
  * The step registry as `GET /steps` describes it (steps, and every status with its label and whether an order in it
  * may still be cancelled), loaded with the first valid API key. Nothing on this page lists steps or statuses itself.
@@ -249,7 +249,7 @@ async function submitOrder(event) {
  * current, pending, waiting for an operator, undone by a compensation, skipped), after a first dot for `received`.
  */
 function stepTrack(order) {
-  const offPath = ['attention_required', 'failed', 'cancelled'].includes(order.status);
+  const offPath = ['attention_required', 'failed', 'cancelled', 'closed'].includes(order.status);
   const received = el(
     'li',
     { class: 'done', title: labelOf('received'), 'data-step': 'received' },

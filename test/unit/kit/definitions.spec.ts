@@ -137,7 +137,7 @@ describe('validateSteps', () => {
     expect(problemsOf([dbStep('holdStock', undefined, { status: 'notify' }), emailStep('notify')])).toEqual([
       'step notify: status notify is taken',
     ]);
-    for (const reserved of ['received', 'completed', 'attention_required', 'failed', 'cancelled']) {
+    for (const reserved of ['received', 'completed', 'attention_required', 'failed', 'cancelled', 'closed']) {
       expect(problemsOf([dbStep('holdStock', undefined, { status: reserved }), emailStep('notify')])).toEqual([
         `step holdStock: status ${reserved} is taken`,
       ]);

@@ -482,12 +482,12 @@ describe('haltOrder', () => {
     expect(await claimOf(`accounting-invoice:${orderId}`)).toBeNull();
   });
 
-  it('fails permanently for an unknown order, and refuses a step outside the registry', async () => {
+  it('fails permanently for an unknown order, and refuses a step outside the registry without a key in the plan', async () => {
     const failure = await failureOf(bed.halt('00000000-0000-4000-8000-000000000000'));
     expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.NotFound, true]);
     const orderId = await invoiced();
     await expect(bed.halt(orderId, 'cancelled', ['sendPostcard'])).rejects.toThrow(
-      'haltOrder: step sendPostcard is not in the registry',
+      'haltOrder: step sendPostcard has no key in the plan and is not in the registry',
     );
     expect((await orderRow(orderId)).haltedAt).toBeNull();
   });

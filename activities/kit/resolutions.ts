@@ -1,0 +1,123 @@
+/**
+ * An operator's decision on an order that waits for a person, recorded: the exit of a doubt no provider answer can
+ * settle (a provider that cannot replay an old key, a step done by hand), and the close of an order after the pivot.
+ * One transaction under the order-row lock: the audit row (`order_resolutions`: who, why, when, keyed by the Update id
+ * so a repeated request records once), the step's claim settled accordingly, and the status the decision leads to.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { ErrorType } from '../../workflows/errors.js';
+import type { ActivityDeps } from '../ports.js';
+import { readSideEffects, type SideEffectRow } from './claims.js';
+import type { StepDefinition } from './define.js';
+import { lockOrder, writeOrderStatus } from './order-guards.js';
+
+/** Input of recordResolution. */
+export interface RecordResolutionInput {
+  orderId: string;
+  /** The resolution's id: the workflow Update id that carried it (a repeated request records once). */
+  id: string;
+  /** The step or compensation the order waits on (its activity name). */
+  step: string;
+  /** `performed`, `not_performed`, or `closed` (the order ends; no claim changes). */
+  decision: 'performed' | 'not_performed' | 'closed';
+  /** Why (1..1000 characters). */
+  reason: string;
+  /** Who decided (the operator's API client, 1..200 characters). */
+  by: string;
+  /** For `performed`: the reference of the effect (e.g. the provider's id); default `resolved:<id>`. */
+  providerId?: string;
+  /**
+   * The claim to settle: the step's idempotency key from the order's plan. Without it, the registry's key of the step
+   * or provider compensation named `step`; a database step or compensation has none.
+   */
+  key?: string;
+  /** The status the decision writes with it: a step after the pivot resolved performed, or `closed`. */
+  status?: { status: string; rank: number };
+}
+
+/** Result of recordResolution. */
+export interface RecordResolutionResult {
+  /** False when this id was recorded before: nothing was applied again. */
+  recorded: boolean;
+  /** The claim the decision settled, as it is now; null when the step has none. */
+  claim: { key: string; status: SideEffectRow['status'] } | null;
+}
+
+/**
+ * Records an operator's decision (see the module comment). With `performed`, a claim that is `claimed`, `sending` or
+ * `failed` (or missing) becomes `sent` with the operator's reference (owner `operator:<by>`); a `sent` claim keeps the
+ * provider's own id. With `not_performed`, a `claimed` or `sending` claim becomes `failed`. `closed` changes no claim.
+ * The status write is absolute and rank-guarded like every other (`closed` stores `closed at <step> by <by>: <reason>` as the
+ * failure reason).
+ * @throws ApplicationFailure `RecordNotFoundError` (no such order), `ValidationError` (non-retryable: `performed` on a
+ *   tombstone, whose effect the order halted before it happened, or `not_performed` on a claim the provider answered
+ *   as `sent`); nothing is written then.
+ */
+export async function recordResolution(
+  steps: readonly StepDefinition[],
+  deps: ActivityDeps,
+  input: RecordResolutionInput,
+): Promise<RecordResolutionResult> {
+  const { orderId, decision, by } = input;
+  const key = input.key ?? registryKey(steps, input.step, orderId);
+  return deps.db.$transaction(async (tx) => {
+    await lockOrder(tx, orderId);
+    const inserted = await tx.$executeRaw`
+      INSERT INTO order_resolutions (id, order_id, step, decision, claim_key, provider_id, reason, decided_by)
+      VALUES (${input.id}, ${orderId}::uuid, ${input.step}, ${decision}, ${key ?? null}, ${input.providerId ?? null},
+              ${input.reason.slice(0, 1000)}, ${by.slice(0, 200)})
+      ON CONFLICT (id) DO NOTHING`;
+    const [before] = key ? await readSideEffects(tx, [key]) : [];
+    const current = key ? { key, status: before?.status } : null;
+    if (inserted === 0) {
+      return { recorded: false, claim: current?.status ? { key: current.key, status: current.status } : null };
+    }
+    const owner = `operator:${by.slice(0, 200)}`;
+    let status = before?.status;
+    if (key && decision === 'performed') {
+      if (status === 'cancelled') {
+        throw ApplicationFailure.nonRetryable(
+          `${key} is a tombstone (the order halted before it happened): it cannot be resolved as performed`,
+          ErrorType.Validation,
+        );
+      }
+      if (status !== 'sent') {
+        await tx.$executeRaw`
+          INSERT INTO side_effect_claims (key, kind, status, owner, attempts, claimed_at, provider_id, completed_at)
+          VALUES (${key}, ${input.step}, 'sent', ${owner}, 0, now(), ${input.providerId ?? `resolved:${input.id}`}, now())
+          ON CONFLICT (key) DO UPDATE SET status = 'sent', owner = EXCLUDED.owner, provider_id = EXCLUDED.provider_id,
+            completed_at = now()
+          WHERE side_effect_claims.status IN ('claimed', 'sending', 'failed')`;
+        status = 'sent';
+      }
+    } else if (key && decision === 'not_performed') {
+      if (status === 'sent') {
+        throw ApplicationFailure.nonRetryable(
+          `${key} is sent (the provider answered that it acted): it cannot be resolved as not performed`,
+          ErrorType.Validation,
+        );
+      }
+      if (status === 'claimed' || status === 'sending') {
+        await tx.$executeRaw`
+          UPDATE side_effect_claims SET status = 'failed', owner = ${owner}
+          WHERE key = ${key} AND status IN ('claimed', 'sending')`;
+        status = 'failed';
+      }
+    }
+    if (input.status) {
+      const why = decision === 'closed' ? `closed at ${input.step} by ${by}: ${input.reason}` : null;
+      await writeOrderStatus(tx, orderId, input.status.status, input.status.rank, why);
+    }
+    return { recorded: true, claim: key && status ? { key, status } : null };
+  });
+}
+
+/** The registry's idempotency key of the provider step or provider compensation named `name`, if there is one. */
+function registryKey(steps: readonly StepDefinition[], name: string, orderId: string): string | undefined {
+  for (const step of steps) {
+    if (step.name === name) return step.kind === 'provider' ? step.key(orderId) : undefined;
+    const compensation = step.compensation;
+    if (compensation?.name === name) return compensation.kind === 'provider' ? compensation.key(orderId) : undefined;
+  }
+  return undefined;
+}
