@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ApplicationFailure } from '@temporalio/common';
 import { StepPhase, validateSteps, type StepDefinition } from '../../../activities/kit/define.js';
-import { STEPS } from '../../../activities/steps/index.js';
+import { SHIPPED_STEPS } from '../../helpers/shipped-steps.js';
 import { ErrorType } from '../../../workflows/errors.js';
 import { FINAL_FAILURE_RANK } from '../../../workflows/order-plan.js';
 import type { FakeProvider } from '../../helpers/fake-providers.js';
@@ -187,11 +187,11 @@ describe('claim → call: a halt that comes before the call stops it', () => {
   it('a halt while the step is between its claim and its call tombstones the claim; the step calls nothing', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const pivot = STEPS.find((s) => s.name === 'sendOrderConfirmation')!;
+    const pivot = SHIPPED_STEPS.find((s) => s.name === 'sendOrderConfirmation')!;
     if (pivot.kind !== 'provider') throw new Error('the pivot is a provider step');
-    // The registry with the confirmation held between claim and call (its body is built there).
+    // The shipped steps with the confirmation held between claim and call (its body is built there).
     const steps = validateSteps(
-      STEPS.map((s): StepDefinition =>
+      SHIPPED_STEPS.map((s): StepDefinition =>
         s === pivot
           ? {
               ...pivot,
@@ -292,7 +292,7 @@ describe('after the pivot an unknown outcome is judged from the claim, not only 
 describe('haltOrder reads the pivot and the keys from the order’s plan, not the registry of today', () => {
   it('with the pivot moved to shipOrder in the registry, a sent confirmation (the plan’s pivot) still answers sent', async () => {
     const moved = validateSteps(
-      STEPS.map((s) =>
+      SHIPPED_STEPS.map((s) =>
         s.name === 'sendOrderConfirmation'
           ? { ...s, phase: StepPhase.BeforePivot }
           : s.name === 'shipOrder'
