@@ -5,13 +5,14 @@
 import { Module } from '@nestjs/common';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
 import { OrderIdempotency, OrdersController } from './orders.controller.js';
+import { OrderActionsService } from './order-actions.service.js';
 import { OrdersService } from './orders.service.js';
 import { StepsController } from './steps.controller.js';
 
 @Module({
   imports: [IdempotencyModule],
   controllers: [OrdersController, StepsController],
-  providers: [OrdersService, OrderIdempotency],
+  providers: [OrdersService, OrderActionsService, OrderIdempotency],
   exports: [OrdersService],
 })
 export class OrdersModule {}
