@@ -21,7 +21,7 @@ import type { CompensationResult, StepInput, StepResult } from '../../activities
 import type { ActivityDeps } from '../../activities/ports.js';
 import { envPrefix, type ProviderClient, type ProviderClients } from '../../providers/kit/define.js';
 import { testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
-import { startSimulators, type RunningSimulators } from '../../simulators/shared/idempotent-simulator.js';
+import { startSimulators, type RunningSimulators } from '../../simulators/shared/simulator-server.js';
 import { loadConfig } from '../../src/config/config.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
