@@ -9,7 +9,7 @@ import {
   proxyLocalActivities,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CompensationActivity, KitActivities, StepActivity } from '../activities/index.js';
+import type { CompensationActivity, KitActivities, StepActivity } from './order-activities.contract.js';
 import { attentionWrite, compensation, localDatabaseStep, RETRY_PROFILES } from './activity-options.js';
 import { plainLine } from './display-text.js';
 import { StepPhase, type PlannedStep } from './order-plan.js';

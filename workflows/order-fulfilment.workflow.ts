@@ -41,7 +41,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { HaltOrderInput, HaltOrderResult, StepResult } from '../activities/index.js';
+import type { HaltOrderInput, HaltOrderResult, StepResult } from './order-activities.contract.js';
 import { attention, kit, planning, stepActivity } from './activity-proxies.js';
 import { ErrorType } from './errors.js';
 import { describeFailure, failureType, humanWhy, innermost, mayHaveActed } from './failure-wording.js';
