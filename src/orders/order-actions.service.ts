@@ -19,8 +19,8 @@ import {
   type OperatorActionOutcome,
   type RetryStepOutcome,
   type WorkflowUnreachableOutcome,
-} from '../temporal/order-workflow-actions.service.js';
-import { OrderWorkflowStarter } from '../temporal/order-workflow-starter.service.js';
+} from './workflow/order-workflow-actions.service.js';
+import { OrderWorkflowStarter } from './workflow/order-workflow-starter.service.js';
 import { isTemporalUnavailable, type UpdateFailure } from '../temporal/temporal-errors.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
 import type {

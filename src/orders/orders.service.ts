@@ -11,7 +11,7 @@ import { ProblemException } from '../common/problem-details.js';
 import { APP_CONFIG, type AppConfig, isProduction } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
-import { OrderStartDispatcher } from '../temporal/order-start-dispatcher.service.js';
+import { OrderStartDispatcher } from './workflow/order-start-dispatcher.service.js';
 import type { CreateOrderRequest } from './create-order.dto.js';
 import type { ListOrdersQuery } from './list-orders.dto.js';
 import { type OrderAccess, orderAccessWhere } from './order-access.js';
