@@ -18,68 +18,23 @@ import { writeOrderStatus } from './kit/order-guards.js';
 import { readOrder } from './kit/order.js';
 import { buildPlan } from './kit/plan.js';
 import {
-  type CompensationInput,
-  type CompensationResult,
   haltOrder,
-  type HaltOrderInput,
-  type HaltOrderResult,
   runDatabaseCompensation,
   runDatabaseStep,
   runProviderCompensation,
   runProviderStep,
-  type StepInput,
-  type StepResult,
 } from './kit/run.js';
+import type {
+  CompensationActivity,
+  CompensationInput,
+  KitActivities,
+  StepActivity,
+  StepInput,
+} from '../workflows/order-activities.contract.js';
 import type { ActivityDeps } from './ports.js';
-import { recordResolution, type RecordResolutionInput, type RecordResolutionResult } from './kit/resolutions.js';
+import { recordResolution } from './kit/resolutions.js';
 import { createRetentionActivities } from './retention.activities.js';
 import { STEPS } from './steps/index.js';
-
-/** The activity of a step. */
-export type StepActivity = (input: StepInput) => Promise<StepResult>;
-/** The activity of a compensation. */
-export type CompensationActivity = (input: CompensationInput) => Promise<CompensationResult>;
-
-/** Input of setOrderStatus. */
-export interface SetOrderStatusInput {
-  orderId: string;
-  /** `attention_required`, `failed` or `cancelled` (the forward steps write theirs in their own transactions). */
-  status: string;
-  /** Its rank: for `attention_required` the waiting step's rank − 5 (attentionRank), for final failures 1 000 000. */
-  rank: number;
-  /** Why the order failed, was cancelled or needs attention (max 1000 chars are stored). */
-  failureReason?: string;
-}
-
-/** Result of setOrderStatus: `applied` is false when a status of a higher rank was already stored. */
-export interface SetOrderStatusResult {
-  applied: boolean;
-}
-
-/** Input of planOrder. */
-export interface PlanOrderInput {
-  orderId: string;
-}
-
-/** The kit's own activities (every plan uses them). */
-export interface KitActivities {
-  /** See {@link haltOrder}. */
-  haltOrder(input: HaltOrderInput): Promise<HaltOrderResult>;
-  /**
-   * Sets `orders.status` to `status` if its rank is above the stored one (or equal with the same status); sets
-   * `completed_at` on `completed` (database clock).
-   * @throws ApplicationFailure `RecordNotFoundError` (non-retryable) when the order does not exist.
-   */
-  setOrderStatus(input: SetOrderStatusInput): Promise<SetOrderStatusResult>;
-  /**
-   * The order's stored plan (`orders.plan`); for an order stored without one, the registry's plan for it, stored
-   * now (so every later run reads the same).
-   * @throws ApplicationFailure `RecordNotFoundError` (non-retryable) when the order does not exist.
-   */
-  planOrder(input: PlanOrderInput): Promise<OrderPlan>;
-  /** See {@link recordResolution}: an operator's audited decision on what an order waits on. */
-  recordResolution(input: RecordResolutionInput): Promise<RecordResolutionResult>;
-}
 
 /** Every activity: the kit's, the retention one, and one per step and compensation (by activity name). */
 export type OrderActivities = KitActivities &
@@ -183,6 +138,8 @@ export function orderStatuses(steps: readonly StepDefinition[] = STEPS): string[
 
 export { STEPS };
 export * from './ports.js';
-export type * from './kit/run.js';
-export type * from './kit/resolutions.js';
-export type * from './retention.activities.js';
+export type * from '../workflows/order-activities.contract.js';
+export type {
+  PurgeExpiredIdempotencyRecordsInput,
+  PurgeExpiredIdempotencyRecordsResult,
+} from '../workflows/idempotency-retention.contract.js';

@@ -5,24 +5,15 @@
 import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../workflows/errors.js';
+import type {
+  PurgeExpiredIdempotencyRecordsInput,
+  PurgeExpiredIdempotencyRecordsResult,
+  RetentionActivities,
+} from '../workflows/idempotency-retention.contract.js';
 import type { IdempotencyRecords } from './ports.js';
 
-/** Input of purgeExpiredIdempotencyRecords. */
-export interface PurgeExpiredIdempotencyRecordsInput {
-  /** Reference time (ISO 8601); default: the activity's clock when it runs. */
-  now?: string;
-}
-
-/** Result of purgeExpiredIdempotencyRecords. */
-export interface PurgeExpiredIdempotencyRecordsResult {
-  /** Records deleted by this attempt. */
-  deleted: number;
-  /** The reference time used (ISO 8601). */
-  now: string;
-}
-
 /** Builds the retention activity over the idempotency store's port. */
-export function createRetentionActivities(records: IdempotencyRecords) {
+export function createRetentionActivities(records: IdempotencyRecords): RetentionActivities {
   return {
     /**
      * Deletes `Idempotency-Key` records past their retention through {@link IdempotencyRecords.purgeExpired}.

@@ -1,10 +1,10 @@
 /**
  * `npm run customer-id -- <email> [...]`: prints the pseudonymous `CustomerId` search attribute of each email (the
- * rule is in src/temporal/customer-id.ts), with `CUSTOMER_ID_SECRET` from the environment (or its development
+ * rule is in src/orders/workflow/customer-id.ts), with `CUSTOMER_ID_SECRET` from the environment (or its development
  * default), and a Temporal list query for that customer's orders. Exit code 2 without an email.
  */
 import { loadConfig } from '../src/config/config.js';
-import { customerSearchId } from '../src/temporal/customer-id.js';
+import { customerSearchId } from '../src/orders/workflow/customer-id.js';
 
 const emails = process.argv.slice(2).filter((arg) => arg !== '--');
 if (emails.length === 0) {

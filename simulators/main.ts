@@ -1,7 +1,8 @@
 /**
  * The simulator process: every provider of providers/index.ts, each under `/<name>` on one port, with its ledger,
- * faults and reset API at `/<name>/_sim` (simulators/shared/idempotent-simulator.ts). A new provider needs no edit
- * here, in a launcher, in docker-compose.yml or in the Dockerfile.
+ * faults and reset API at `/<name>/_sim` (simulators/shared/idempotent-simulator.ts, served by
+ * simulators/shared/simulator-server.ts). A new provider needs no edit here, in a launcher, in docker-compose.yml or
+ * in the Dockerfile.
  *
  * Environment: `SIMULATOR_PORT` (default 4010), `SIMULATOR_HOST` (default 127.0.0.1), and per provider
  * `<NAME>_PROVIDER_API_KEY` (optional: the only bearer token that provider accepts when set).
@@ -10,7 +11,7 @@
 import { z } from 'zod';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { envPrefix } from '../providers/kit/define.js';
-import { startSimulators } from './shared/idempotent-simulator.js';
+import { startSimulators } from './shared/simulator-server.js';
 
 const settings = z
   .object({

@@ -32,3 +32,25 @@ export interface PurgeIdempotencyRecordsResult {
   /** The reference time of the purge (ISO 8601). */
   purgedBefore: string;
 }
+
+/** Input of purgeExpiredIdempotencyRecords. */
+export interface PurgeExpiredIdempotencyRecordsInput {
+  /** Reference time (ISO 8601); default: the activity's clock when it runs. */
+  now?: string;
+}
+
+/** Result of purgeExpiredIdempotencyRecords. */
+export interface PurgeExpiredIdempotencyRecordsResult {
+  /** Records deleted by this attempt. */
+  deleted: number;
+  /** The reference time used (ISO 8601). */
+  now: string;
+}
+
+/** The retention activity the workflow calls (activities/retention.activities.ts implements it). */
+export interface RetentionActivities {
+  /** Deletes the `Idempotency-Key` records past their retention; idempotent. */
+  purgeExpiredIdempotencyRecords(
+    input?: PurgeExpiredIdempotencyRecordsInput,
+  ): Promise<PurgeExpiredIdempotencyRecordsResult>;
+}

@@ -4,11 +4,14 @@
  * idempotent, so a failed run changes nothing the next run does not redo.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { OrderActivities } from '../activities/index.js';
 import { housekeeping } from './activity-options.js';
-import type { PurgeIdempotencyRecordsInput, PurgeIdempotencyRecordsResult } from './idempotency-retention.contract.js';
+import type {
+  PurgeIdempotencyRecordsInput,
+  PurgeIdempotencyRecordsResult,
+  RetentionActivities,
+} from './idempotency-retention.contract.js';
 
-const retention = proxyActivities<Pick<OrderActivities, 'purgeExpiredIdempotencyRecords'>>(housekeeping);
+const retention = proxyActivities<RetentionActivities>(housekeeping);
 
 /** Deletes the `Idempotency-Key` records past their retention. */
 export async function purgeIdempotencyRecords(

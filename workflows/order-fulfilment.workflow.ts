@@ -29,208 +29,47 @@
  * Versioning: docs/versioning.md. Workflow id: `order-<orderId>` (orderWorkflowId). See https://docs.temporal.io/workflows
  */
 import {
-  type ActivityOptions,
-  ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
-  TemporalFailure,
-  TimeoutFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
-  currentUpdateInfo,
-  isCancellation,
   log,
   patched,
-  proxyActivities,
-  proxyLocalActivities,
   setCurrentDetails,
-  setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type {
-  CompensationActivity,
-  HaltOrderInput,
-  HaltOrderResult,
-  KitActivities,
-  StepActivity,
-  StepResult,
-} from '../activities/index.js';
-import { attentionWrite, compensation, localDatabaseStep, RETRY_PROFILES } from './activity-options.js';
+import type { HaltOrderInput, HaltOrderResult, StepResult } from './order-activities.contract.js';
+import { attention, kit, planning, stepActivity } from './activity-proxies.js';
 import { ErrorType } from './errors.js';
+import { describeFailure, failureType, humanWhy, innermost, mayHaveActed } from './failure-wording.js';
+import { compensate, type CompensationHost } from './order-compensation.js';
 import {
   HISTORY_EVENTS_LIMIT,
-  COMPENSATION_FAILED,
   OrderStatus,
-  REMEMBERED_UPDATES,
   Resolution,
   SEARCH_ATTRIBUTES,
-  cancelOrderUpdate,
-  closeOrderUpdate,
   isTerminalStatus,
-  orderStatusQuery,
-  resolveStepUpdate,
-  retryAnswerQuery,
-  retryStepUpdate,
   type OperatorAnswer,
-  type OrderAttention,
   type OrderClosedByOperatorResult,
   type OrderCompletedResult,
   type OrderFulfilmentInput,
   type OrderFulfilmentResult,
   type OrderFulfilmentState,
   type OrderResumeState,
-  type ResolveStepResult,
-  type RetryStepResult,
 } from './order-fulfilment.contract.js';
-import { plainLine } from './display-text.js';
 import { describeWait, detailsOf, escapeMarkdown } from './order-details.js';
 import {
-  attentionRank,
-  COMPENSATION_ATTENTION_RANK,
-  FINAL_FAILURE_RANK,
-  StepPhase,
-  type OrderPlan,
-  type PlannedStep,
-} from './order-plan.js';
-
-/**
- * The workflow's patches (docs/versioning.md): each id guards one change of the commands a history produces, so an
- * execution that started before the change replays its old path. Histories of each old path, recorded on the 1.0.0
- * workflow, are in test/replay/histories/v1.0.0-before-<id>/.
- */
-export const PATCHES = {
-  /** Compensate every step at or below the fence's rank, not only the steps this history started (948708a). */
-  compensateByHaltedRank: 'compensate-by-halted-rank',
-  /**
-   * A cancel fences the order at once (haltOrder while the step still runs), so a provider call not made yet is
-   * never made: the step finds its claim tombstoned when it re-checks the fence before calling.
-   */
-  fenceOnCancel: 'fence-on-cancel',
-  /** A compensation that fails for good waits for an operator (`attention_required`) instead of ending the order. */
-  compensationFailureWaits: 'compensation-failure-waits',
-  /** planOrder runs outside the cancellation: a Temporal cancel before planning still halts the order. */
-  planUnderShield: 'plan-under-shield',
-} as const;
-
-/** The kit's own activities on the order task queue: the fence and the final statuses must succeed (long profile). */
-const kit = proxyActivities<KitActivities>(compensation);
-/** The `attention_required` status write: it outlasts a long database outage. */
-const attention = proxyActivities<KitActivities>(attentionWrite);
-/** The plan of a run started without one: a local activity (recorded as a marker, so replays read the same plan). */
-const planning = proxyLocalActivities<KitActivities>(localDatabaseStep);
-
-/** The separator of a provider's task queue: `<order task queue>.<provider>` (providers/kit/define.ts). */
-function providerQueue(provider: string): string {
-  return `${workflowInfo().taskQueue}.${provider}`;
-}
-
-/**
- * The activity of a planned step, with its retry profile, on its task queue (a provider step on its provider's),
- * and its summary for the Temporal UI. A cancelled step is waited for (`WAIT_CANCELLATION_COMPLETED`, also the SDK's
- * default, set here on purpose): it reports whether it acted, and a provider call under way is never cut short. A
- * database step is a local activity in the workflow task: a cancel reaches the workflow only when that task ends, so
- * its transaction always finishes first. After the pivot the steps run in a non-cancellable scope.
- */
-function stepActivity(step: PlannedStep): StepActivity {
-  const profile = RETRY_PROFILES[step.retry];
-  const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
-  if (step.kind === 'database') {
-    return proxyLocalActivities<Record<string, StepActivity>>({
-      ...profile,
-      cancellationType,
-      summary: plainLine(step.summary),
-    })[step.name]!;
-  }
-  const options: ActivityOptions = {
-    ...profile,
-    taskQueue: providerQueue(step.provider!),
-    // The UI shows an activity's summary as plain text (escapes would show): one line, no invisible characters.
-    summary: plainLine(step.summary),
-    ...(step.phase === StepPhase.AfterPivot ? {} : { cancellationType }),
-  };
-  return proxyActivities<Record<string, StepActivity>>(options)[step.name]!;
-}
-
-/** The activity of a step's compensation (the compensation profile; a provider's on its task queue). */
-function compensationActivity(step: PlannedStep): CompensationActivity {
-  const { name, provider } = step.compensation!;
-  return proxyActivities<Record<string, CompensationActivity>>({
-    ...compensation,
-    ...(provider ? { taskQueue: providerQueue(provider) } : {}),
-    summary: `undo: ${plainLine(step.summary)}`,
-  })[name]!;
-}
-
-/**
- * Describes why a step failed, from the failure chain's types (never `instanceof` on error classes of
- * activities: they do not cross the sandbox). E.g. `InsufficientStockError: insufficient stock for ...`.
- */
-export function describeFailure(err: unknown): string {
-  const cause = innermost(err);
-  if (cause instanceof ApplicationFailure) return `${cause.type ?? 'Error'}: ${cause.message}`;
-  if (cause instanceof TimeoutFailure) return `TimeoutFailure: activity ${cause.timeoutType} timeout`;
-  // A cancelled activity's failure has no message: say what happened (the cancel stopped the attempt's wait).
-  if (cause instanceof CancelledFailure && !cause.message) return 'CancelledFailure: the attempt was cancelled';
-  if (cause instanceof Error) return `${cause.name}: ${cause.message}`;
-  return String(cause);
-}
-
-/** The innermost failure: ActivityFailure → ApplicationFailure / TimeoutFailure / CancelledFailure. */
-function innermost(err: unknown): unknown {
-  let cause: unknown = err;
-  while (cause instanceof TemporalFailure && cause.cause) cause = cause.cause;
-  return cause;
-}
-
-/** The application failure type at the end of the chain, if any (e.g. `OrderClosedError`). */
-function failureType(err: unknown): string | undefined {
-  const cause = innermost(err);
-  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
-}
-
-/**
- * Whether the provider may have performed the effect of a failed provider step: the activity says so in its
- * failure details (`mayHaveActed`); a timeout (the worker died or hung mid-call) may have acted too.
- */
-function mayHaveActed(err: unknown): boolean {
-  const cause = innermost(err);
-  if (cause instanceof TimeoutFailure) return true;
-  if (cause instanceof ApplicationFailure) {
-    const details = cause.details?.[0] as { mayHaveActed?: unknown } | undefined;
-    return details?.mayHaveActed === true || cause.type === ErrorType.ClaimInProgress;
-  }
-  return false;
-}
-
-/**
- * Why a step stopped, in words a person reads in the Temporal UI (the failure's type and HTTP status, never its
- * message: that is shown escaped as the cause), e.g. `the <provider> provider refused it (HTTP 422)`.
- */
-function humanWhy(step: PlannedStep, err: unknown): string {
-  const cause = innermost(err);
-  const who = step.provider ? `the ${step.provider} provider` : 'the database step';
-  if (cause instanceof TimeoutFailure) return 'its attempt timed out (the worker may have died mid-call)';
-  if (!(cause instanceof ApplicationFailure)) return `it failed (${cause instanceof Error ? cause.name : 'error'})`;
-  const status = (cause.details?.[0] as { status?: unknown } | undefined)?.status;
-  const http = typeof status === 'number' ? ` (HTTP ${status})` : '';
-  switch (cause.type) {
-    case ErrorType.ProviderRejected:
-      return `${who} refused it${http}`;
-    case ErrorType.Unauthorized:
-      return `${who} refused our credentials${http}`;
-    case ErrorType.ProviderUnavailable:
-      return `${who} did not answer${http}`;
-    case ErrorType.ClaimInProgress:
-      return 'another attempt still holds its claim';
-    case ErrorType.Validation:
-      return 'it failed a check';
-    default:
-      return `it failed (${cause.type ?? 'error'})`;
-  }
-}
+  registerOrderHandlers,
+  type CancelRequest,
+  type OperatorDecision,
+  type OperatorWait,
+  type OrderHandlerHost,
+} from './order-handlers.js';
+import { attentionRank, StepPhase, type OrderPlan, type PlannedStep } from './order-plan.js';
+import { PATCHES } from './patches.js';
 
 /**
  * Runs one order to completion, to a compensated `failed`/`cancelled`, or to an operator. A run whose history grew
@@ -241,10 +80,13 @@ export async function orderFulfilment(input: OrderFulfilmentInput): Promise<Orde
   return lifecycle.run(input.plan);
 }
 
-/** The state and steps of one order's run. */
-class OrderLifecycle {
-  private readonly state: OrderFulfilmentState;
-  private plan: OrderPlan = { steps: [] };
+/**
+ * The state and steps of one order's run. The Query and Update handlers (order-handlers.ts) and the compensation
+ * (order-compensation.ts) read and change it through the members their host interfaces name.
+ */
+class OrderLifecycle implements OrderHandlerHost, CompensationHost {
+  readonly state: OrderFulfilmentState;
+  plan: OrderPlan = { steps: [] };
   /** The cancellable scope of the pre-pivot steps now running, if any. */
   private prePivot: CancellationScope | null = null;
   /**
@@ -252,21 +94,21 @@ class OrderLifecycle {
    * then `outcome` is set, and a refused request is dropped (`state.cancellation` cleared) so the order goes on;
    * a request that cancelled the order stays as `cancelled`, and later cancel Updates get its answer.
    */
-  private cancelRequest: CancelRequest | null = null;
-  private cancelled: CancelRequest | null = null;
-  private compensating = false;
+  cancelRequest: CancelRequest | null = null;
+  cancelled: CancelRequest | null = null;
+  compensating = false;
   /**
    * The operator's decision on what the order waits on (`attention`), once an Update brought one: `pending` while a
    * resolve or close records itself. Null while nothing was decided (or nothing waits).
    */
-  private decision: OperatorDecision | { kind: 'pending' } | null = null;
+  decision: OperatorDecision | { kind: 'pending' } | null = null;
   /** Why the order halts, kept across an operator's resolution (which fences again instead of re-running steps). */
-  private halt: { reason: string; cancel: CancelRequest | null; failure: unknown } | null = null;
+  halt: { reason: string; cancel: CancelRequest | null; failure: unknown } | null = null;
   /** The fence started the moment a cancel was accepted while a pre-pivot step ran (patch `fence-on-cancel`). */
   private earlyFence: Promise<HaltOrderResult> | null = null;
   /** Resolves the wait of the running pre-pivot scope once the early fence halted the order (nothing can act then). */
   private onFencedAtOnce: (() => void) | null = null;
-  private readonly retries = new Map<string, number>();
+  readonly retries = new Map<string, number>();
   /** Parent of the pre-pivot scopes: shields them from the root scope's cancellation. */
   private readonly shield = new CancellationScope({ cancellable: false });
   /** The `OrderStatus` search attribute's value as this run last set it (the starter sets `received`). */
@@ -274,14 +116,14 @@ class OrderLifecycle {
   /** Each step's provider id (null: a database step), by name. */
   private readonly results = new Map<string, string | null>();
   /** How far the pre-pivot steps got: the index of the last one started (its compensation runs too). */
-  private lastStarted = -1;
+  lastStarted = -1;
   /** Answers of the operator Updates this order accepted (this run's and the carried ones), by id, oldest first. */
-  private readonly answered = new Map<string, OperatorAnswer>();
+  readonly answered = new Map<string, OperatorAnswer>();
   /** Which run of the order this is (1, then 2 after the first continue-as-new, ...). */
   private readonly runNumber: number;
 
   constructor(
-    private readonly orderId: string,
+    readonly orderId: string,
     resume?: OrderResumeState,
   ) {
     this.state = {
@@ -305,7 +147,7 @@ class OrderLifecycle {
   }
 
   async run(plan: OrderPlan | undefined): Promise<OrderFulfilmentResult> {
-    this.registerHandlers();
+    registerOrderHandlers(this);
     // The starter sets these; a run started without them (e.g. by hand from the CLI) sets them itself, so that it is
     // still findable by OrderId.
     if (workflowInfo().typedSearchAttributes.get(SEARCH_ATTRIBUTES.OrderId) === undefined) {
@@ -330,7 +172,7 @@ class OrderLifecycle {
   }
 
   /** The steps up to and including the pivot, and the pivot's index. */
-  private get beforeAndPivot(): PlannedStep[] {
+  get beforeAndPivot(): PlannedStep[] {
     return this.plan.steps.filter((s) => s.phase !== StepPhase.AfterPivot);
   }
 
@@ -356,7 +198,7 @@ class OrderLifecycle {
    * fenced at once (haltOrder runs beside the step): a provider step between its claim and its call then never calls
    * (it re-checks the fence before calling), whether or not a heartbeat told it of the cancel yet.
    */
-  private requestCancel(reason: string, source: CancelRequest['source']): CancelRequest {
+  requestCancel(reason: string, source: CancelRequest['source']): CancelRequest {
     const request: CancelRequest = { reason, source, outcome: null };
     this.cancelRequest = request;
     this.state.cancellation = { reason, source };
@@ -389,228 +231,11 @@ class OrderLifecycle {
     this.state.cancellation = null;
   }
 
-  private registerHandlers(): void {
-    const { state } = this;
-    // Descriptions: what `temporal workflow metadata` and the UI list for each handler.
-    setHandler(orderStatusQuery, () => state, {
-      description: 'The order as the workflow knows it: status, current step, completed steps, what it waits for.',
-    });
-    setHandler(retryAnswerQuery, (updateId) => this.answered.get(updateId) ?? null, {
-      description: 'The answer of an earlier retry Update by its id (kept across continue-as-new), or null.',
-    });
-    setHandler(
-      cancelOrderUpdate,
-      async ({ reason }) => {
-        const request = this.cancelled ?? this.cancelRequest ?? this.requestCancel(reason, 'update');
-        // Non-cancellable: a workflow cancel request arriving meanwhile must not fail this Update; it gets the
-        // same answer as the order.
-        await CancellationScope.nonCancellable(() => condition(() => request.outcome !== null));
-        const outcome = request.outcome!;
-        if (!outcome.cancelled) throw notCancellable(this.orderId, outcome.why);
-        return { orderId: this.orderId, status: OrderStatus.Cancelled, reason: request.reason };
-      },
-      {
-        validator: (arg) => {
-          const reason: unknown = arg?.reason;
-          if (typeof reason !== 'string' || reason.trim() === '' || reason.length > 500) {
-            throw ApplicationFailure.nonRetryable('reason must be a string of 1..500 characters', ErrorType.Validation);
-          }
-          if (this.cancelled || this.cancelRequest) return; // joins the request under way, or its answer
-          if (state.pivotPassed) throw notCancellable(this.orderId, `the ${this.pivotName()} was already done`);
-          if (isTerminalStatus(state.status))
-            throw notCancellable(this.orderId, `the order is already ${state.status}`);
-          if (state.attention) {
-            throw notCancellable(this.orderId, `the order waits for an operator at ${state.attention.step}`);
-          }
-          if (this.compensating) throw notCancellable(this.orderId, 'the order is failing');
-        },
-        description: 'Cancel the order before its point of no return (compensates); refused once it passed it.',
-      },
-    );
-    setHandler(
-      retryStepUpdate,
-      () => {
-        // The same Update id again after a continue-as-new (Temporal de-duplicates within a run only): its answer.
-        const id = currentUpdateInfo()?.id;
-        const known = id === undefined ? undefined : this.answered.get(id);
-        if (known) return known as RetryStepResult;
-        const waiting = state.attention!;
-        this.decision = { kind: 'retry' };
-        waiting.retries += 1;
-        this.retries.set(waiting.step, waiting.retries);
-        const answer = { orderId: this.orderId, step: waiting.step, retry: waiting.retries };
-        if (id !== undefined) this.remember(id, answer);
-        return answer;
-      },
-      {
-        validator: (arg) => {
-          const step = arg?.step;
-          const id = currentUpdateInfo()?.id;
-          if (id !== undefined && this.answered.has(id)) return;
-          if (!state.attention || this.decision) {
-            throw ApplicationFailure.nonRetryable(
-              `order ${this.orderId} is ${state.status} and does not wait for a retry`,
-              ErrorType.OrderNotAwaitingRetry,
-              { status: state.status, waitingStep: null },
-            );
-          }
-          if (step !== undefined && step !== state.attention.step) {
-            throw ApplicationFailure.nonRetryable(
-              `order ${this.orderId} waits for a retry of ${state.attention.step}, not ${String(step)}`,
-              ErrorType.OrderNotAwaitingRetry,
-              { status: state.status, waitingStep: state.attention.step },
-            );
-          }
-        },
-        description:
-          'Operator: retry the step the order waits on, after its cause was fixed (same Update id, same answer).',
-      },
-    );
-    setHandler(
-      resolveStepUpdate,
-      async (input) => {
-        const id = currentUpdateInfo()?.id;
-        const known = id === undefined ? undefined : this.answered.get(id);
-        if (known) return known as ResolveStepResult;
-        const waiting = state.attention!;
-        this.decision = { kind: 'pending' };
-        try {
-          // The audited write first (who, why, when; the claim settled): the order moves on only once it is stored.
-          await kit.recordResolution({
-            orderId: this.orderId,
-            id: id ?? `resolve:${workflowInfo().runId}:${waiting.step}`,
-            step: waiting.step,
-            decision: input.outcome,
-            reason: input.reason,
-            by: input.by,
-            ...(input.providerId ? { providerId: input.providerId } : {}),
-            ...this.resolutionTarget(waiting, input.outcome),
-          });
-        } catch (err) {
-          this.decision = null;
-          throw ApplicationFailure.nonRetryable(
-            `the resolution of ${waiting.step} could not be recorded: ${describeFailure(err)}`,
-            'ResolutionNotRecordedError',
-          );
-        }
-        const answer = { orderId: this.orderId, step: waiting.step, outcome: input.outcome, by: input.by };
-        this.decision = { kind: 'resolve', outcome: input.outcome, providerId: input.providerId ?? null };
-        if (id !== undefined) this.remember(id, answer);
-        return answer;
-      },
-      {
-        validator: (arg) => {
-          const id = currentUpdateInfo()?.id;
-          if (id !== undefined && this.answered.has(id)) return;
-          requireText(arg?.reason, 'reason', 1000);
-          requireText(arg?.by, 'by', 200);
-          if (arg?.providerId !== undefined) requireText(arg.providerId, 'providerId', 200);
-          const waiting = state.attention;
-          if (!waiting || this.decision) throw notAwaitingResolution(this.orderId, state.status, null);
-          if (arg?.step !== waiting.step) {
-            throw notAwaitingResolution(this.orderId, state.status, waiting, `it waits on ${waiting.step}`);
-          }
-          if (!(waiting.resolutions ?? []).includes(arg.outcome)) {
-            throw notAwaitingResolution(
-              this.orderId,
-              state.status,
-              waiting,
-              `${waiting.step} may be resolved ${(waiting.resolutions ?? []).join(' or ') || 'in no way'} here`,
-            );
-          }
-        },
-        description:
-          'Operator: resolve what the order waits on as performed or not performed, with who and why (audited).',
-      },
-    );
-    setHandler(
-      closeOrderUpdate,
-      async (input) => {
-        const id = currentUpdateInfo()?.id;
-        const known = id === undefined ? undefined : this.answered.get(id);
-        if (known) return known as OrderClosedByOperatorResult;
-        const waiting = state.attention!;
-        this.decision = { kind: 'pending' };
-        try {
-          await kit.recordResolution({
-            orderId: this.orderId,
-            id: id ?? `close:${workflowInfo().runId}`,
-            step: waiting.step,
-            decision: 'closed',
-            reason: input.reason,
-            by: input.by,
-            status: { status: OrderStatus.Closed, rank: FINAL_FAILURE_RANK },
-          });
-        } catch (err) {
-          this.decision = null;
-          throw ApplicationFailure.nonRetryable(
-            `the close of order ${this.orderId} could not be recorded: ${describeFailure(err)}`,
-            'ResolutionNotRecordedError',
-          );
-        }
-        const answer: OrderClosedByOperatorResult = {
-          orderId: this.orderId,
-          status: OrderStatus.Closed,
-          step: waiting.step,
-          reason: input.reason,
-          by: input.by,
-        };
-        this.decision = { kind: 'close', answer };
-        if (id !== undefined) this.remember(id, answer);
-        return answer;
-      },
-      {
-        validator: (arg) => {
-          const id = currentUpdateInfo()?.id;
-          if (id !== undefined && this.answered.has(id)) return;
-          requireText(arg?.reason, 'reason', 1000);
-          requireText(arg?.by, 'by', 200);
-          const waiting = state.attention;
-          if (!waiting || this.decision) throw notAwaitingResolution(this.orderId, state.status, null);
-          if (!waiting.closable) {
-            throw notAwaitingResolution(
-              this.orderId,
-              state.status,
-              waiting,
-              'only an order whose step after the point of no return waits may be closed',
-            );
-          }
-        },
-        description: 'Operator: close an order whose step after the point of no return waits (nothing compensated).',
-      },
-    );
-  }
-
-  /**
-   * What a resolution of `waiting` settles: the claim of the waiting step (its key from the plan) and, for a step
-   * after the pivot resolved performed, the status it leads to (the step counts as done). A compensation's claim (a
-   * provider compensation) is found by the activity from its name.
-   */
-  private resolutionTarget(
-    waiting: OrderAttention,
-    outcome: Resolution,
-  ): { key?: string; status?: { status: string; rank: number } } {
-    if (waiting.kind === 'compensation') return {};
-    const step = this.plan.steps.find((s) => s.name === waiting.step);
-    if (!step) return {};
-    const done = outcome === Resolution.Performed && step.phase === StepPhase.AfterPivot;
-    return {
-      ...(step.key ? { key: step.key } : {}),
-      ...(done ? { status: { status: step.status, rank: step.rank } } : {}),
-    };
-  }
-
-  /** Keeps the answer of an operator Update (the newest {@link REMEMBERED_UPDATES}). */
-  private remember(id: string, answer: OperatorAnswer): void {
-    this.answered.set(id, answer);
-    while (this.answered.size > REMEMBERED_UPDATES) this.answered.delete(this.answered.keys().next().value!);
-  }
-
   /**
    * Shows what the order does now as the workflow's current details (Temporal UI, `temporal workflow describe`):
    * Markdown, with every text from outside the workflow escaped.
    */
-  private showDetails(now?: string): void {
+  showDetails(now?: string): void {
     setCurrentDetails(
       detailsOf({
         orderId: this.orderId,
@@ -623,7 +248,7 @@ class OrderLifecycle {
   }
 
   /** The pivot step's name in words for messages, e.g. `sendOrderConfirmation`. */
-  private pivotName(): string {
+  pivotName(): string {
     return this.plan.steps.find((s) => s.phase === StepPhase.Pivot)?.name ?? 'pivot';
   }
 
@@ -632,7 +257,7 @@ class OrderLifecycle {
    * needs it, in the `OrderStatus` search attribute: `attention_required`, a final status, and the status that
    * replaces `attention_required` after a retry (fewer visibility writes: each upsert is a round trip).
    */
-  private setStatus(status: string): void {
+  setStatus(status: string): void {
     this.state.status = status;
     const needed =
       status === OrderStatus.AttentionRequired ||
@@ -725,7 +350,7 @@ class OrderLifecycle {
         this.passPivot(`the ${pivot.name} was done before the cancel took effect`);
         return undefined;
       }
-      if (fence.outcome === 'halted') return this.compensate(reason, failure, fence.rank ?? null);
+      if (fence.outcome === 'halted') return compensate(this, reason, failure, fence.rank ?? null);
 
       // The provider may have acted: a person decides; a retry re-sends with the same key.
       this.compensating = false;
@@ -765,91 +390,6 @@ class OrderLifecycle {
       ErrorType.OrderClosed,
       { status },
     );
-  }
-
-  /**
-   * Compensates a halted order: the compensation of every step that started in this workflow or that the fence
-   * found committed (`committedRank`: a step ranked at or below it wrote its effect, though the history may not
-   * say so when a worker died after the step's commit and before its workflow task completed), newest first
-   * (no-ops when the step never acted), in a non-cancellable scope. A compensation that fails after its retries does
-   * not stop the others; then the order waits for an operator in `attention_required` (`compensation_failed`) until
-   * each failed one is retried successfully or resolved as done by hand: never a final order with its stock
-   * reserved or its invoice issued. Then the final status, and the end.
-   * @param committedRank `HaltOrderResult.rank`; null when the fence's result did not carry it (1.0.0 workers).
-   */
-  private async compensate(
-    reason: string,
-    failure: unknown,
-    committedRank: number | null,
-  ): Promise<OrderFulfilmentResult> {
-    const { orderId, state } = this;
-    log.warn('order halted; compensating', { orderId, reason });
-    // A cancel refused at an unknown outcome that an operator then resolved as not performed still cancels.
-    const request = this.cancelRequest ?? this.halt?.cancel ?? null;
-    const cancelled = request !== null;
-    const failures: string[] = [];
-    // Executions that started before the rank was read (1.0.0) compensate the steps they started, as they did.
-    const byRank = patched(PATCHES.compensateByHaltedRank);
-    const undo = this.beforeAndPivot
-      .filter((s, i) => s.compensation && (i <= this.lastStarted || (byRank && (committedRank ?? -1) >= s.rank)))
-      .reverse();
-    // Executions that started before 1.1 name a compensation that failed for good in the reason and end anyway.
-    const waits = patched(PATCHES.compensationFailureWaits);
-    await CancellationScope.nonCancellable(async () => {
-      let pending = undo;
-      while (pending.length > 0) {
-        const failed: Array<{ step: PlannedStep; err: unknown }> = [];
-        for (const step of pending) {
-          const name = step.compensation!.name;
-          state.currentStep = name;
-          this.showDetails(`**Compensating**: \`${name}\` (undo of \`${step.name}\`)`);
-          try {
-            await compensationActivity(step)({ orderId });
-            state.completedSteps.push(name);
-          } catch (err) {
-            if (waits) failed.push({ step, err });
-            else failures.push(`${name} failed: ${describeFailure(err)}`);
-            log.error('compensation failed', { orderId, compensation: name, error: describeFailure(err) });
-          }
-        }
-        state.currentStep = null;
-        if (failed.length === 0) break;
-        const [first] = failed;
-        const name = first!.step.compensation!.name;
-        const decision = await this.awaitOperator({
-          step: { name, summary: `undo: ${first!.step.summary}` },
-          rank: COMPENSATION_ATTENTION_RANK,
-          reason: `${COMPENSATION_FAILED}: ${name} failed: ${describeFailure(first!.err)} (the order halted: ${reason})`,
-          outcomeUnknown: mayHaveActed(first!.err),
-          why: `the undo of ${first!.step.name} failed for good; the order cannot end before it is undone`,
-          kind: 'compensation',
-          resolutions: [Resolution.Performed],
-          closable: false,
-          continueAsNew: false,
-        });
-        if (decision.kind === 'resolve') state.completedSteps.push(name);
-        // A retry runs every compensation still undone again; a resolution leaves the resolved one out.
-        pending = (decision.kind === 'resolve' ? failed.slice(1) : failed).map((f) => f.step);
-      }
-      state.currentStep = null;
-      state.failureReason = failures.length ? `${reason} (${failures.join('; ')})` : reason;
-      const status = cancelled ? OrderStatus.Cancelled : OrderStatus.Failed;
-      await kit.setOrderStatus({ orderId, status, rank: FINAL_FAILURE_RANK, failureReason: state.failureReason });
-      this.setStatus(status);
-      this.showDetails();
-    });
-    if (request) {
-      request.outcome = { cancelled: true };
-      this.cancelled = request;
-      this.cancelRequest = null;
-      if (request.source === 'workflow-cancel' && isCancellation(failure)) throw failure;
-      return { orderId, status: OrderStatus.Cancelled, reason: request.reason };
-    }
-    throw ApplicationFailure.nonRetryable(`order ${orderId} failed: ${reason}`, ErrorType.OrderFailed, {
-      orderId,
-      reason,
-      compensationFailures: failures,
-    });
   }
 
   /**
@@ -917,7 +457,7 @@ class OrderLifecycle {
    * workflow task that schedules the status write), so an operator who sees the status in the database always finds
    * the workflow waiting. After a retry a long history continues as new (unless `wait.continueAsNew` is false).
    */
-  private async awaitOperator(wait: OperatorWait): Promise<OperatorDecision> {
+  async awaitOperator(wait: OperatorWait): Promise<OperatorDecision> {
     const { orderId, state } = this;
     const name = wait.step.name;
     state.attention = {
@@ -982,72 +522,4 @@ class OrderLifecycle {
     log.info('continuing as new', { orderId: this.orderId, historyLength: info.historyLength, run: resume.run });
     await continueAsNew<typeof orderFulfilment>({ orderId: this.orderId, plan: this.plan, resume });
   }
-}
-
-/** What an order waits on for an operator, and the ways out its wait offers. */
-interface OperatorWait {
-  /** The waiting step (or compensation: its name and `undo: <summary>`). */
-  step: Pick<PlannedStep, 'name' | 'summary'>;
-  /** The rank of its `attention_required` status write. */
-  rank: number;
-  reason: string;
-  outcomeUnknown: boolean;
-  /** Why in words, for the current details. */
-  why: string;
-  kind: 'step' | 'compensation';
-  resolutions: Resolution[];
-  closable: boolean;
-  /** False where the run's state cannot be carried to a next run (a compensation): no continue-as-new. */
-  continueAsNew?: boolean;
-}
-
-/** The operator's decision on a wait. */
-type OperatorDecision =
-  | { kind: 'retry' }
-  | { kind: 'resolve'; outcome: Resolution; providerId: string | null }
-  | { kind: 'close'; answer: OrderClosedByOperatorResult };
-
-/** The `OrderNotAwaitingResolutionError` of a resolve or close the order cannot take now. */
-function notAwaitingResolution(
-  orderId: string,
-  status: string,
-  waiting: OrderAttention | null,
-  why?: string,
-): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(
-    why
-      ? `order ${orderId} cannot take this: ${why}`
-      : `order ${orderId} is ${status} and does not wait for an operator`,
-    ErrorType.OrderNotAwaitingResolution,
-    {
-      status,
-      waitingStep: waiting?.step ?? null,
-      resolutions: waiting?.resolutions ?? [],
-      closable: waiting?.closable ?? false,
-    },
-  );
-}
-
-/** A validator's check of a text argument: a string of 1..`max` characters after trimming. */
-function requireText(value: unknown, name: string, max: number): void {
-  if (typeof value !== 'string' || value.trim() === '' || value.length > max) {
-    throw ApplicationFailure.nonRetryable(`${name} must be a string of 1..${max} characters`, ErrorType.Validation);
-  }
-}
-
-/** A cancel request and, once known, its answer. */
-interface CancelRequest {
-  reason: string;
-  source: 'update' | 'workflow-cancel';
-  outcome: { cancelled: true } | { cancelled: false; why: string } | null;
-}
-
-function notCancellable(orderId: string, why: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(
-    `order ${orderId} cannot be cancelled: ${why}`,
-    ErrorType.OrderNotCancellable,
-    {
-      why,
-    },
-  );
 }

@@ -32,6 +32,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ErrorType } from '../../workflows/errors.js';
+import type { ClaimStatus } from '../../workflows/order-activities.contract.js';
 import { TERMINAL_ORDER_STATUSES } from '../../workflows/order-fulfilment.contract.js';
 import type { Db } from '../ports.js';
 import { orderStatusUpdate } from './order-guards.js';
@@ -358,7 +359,7 @@ export async function markSideEffectNotPerformed(db: DbOrTx, key: string, owner:
 export interface SideEffectRow {
   key: string;
   kind: string;
-  status: 'claimed' | 'sending' | 'sent' | 'failed' | 'cancelled';
+  status: ClaimStatus;
   owner: string;
   provider_id: string | null;
 }

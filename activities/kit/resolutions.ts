@@ -6,42 +6,11 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../../workflows/errors.js';
+import type { RecordResolutionInput, RecordResolutionResult } from '../../workflows/order-activities.contract.js';
 import type { ActivityDeps } from '../ports.js';
-import { readSideEffects, type SideEffectRow } from './claims.js';
+import { readSideEffects } from './claims.js';
 import type { StepDefinition } from './define.js';
 import { lockOrder, writeOrderStatus } from './order-guards.js';
-
-/** Input of recordResolution. */
-export interface RecordResolutionInput {
-  orderId: string;
-  /** The resolution's id: the workflow Update id that carried it (a repeated request records once). */
-  id: string;
-  /** The step or compensation the order waits on (its activity name). */
-  step: string;
-  /** `performed`, `not_performed`, or `closed` (the order ends; no claim changes). */
-  decision: 'performed' | 'not_performed' | 'closed';
-  /** Why (1..1000 characters). */
-  reason: string;
-  /** Who decided (the operator's API client, 1..200 characters). */
-  by: string;
-  /** For `performed`: the reference of the effect (e.g. the provider's id); default `resolved:<id>`. */
-  providerId?: string;
-  /**
-   * The claim to settle: the step's idempotency key from the order's plan. Without it, the registry's key of the step
-   * or provider compensation named `step`; a database step or compensation has none.
-   */
-  key?: string;
-  /** The status the decision writes with it: a step after the pivot resolved performed, or `closed`. */
-  status?: { status: string; rank: number };
-}
-
-/** Result of recordResolution. */
-export interface RecordResolutionResult {
-  /** False when this id was recorded before: nothing was applied again. */
-  recorded: boolean;
-  /** The claim the decision settled, as it is now; null when the step has none. */
-  claim: { key: string; status: SideEffectRow['status'] } | null;
-}
 
 /**
  * Records an operator's decision (see the module comment). With `performed`, a claim that is `claimed`, `sending` or

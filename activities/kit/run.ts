@@ -10,6 +10,14 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ErrorType } from '../../workflows/errors.js';
 import type { ProviderAnswer, ProviderClient } from '../../providers/kit/define.js';
+import type {
+  CompensationInput,
+  CompensationResult,
+  HaltOrderInput,
+  HaltOrderResult,
+  StepInput,
+  StepResult,
+} from '../../workflows/order-activities.contract.js';
 import type { ActivityDeps } from '../ports.js';
 import {
   claimNewSideEffectOfOpenOrder,
@@ -42,78 +50,6 @@ import {
   writeOrderStatus,
   writeStatusOfOpenOrder,
 } from './order-guards.js';
-
-/** Input of every step's activity: the order, and the status and rank its plan gives the step. */
-export interface StepInput {
-  orderId: string;
-  /** The status to write when the step succeeds (from the order's plan: the last step writes `completed`). */
-  status: string;
-  /** Its rank (10 × the step's position in the plan). */
-  rank: number;
-}
-
-/** Result of every step's activity. */
-export interface StepResult {
-  step: string;
-  /**
-   * False when this run found the work done by an earlier or concurrent run and did nothing (a provider step's `sent`
-   * claim, a recorded database step's result); true otherwise. A database step idempotent by nature always reports
-   * true (the kit cannot tell: its own writes decide, and its `data` may say, e.g. `created: false`).
-   */
-  performed: boolean;
-  /** Provider steps: the provider's id of the effect (e.g. `msg_…`), the same on every run. */
-  providerId?: string;
-  /** Provider steps: the idempotency key (claim key and `Idempotency-Key`). */
-  key?: string;
-  /** Database steps: what the step's transaction returned (or the recorded result of the run that acted). */
-  data?: unknown;
-}
-
-/** Input of a compensation's activity. */
-export interface CompensationInput {
-  orderId: string;
-}
-
-/** Result of a compensation's activity. */
-export interface CompensationResult {
-  compensation: string;
-  /** False when there was nothing to undo (the step never acted) or it was undone before. */
-  performed: boolean;
-  providerId?: string;
-  data?: unknown;
-}
-
-/** Input of haltOrder. */
-export interface HaltOrderInput {
-  orderId: string;
-  /** Why the order stops (the cancel reason or the failure), stored in `orders.halt_reason`. */
-  reason: string;
-  /** The provider steps the fence covers, from the order's plan: every step up to and including the pivot. */
-  steps: string[];
-  /**
-   * The plan's pivot step (absent from 1.0.0 workflows: then the registry's pivot among `steps`). The fence reads a
-   * passed pivot from its claim, so it must be the order's own pivot, not the registry's today.
-   */
-  pivot?: string;
-  /** The plan's idempotency key of each fenced step, by name (absent from older plans: then the registry's). */
-  keys?: Record<string, string>;
-}
-
-/**
- * Result of haltOrder:
- * - `halted`: no step's effect was performed or may have been, beyond those the compensations undo; every claim not
- *   yet sent is tombstoned (never performed, however late an attempt), and the order is marked halted. `rank`: the
- *   rank of the last status the order reached before the halt (`orders.halted_rank`): every step ranked at or
- *   below it committed its effect, including a step whose completion the workflow never recorded (a worker that
- *   died after the step's commit and before its workflow task completed), so the workflow compensates those too.
- *   Absent in results recorded by 1.0.0 workers (the workflow then compensates the steps it started).
- * - `sent`: the pivot's effect happened: the pivot is passed; nothing was changed, nothing may be compensated.
- * - `unknown`: a call of `step` is in flight or ended without a known outcome: nothing was changed; a person decides.
- */
-export type HaltOrderResult =
-  | { outcome: 'halted'; rank?: number | null }
-  | { outcome: 'sent'; step: string; providerId: string }
-  | { outcome: 'unknown'; step: string; claimOwner: string };
 
 /** The provider's client of a step, or an error naming the missing configuration. */
 function clientOf(deps: ActivityDeps, provider: string): ProviderClient {

@@ -8,7 +8,7 @@
  *   provider, status, retry profile, compensation, idempotency key or how it is idempotent;
  * - `retry-profiles` (docs/guarantees.md): every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the
  *   activities that use it: the registry's steps and compensations, and the calls the workflows make themselves (read
- *   from workflows/*.workflow.ts with the TypeScript parser); and `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
+ *   from the files of workflows/ with the TypeScript parser); and `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
  * - `providers` (docs/configuration.md): every provider of providers/index.ts with its operations, limits and
  *   configuration variables (src/config/provider-config.ts);
  * - `limits` (docs/api.md): request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
@@ -104,8 +104,9 @@ export function sectionsOf(file: string): GeneratedSection[] {
 }
 
 /**
- * The workflows whose `proxyActivities` calls (assigned to a constant) say which of the workflow's own activities use
- * which profile: every `*.workflow.ts` in workflows/. The steps' profiles come from the registry.
+ * The folder whose `proxyActivities` calls (assigned to a constant) say which of the workflows' own activities use
+ * which profile: every `.ts` file in workflows/ (a proxy may be declared in one file and called in another). The
+ * steps' profiles come from the registry.
  */
 export const WORKFLOWS_DIR = path.join(repoRoot(), 'workflows');
 
@@ -129,15 +130,17 @@ function duration(value: ActivityOptions['startToCloseTimeout']): string {
 }
 
 /**
- * Which activities the workflow calls through each profile: finds `const x = proxyActivities(profile)`,
- * `proxyActivities({ ...profile, ... })` and `proxyLocalActivities(profile)`, then every call `x.activityName(...)`.
- * @param source the workflow's TypeScript source.
+ * Which activities the workflows call through each profile: finds `const x = proxyActivities(profile)`,
+ * `proxyActivities({ ...profile, ... })` and `proxyLocalActivities(profile)` in any of the sources, then every call
+ * `x.activityName(...)` in any of them (a proxy declared in one file may be called in another).
+ * @param sources the workflows' TypeScript sources.
  * @returns profile name → activity names, sorted; an activity called through `proxyLocalActivities` is named
  *   `<name> (local activity)`.
- * @throws Error when a `proxyActivities` call has no recognisable profile (the retry-profile table would be wrong).
+ * @throws Error when a `proxyActivities` call has no recognisable profile, or two proxies of one name have different
+ *   profiles (the retry-profile table would be wrong).
  */
-export function profileUsage(source: string): Map<string, string[]> {
-  const file = ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true);
+export function profileUsage(...sources: string[]): Map<string, string[]> {
+  const files = sources.map((source) => ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true));
   const proxyProfile = new Map<string, string>();
   const localProfiles = new Set<string>();
   const usage = new Map<string, Set<string>>();
@@ -163,6 +166,10 @@ export function profileUsage(source: string): Map<string, string[]> {
     ) {
       const profile = profileOf(node.initializer.arguments[0]);
       if (!profile) throw new Error(`proxyActivities for "${node.name.text}" names no retry profile`);
+      const known = proxyProfile.get(node.name.text);
+      if (known !== undefined && known !== profile) {
+        throw new Error(`two proxies named "${node.name.text}" have different profiles (${known}, ${profile})`);
+      }
       proxyProfile.set(node.name.text, profile);
       if (node.initializer.expression.text === 'proxyLocalActivities') localProfiles.add(profile);
     }
@@ -183,8 +190,8 @@ export function profileUsage(source: string): Map<string, string[]> {
     }
     ts.forEachChild(node, findCalls);
   };
-  findProxies(file);
-  findCalls(file);
+  files.forEach(findProxies);
+  files.forEach(findCalls);
   const suffix = (profile: string) => (localProfiles.has(profile) ? ' (local activity)' : '');
   return new Map([...usage].map(([profile, set]) => [profile, [...set].sort().map((a) => a + suffix(profile))]));
 }
@@ -266,14 +273,12 @@ function table(headers: string[], rows: string[][]): string {
 
 /**
  * The `retry-profiles` section: the profile table and the permanent error types.
- * @param workflowSources the TypeScript source of each workflow file.
+ * @param workflowSources the TypeScript source of each file of workflows/.
  */
 export function renderRetryProfiles(...workflowSources: string[]): string {
   const usage = registryProfileUsage(STEPS);
-  for (const source of workflowSources) {
-    for (const [profile, activities] of profileUsage(source)) {
-      usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
-    }
+  for (const [profile, activities] of profileUsage(...workflowSources)) {
+    usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
   }
   const rows = Object.entries(RETRY_PROFILES).map(([name, p]) => {
     const retry = p.retry ?? {};
@@ -489,7 +494,7 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
     'retry-profiles': renderRetryProfiles(
       ...(await Promise.all(
         (await readdir(WORKFLOWS_DIR))
-          .filter((f) => f.endsWith('.workflow.ts'))
+          .filter((f) => f.endsWith('.ts'))
           .sort()
           .map((f) => readFile(path.join(WORKFLOWS_DIR, f), 'utf8')),
       )),

@@ -1,8 +1,8 @@
 /**
  * The simulated providers: small, real HTTP servers that behave like hosted providers (bearer authentication,
  * `Idempotency-Key` semantics, a ledger of side effects per key, injectable faults), one per provider definition
- * (providers/<name>.provider.ts), all served by one process under `/<name>` (simulators/main.ts; tests start one
- * in-process on port 0 with {@link startSimulators}).
+ * (providers/<name>.provider.ts), all served by one process under `/<name>` (simulator-server.ts: simulators/main.ts;
+ * tests start one in-process on port 0 with its `startSimulators`). The faults are in faults.ts.
  *
  * Idempotency rules (draft-ietf-httpapi-idempotency-key-header, "the draft" below), applied to every
  * effectful route (the provider's operations):
@@ -33,10 +33,8 @@
  * and of the whole process: `GET /_sim/health` → `{ status: 'ok', providers: [names] }`, `POST /_sim/reset` (all).
  */
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import {
   IDEMPOTENCY_KEY_MAX_LENGTH,
@@ -50,54 +48,11 @@ import {
   type ProviderDefinition,
   type SimulateContext,
 } from '../../providers/kit/define.js';
+import { DEFAULT_SLOW_DELAY_MS, FaultMode, faultSpecSchema, type FaultSpec, type QueuedFault } from './faults.js';
 import { HttpProblem, problem, sendProblem, type ProblemDetails } from './problem.js';
 
 /** Longest accepted `Idempotency-Key` value, in characters (the limit hosted providers commonly publish). */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = IDEMPOTENCY_KEY_MAX_LENGTH;
-
-/** Fault modes: what the next matching effectful request(s) meet. */
-export const FaultMode = {
-  /** 503 problem+json, no effect. */
-  Unavailable: 'unavailable',
-  /** Wait `delayMs`, then handle normally (the effect happens even if the client has given up). */
-  Slow: 'slow',
-  /** Perform the effect and store the response, then destroy the socket without answering. */
-  DropResponse: 'drop-response',
-  /** 422 problem+json, no effect. */
-  Reject: 'reject',
-  /** 401 problem+json, no effect. */
-  Unauthorized: 'unauthorized',
-} as const;
-/** One of {@link FaultMode}'s values. */
-export type FaultMode = (typeof FaultMode)[keyof typeof FaultMode];
-
-/** Default wait of a `slow` fault, ms. */
-export const DEFAULT_SLOW_DELAY_MS = 5_000;
-
-/** Body of `POST /_sim/faults`, validated. */
-export const faultSpecSchema = z.object({
-  mode: z.enum(['unavailable', 'slow', 'drop-response', 'reject', 'unauthorized']),
-  /** How many matching requests consume the fault. Default 1. */
-  times: z.number().int().min(1).max(10_000).optional(),
-  /** Wait of a `slow` fault, ms. Default 5000. */
-  delayMs: z.number().int().min(0).max(600_000).optional(),
-  /** Only requests whose `Idempotency-Key` starts with this prefix match. */
-  keyPrefix: z.string().min(1).optional(),
-});
-
-/** A fault to queue: `{ mode, times?: number (default 1), delayMs?: number ms (default 5000), keyPrefix? }`. */
-export type FaultSpec = z.infer<typeof faultSpecSchema>;
-
-/** A queued fault and how many more matching requests will consume it. */
-export interface QueuedFault {
-  id: string;
-  mode: FaultMode;
-  /** Matching requests still to consume this fault (> 0 while queued). */
-  remaining: number;
-  /** Wait of a `slow` fault, ms. */
-  delayMs: number;
-  keyPrefix?: string;
-}
 
 /** A response as stored for replay: HTTP status and JSON body. */
 export interface StoredResponse {
@@ -152,23 +107,9 @@ export interface ProviderSimulatorControl {
   /** The simulated provider's records (e.g. shipments by id), as its operations stored them. */
   state(): ReadonlyMap<string, unknown>;
 }
-
-/** A simulated provider listening on a real port (under its path): its control and its base URL. */
-export interface RunningSimulator extends ProviderSimulatorControl {
-  /** The provider's base URL, e.g. `http://127.0.0.1:40123/email` (no trailing slash). */
-  url: string;
-  port: number;
-  /** Stops the whole simulator process's server (every provider). Idempotent. */
-  close(): Promise<void>;
-}
-
 /** Idempotency record of one key. */
 type KeyRecord =
   { state: 'processing'; fingerprint: string } | { state: 'done'; fingerprint: string; response: StoredResponse };
-
-/** Thrown into pending `slow` waits when the simulator closes. */
-class SimulatorClosedError extends Error {}
-
 /** `<prefix>_<24 hex digits>`. */
 function newId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -465,124 +406,6 @@ export function createProviderSimulator(
     },
   };
 }
-
-/** Options of {@link startSimulators}. */
-export interface SimulatorsOptions {
-  /** Interface to bind. Default `127.0.0.1`. */
-  host?: string;
-  /** TCP port; 0 (the default) picks a free one. */
-  port?: number;
-  /** Bearer token each provider accepts, by provider name; a provider without one accepts any bearer token. */
-  apiKeys?: Readonly<Record<string, string | undefined>>;
-}
-
-/** The simulator process's server: every provider under `/<name>`. */
-export interface RunningSimulators {
-  /** Base URL of the server, e.g. `http://127.0.0.1:4010` (no trailing slash). */
-  url: string;
-  port: number;
-  /** Each provider's simulator, by name. */
-  providers: Readonly<Record<string, RunningSimulator>>;
-  /**
-   * The simulator of `name`.
-   * @throws Error when no such provider is served.
-   */
-  provider(name: string): RunningSimulator;
-  /** Clears every provider's ledger, stored responses, faults and state. */
-  reset(): void;
-  /** Stops listening, drops open connections and cancels pending `slow` waits. Idempotent. */
-  close(): Promise<void>;
-}
-
-/**
- * Starts one HTTP server that simulates every provider of `providers`, each under `/<name>` with its control API
- * at `/<name>/_sim`.
- * @returns once the server listens; `url` carries the actual port (useful with `port: 0`).
- * @throws the listen error (e.g. `EADDRINUSE`).
- */
-export async function startSimulators(
-  providers: readonly ProviderDefinition[],
-  options: SimulatorsOptions = {},
-): Promise<RunningSimulators> {
-  const host = options.host ?? '127.0.0.1';
-  const closing = new AbortController();
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(express.json({ limit: '1mb', type: ['application/json', 'application/*+json'] }));
-
-  const controls: ProviderSimulatorControl[] = [];
-  app.get('/_sim/health', (_req, res) => {
-    res.json({ status: 'ok', providers: providers.map((p) => p.name) });
-  });
-  app.post('/_sim/reset', (_req, res) => {
-    for (const control of controls) control.reset();
-    res.status(204).end();
-  });
-  for (const provider of providers) {
-    const apiKey = options.apiKeys?.[provider.name];
-    const sim = createProviderSimulator(provider, apiKey === undefined ? {} : { apiKey }, closing.signal);
-    app.use(`/${provider.name}`, sim.router);
-    controls.push(sim.control);
-  }
-  app.use((req: Request, res: Response) => {
-    sendProblem(res, problem(404, 'not-found', 'Not found', `No route for ${req.method} ${req.path}.`));
-  });
-  // Express recognises error middleware by its four parameters.
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    if (error instanceof HttpProblem) {
-      sendProblem(res, error.toJSON());
-      return;
-    }
-    const status = httpErrorStatus(error);
-    if (status !== undefined && status >= 400 && status < 500) {
-      const detail = error instanceof Error ? error.message : 'Malformed request.';
-      sendProblem(res, problem(status, 'bad-request', 'Bad request', detail));
-      return;
-    }
-    sendProblem(
-      res,
-      problem(500, 'internal-error', 'Internal error', error instanceof Error ? error.message : String(error)),
-    );
-  });
-
-  const server = createServer(app);
-  await listen(server, options.port ?? 0, host);
-  const port = (server.address() as AddressInfo).port;
-  const urlHost = host.includes(':') ? `[${host}]` : host;
-  const url = `http://${urlHost}:${port}`;
-
-  let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closed ??= new Promise<void>((resolve, reject) => {
-      closing.abort(new SimulatorClosedError('simulator closed'));
-      server.close((error) => (error ? reject(error) : resolve()));
-      server.closeAllConnections();
-    });
-    return closed;
-  };
-
-  const running: Record<string, RunningSimulator> = Object.fromEntries(
-    controls.map((control) => [control.name, { ...control, url: `${url}/${control.name}`, port, close }]),
-  );
-  return {
-    url,
-    port,
-    providers: running,
-    provider(name) {
-      const sim = running[name];
-      if (!sim) throw new Error(`no simulated provider ${name} (served: ${Object.keys(running).join(', ')})`);
-      return sim;
-    },
-    reset: () => controls.forEach((c) => c.reset()),
-    close,
-  };
-}
-
 /**
  * Reads the `Idempotency-Key` header with the API's parser (src/idempotency/idempotency-protocol.ts: an RFC 8941
  * sf-string, or the bare key hosted providers also accept; exactly one header line).
@@ -632,23 +455,4 @@ function stringParams(params: Request['params']): Record<string, string> {
     out[name] = Array.isArray(value) ? value.join('/') : String(value);
   }
   return out;
-}
-
-/** The `status` of errors raised by body-parser/http-errors (e.g. 400 for malformed JSON, 413, 415). */
-function httpErrorStatus(error: unknown): number | undefined {
-  if (error !== null && typeof error === 'object' && 'status' in error && typeof error.status === 'number') {
-    return error.status;
-  }
-  return undefined;
-}
-
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: Error): void => reject(error);
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
 }

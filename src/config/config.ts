@@ -136,7 +136,7 @@ export const configSchema = z.object({
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   /**
    * Secret of the pseudonymous `CustomerId` search attribute (HMAC-SHA256 of the lower-cased customer email,
-   * src/temporal/customer-id.ts). Set your own in production; changing it changes every customer's id.
+   * src/orders/workflow/customer-id.ts). Set your own in production; changing it changes every customer's id.
    */
   CUSTOMER_ID_SECRET: z.string().min(16).default('dev-only-customer-id-secret'),
 });

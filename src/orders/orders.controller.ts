@@ -57,6 +57,7 @@ import { type ListOrdersQuery, listOrdersQuerySchema, orderIdParamsSchema } from
 import { type OrderPageView, orderPageViewSchema, type OrderView, orderViewSchema } from './order-response.dto.js';
 import { ALL_ORDERS, orderAccessOf } from './order-access.js';
 import { OrderProblemTypes } from './order-problems.js';
+import { OrderActionsService } from './order-actions.service.js';
 import { OrdersService } from './orders.service.js';
 
 /** The 503 of order actions: Temporal or its worker unavailable (`Retry-After` from the problem type). */
@@ -89,7 +90,10 @@ export class OrderIdempotency implements IdempotentResource {
 @ApiTags('orders')
 @Controller('orders')
 export class OrdersController {
-  constructor(private readonly orders: OrdersService) {}
+  constructor(
+    private readonly orders: OrdersService,
+    private readonly actions: OrderActionsService,
+  ) {}
 
   /** Accepts an order and starts its fulfilment; never waits for fulfilment. */
   @Post()
@@ -205,7 +209,7 @@ export class OrdersController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<OrderView> {
     const { status, order } = await withRetryAfter(res, () =>
-      this.orders.cancel(params.id, body, { access: orderAccessOf(client), actionKey: idempotency?.scopedKey }),
+      this.actions.cancel(params.id, body, { access: orderAccessOf(client), actionKey: idempotency?.scopedKey }),
     );
     res.status(status);
     if (status === HttpStatus.ACCEPTED) res.location(`/orders/${order.id}`);
@@ -245,7 +249,7 @@ export class OrdersController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<RetryStartedView> {
     return withRetryAfter(res, () =>
-      this.orders.retry(params.id, body?.step, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey }),
+      this.actions.retry(params.id, body?.step, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey }),
     );
   }
 
@@ -287,7 +291,7 @@ export class OrdersController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<ResolvedView> {
     return withRetryAfter(res, () =>
-      this.orders.resolve(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
+      this.actions.resolve(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
     );
   }
 
@@ -321,7 +325,7 @@ export class OrdersController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<OrderView> {
     return withRetryAfter(res, () =>
-      this.orders.close(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
+      this.actions.close(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
     );
   }
 

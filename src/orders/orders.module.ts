@@ -1,17 +1,21 @@
 /**
  * Orders feature: `POST /orders` (with optional `Idempotency-Key`), `GET /orders/:id`, `GET /orders`, the order
- * actions, and `GET /steps` (the step registry). Needs PRISMA, APP_CONFIG, TemporalModule and the global guards of AuthModule; imports the IdempotencyModule.
+ * actions, and `GET /steps` (the step registry). Needs PRISMA, APP_CONFIG, TemporalModule and the global guards of
+ * AuthModule; imports the IdempotencyModule and the OrderWorkflowModule (./workflow/: the order's workflow start,
+ * actions and reconciler).
  */
 import { Module } from '@nestjs/common';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
 import { OrderIdempotency, OrdersController } from './orders.controller.js';
+import { OrderActionsService } from './order-actions.service.js';
 import { OrdersService } from './orders.service.js';
 import { StepsController } from './steps.controller.js';
+import { OrderWorkflowModule } from './workflow/order-workflow.module.js';
 
 @Module({
-  imports: [IdempotencyModule],
+  imports: [IdempotencyModule, OrderWorkflowModule],
   controllers: [OrdersController, StepsController],
-  providers: [OrdersService, OrderIdempotency],
+  providers: [OrdersService, OrderActionsService, OrderIdempotency],
   exports: [OrdersService],
 })
 export class OrdersModule {}

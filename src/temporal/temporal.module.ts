@@ -1,7 +1,6 @@
 /**
- * Global module of the Temporal client side: the {@link TEMPORAL_CLIENT} `Client`, the
- * {@link OrderWorkflowStarter}, the {@link OrderStartDispatcher} (starts the workflows of accepted orders), the {@link OrderWorkflowActions} (cancel, retry) and the {@link OrderWorkflowReconciler}
- * loop (with its sweeper). Requires APP_CONFIG and PRISMA.
+ * Global module of the Temporal client: the {@link TEMPORAL_CLIENT} `Client` (the order's workflow services that use
+ * it are in src/orders/workflow/). Requires APP_CONFIG.
  *
  * The connection is lazy (`Connection.lazy`): the API starts, and accepts orders, while Temporal is down;
  * each call connects on demand and fails after its deadline. The connection closes on shutdown.
@@ -11,10 +10,6 @@ import { Client, Connection } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import { temporalConnectionOptions } from '../config/temporal-connection.js';
 import { makeShutdownSafeRetryInterceptor } from './grpc-retry.js';
-import { OrderStartDispatcher } from './order-start-dispatcher.service.js';
-import { OrderWorkflowActions } from './order-workflow-actions.service.js';
-import { OrderWorkflowReconciler } from './order-workflow-reconciler.service.js';
-import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
 import { TEMPORAL_CLIENT } from './temporal.constants.js';
 
 /**
@@ -45,14 +40,8 @@ export function createTemporalClient(config: AppConfig): Client {
 
 @Global()
 @Module({
-  providers: [
-    { provide: TEMPORAL_CLIENT, inject: [APP_CONFIG], useFactory: createTemporalClient },
-    OrderWorkflowStarter,
-    OrderStartDispatcher,
-    OrderWorkflowActions,
-    OrderWorkflowReconciler,
-  ],
-  exports: [TEMPORAL_CLIENT, OrderWorkflowStarter, OrderStartDispatcher, OrderWorkflowActions, OrderWorkflowReconciler],
+  providers: [{ provide: TEMPORAL_CLIENT, inject: [APP_CONFIG], useFactory: createTemporalClient }],
+  exports: [TEMPORAL_CLIENT],
 })
 export class TemporalModule implements OnApplicationShutdown {
   constructor(@Inject(TEMPORAL_CLIENT) private readonly client: Client) {}

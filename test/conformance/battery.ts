@@ -26,7 +26,7 @@ import assert from 'node:assert/strict';
 import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
 import type { RetryPolicy } from '@temporalio/common';
 import type { ProviderStepDefinition, StepDefinition } from '../../activities/kit/define.js';
-import type { CompensationResult, StepResult } from '../../activities/kit/run.js';
+import type { CompensationResult, StepResult } from '../../workflows/order-activities.contract.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';

@@ -5,7 +5,7 @@
 import type { Info } from '@temporalio/activity';
 import type { Logger } from '@temporalio/common';
 import type { StepDefinition } from '../../activities/kit/define.js';
-import type { StepInput } from '../../activities/kit/run.js';
+import type { StepInput } from '../../workflows/order-activities.contract.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import {
   createProviderClient,

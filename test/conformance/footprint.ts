@@ -17,7 +17,7 @@
  */
 import { Prisma } from '../../prisma/generated/client.js';
 import type { SqlQueries } from '../../activities/ports.js';
-import type { RunningSimulators } from '../../simulators/shared/idempotent-simulator.js';
+import type { RunningSimulators } from '../../simulators/shared/simulator-server.js';
 
 /** Absolute values, or (from {@link footprintDelta}) the non-zero differences, by measure name (see the module). */
 export type Footprint = Record<string, number>;

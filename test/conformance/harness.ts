@@ -17,11 +17,11 @@ import { createActivities, type OrderActivities } from '../../activities/index.j
 import { readSideEffects, type SideEffectRow } from '../../activities/kit/claims.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { buildPlan } from '../../activities/kit/plan.js';
-import type { CompensationResult, StepInput, StepResult } from '../../activities/kit/run.js';
+import type { CompensationResult, StepInput, StepResult } from '../../workflows/order-activities.contract.js';
 import type { ActivityDeps } from '../../activities/ports.js';
 import { envPrefix, type ProviderClient, type ProviderClients } from '../../providers/kit/define.js';
 import { testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
-import { startSimulators, type RunningSimulators } from '../../simulators/shared/idempotent-simulator.js';
+import { startSimulators, type RunningSimulators } from '../../simulators/shared/simulator-server.js';
 import { loadConfig } from '../../src/config/config.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';

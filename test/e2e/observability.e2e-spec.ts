@@ -10,7 +10,7 @@ import getPort from 'get-port';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/common/api-limits.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
-import { customerSearchId } from '../../src/temporal/customer-id.js';
+import { customerSearchId } from '../../src/orders/workflow/customer-id.js';
 import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
 import { PROBLEM_JSON, testKeys } from '../helpers/api-app.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';

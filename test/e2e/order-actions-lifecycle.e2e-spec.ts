@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
+import { OrderWorkflowReconciler } from '../../src/orders/workflow/order-workflow-reconciler.service.js';
 import { orderStatusQuery, orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 import { stockOf } from '../helpers/fixtures.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';

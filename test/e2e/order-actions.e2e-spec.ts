@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import getPort from 'get-port';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OrderWorkflowReconciler } from '../../src/temporal/order-workflow-reconciler.service.js';
+import { OrderWorkflowReconciler } from '../../src/orders/workflow/order-workflow-reconciler.service.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../../src/temporal/temporal.constants.js';
 import { orderWorkflowId, type OrderStatus } from '../../workflows/order-fulfilment.contract.js';
 import { api, ApiSuite, testKeys, PROBLEM_JSON, startApiApp, waitForWorkflowStart } from '../helpers/api-app.js';

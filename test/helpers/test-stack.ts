@@ -17,7 +17,7 @@ import {
   startSimulators,
   type RunningSimulator,
   type RunningSimulators,
-} from '../../simulators/shared/idempotent-simulator.js';
+} from '../../simulators/shared/simulator-server.js';
 import { serviceEnvironment, testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
 import { createProviderClients } from '../../src/config/provider-clients.js';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';

@@ -449,7 +449,7 @@ try {
             : { orderId: s.orderId, plan: planOf(s.orderId), ...(s.resume ? { resume: s.resume } : {}) },
         ],
         ...(s.workflowTaskTimeout ? { workflowTaskTimeout: s.workflowTaskTimeout } : {}),
-        // As the API's starter (src/temporal/order-workflow-starter.service.ts) starts an order.
+        // As the API's starter (src/orders/workflow/order-workflow-starter.service.ts) starts an order.
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },
           { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },

@@ -1,10 +1,10 @@
 /**
- * The pseudonymous `CustomerId` search attribute (src/temporal/customer-id.ts): HMAC-SHA256 of the trimmed,
+ * The pseudonymous `CustomerId` search attribute (src/orders/workflow/customer-id.ts): HMAC-SHA256 of the trimmed,
  * lower-cased email with the configured secret, first 16 hex digits.
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { customerSearchId } from '../../src/temporal/customer-id.js';
+import { customerSearchId } from '../../src/orders/workflow/customer-id.js';
 
 const SECRET = 'test-secret-0123456789';
 

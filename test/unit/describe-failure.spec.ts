@@ -5,7 +5,7 @@
 import { ActivityFailure, ApplicationFailure, CancelledFailure, RetryState, TimeoutFailure } from '@temporalio/common';
 import { TimeoutType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { describeFailure } from '../../workflows/order-fulfilment.workflow.js';
+import { describeFailure } from '../../workflows/failure-wording.js';
 
 const activityFailure = (cause: Error) =>
   new ActivityFailure('activity failed', 'sendOrderConfirmation', '3', RetryState.CANCEL_REQUESTED, undefined, cause);

@@ -135,6 +135,13 @@ describe('docs generated tables', () => {
       providerCall: ['sendOrderConfirmation'],
     });
     expect(() => profileUsage('const x = proxyActivities<A>(options());')).toThrow(/names no retry profile/);
+    // A proxy declared in one file of workflows/ and called in another.
+    const proxies = 'export const kit = proxyActivities<A>(compensation);';
+    const caller = 'await kit.haltOrder(input);';
+    expect(Object.fromEntries(profileUsage(proxies, caller))).toEqual({ compensation: ['haltOrder'] });
+    expect(() =>
+      profileUsage('const kit = proxyActivities<A>(compensation);', 'const kit = proxyActivities<A>(housekeeping);'),
+    ).toThrow(/different profiles/);
   });
 
   it('refuse a document without the markers', async () => {

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../../providers/index.js';
 import { createProviderClient, pathParams, type ProviderAnswer } from '../../../providers/kit/define.js';
 import type { ProviderFailureKind } from '../../../providers/kit/errors.js';
-import { startSimulators, type RunningSimulators } from '../../../simulators/shared/idempotent-simulator.js';
+import { startSimulators, type RunningSimulators } from '../../../simulators/shared/simulator-server.js';
 import { providerError } from '../../helpers/provider-error.js';
 import { liveSample, operationSamples, type OperationSample } from '../../helpers/provider-samples.js';
 import { testpay } from '../../helpers/test-payments.js';

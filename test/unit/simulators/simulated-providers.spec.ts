@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../../providers/index.js';
-import { startSimulators, type RunningSimulators } from '../../../simulators/shared/idempotent-simulator.js';
+import { startSimulators, type RunningSimulators } from '../../../simulators/shared/simulator-server.js';
 import { testProviderApiKeys } from '../../../scripts/lib/stack-definition.js';
 import { expectProblem, simCall } from '../../helpers/sim-http.js';
 

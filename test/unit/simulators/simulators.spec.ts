@@ -12,11 +12,8 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../../providers/index.js';
-import {
-  startSimulators,
-  type LedgerEffect,
-  type RunningSimulators,
-} from '../../../simulators/shared/idempotent-simulator.js';
+import type { LedgerEffect } from '../../../simulators/shared/idempotent-simulator.js';
+import { startSimulators, type RunningSimulators } from '../../../simulators/shared/simulator-server.js';
 import { testProviderApiKeys } from '../../../scripts/lib/stack-definition.js';
 import { isSetupKey, liveSample, operationSamples, type OperationSample } from '../../helpers/provider-samples.js';
 import { expectProblem, simCall, type SimAnswer } from '../../helpers/sim-http.js';

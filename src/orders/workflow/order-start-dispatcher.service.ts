@@ -22,12 +22,12 @@
  */
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Client } from '@temporalio/client';
-import { TERMINAL_ORDER_STATUSES } from '../../workflows/order-fulfilment.contract.js';
-import { PRISMA } from '../prisma/prisma.module.js';
-import type { PrismaClient } from '../prisma/prisma.js';
+import { TERMINAL_ORDER_STATUSES } from '../../../workflows/order-fulfilment.contract.js';
+import { PRISMA } from '../../prisma/prisma.module.js';
+import type { PrismaClient } from '../../prisma/prisma.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
-import { isTemporalUnavailable } from './temporal-errors.js';
-import { TEMPORAL_CLIENT } from './temporal.constants.js';
+import { isTemporalUnavailable } from '../../temporal/temporal-errors.js';
+import { TEMPORAL_CLIENT } from '../../temporal/temporal.constants.js';
 
 /** Intents claimed per statement. */
 export const DISPATCH_BATCH_SIZE = 50;

@@ -21,13 +21,13 @@ import {
   OrderStatus,
   orderWorkflowId,
   SEARCH_ATTRIBUTES,
-} from '../../workflows/order-fulfilment.contract.js';
-import type { OrderPlan } from '../../workflows/order-plan.js';
-import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { PRISMA } from '../prisma/prisma.module.js';
-import type { PrismaClient } from '../prisma/prisma.js';
+} from '../../../workflows/order-fulfilment.contract.js';
+import type { OrderPlan } from '../../../workflows/order-plan.js';
+import { APP_CONFIG, type AppConfig } from '../../config/config.js';
+import { PRISMA } from '../../prisma/prisma.module.js';
+import type { PrismaClient } from '../../prisma/prisma.js';
 import { customerSearchId } from './customer-id.js';
-import { TEMPORAL_CLIENT, WORKFLOW_START_TIMEOUT_MS } from './temporal.constants.js';
+import { TEMPORAL_CLIENT, WORKFLOW_START_TIMEOUT_MS } from '../../temporal/temporal.constants.js';
 
 /** Signature of the workflow, for typing `workflow.start` by name (the function itself is never imported). */
 type OrderFulfilmentWorkflow = (input: OrderFulfilmentInput) => Promise<OrderFulfilmentResult>;

@@ -31,21 +31,21 @@ import {
   OrderStatus,
   orderWorkflowId,
   TERMINAL_ORDER_STATUSES,
-} from '../../workflows/order-fulfilment.contract.js';
-import { attentionRank, FINAL_FAILURE_RANK } from '../../workflows/order-plan.js';
-import { planOf } from '../orders/order-steps.js';
-import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { PRISMA } from '../prisma/prisma.module.js';
-import type { PrismaClient } from '../prisma/prisma.js';
+} from '../../../workflows/order-fulfilment.contract.js';
+import { attentionRank, FINAL_FAILURE_RANK } from '../../../workflows/order-plan.js';
+import { planOf } from '../order-steps.js';
+import { APP_CONFIG, type AppConfig } from '../../config/config.js';
+import { PRISMA } from '../../prisma/prisma.module.js';
+import type { PrismaClient } from '../../prisma/prisma.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
-import { isTemporalUnreachable } from './temporal-errors.js';
+import { isTemporalUnreachable } from '../../temporal/temporal-errors.js';
 import {
   RECONCILE_BATCH_SIZE,
   RECONCILE_MIN_AGE_MS,
   SWEEP_BATCH_SIZE,
   TEMPORAL_CALL_TIMEOUT_MS,
   TEMPORAL_CLIENT,
-} from './temporal.constants.js';
+} from '../../temporal/temporal.constants.js';
 
 /** What one reconciliation pass did. */
 export interface ReconcileResult {

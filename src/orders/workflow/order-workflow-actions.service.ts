@@ -28,7 +28,7 @@ import {
   WorkflowUpdateRPCTimeoutOrCancelledError,
   WorkflowUpdateStage,
 } from '@temporalio/client';
-import { ErrorType } from '../../workflows/errors.js';
+import { ErrorType } from '../../../workflows/errors.js';
 import {
   cancelOrderUpdate,
   type CancelOrderInput,
@@ -47,15 +47,19 @@ import {
   type RetryStepInput,
   type RetryStepResult,
   retryStepUpdate,
-} from '../../workflows/order-fulfilment.contract.js';
+} from '../../../workflows/order-fulfilment.contract.js';
 import {
   isTemporalUnavailable,
   isUpdateHandlerMissing,
   isWorkflowClosedError,
   type UpdateFailure,
   updateFailureOf,
-} from './temporal-errors.js';
-import { RETRY_UPDATE_TIMEOUT_MS, TEMPORAL_CALL_TIMEOUT_MS, TEMPORAL_CLIENT } from './temporal.constants.js';
+} from '../../temporal/temporal-errors.js';
+import {
+  RETRY_UPDATE_TIMEOUT_MS,
+  TEMPORAL_CALL_TIMEOUT_MS,
+  TEMPORAL_CLIENT,
+} from '../../temporal/temporal.constants.js';
 
 /** Outcomes every action shares: the workflow cannot be reached or is not running. */
 export type WorkflowUnreachableOutcome =
