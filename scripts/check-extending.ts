@@ -31,6 +31,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify, stripVTControlCharacters } from 'node:util';
 import { execa } from 'execa';
+import { fromMarkdown } from 'mdast-util-from-markdown';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 
@@ -46,43 +47,29 @@ export type ExampleAction = { section: string } & (
   { kind: 'run'; command: string } | { kind: 'write'; path: string; content: string } | { kind: 'patch'; diff: string }
 );
 
-/** The body of the fenced block that follows line `from` (blank lines in between only). */
-function fencedBlockAfter(lines: readonly string[], from: number): { body: string[]; end: number } {
-  let i = from + 1;
-  while (i < lines.length && lines[i]!.trim() === '') i++;
-  const fence = /^(\s*)(`{3,}|~{3,})/.exec(lines[i] ?? '');
-  if (!fence) throw new Error(`${EXTENDING_DOC}:${from + 1}: the marker is not followed by a fenced block`);
-  const body: string[] = [];
-  for (let j = i + 1; j < lines.length; j++) {
-    if (lines[j]!.trim().startsWith(fence[2]!)) return { body, end: j };
-    body.push(lines[j]!.slice(fence[1]!.length));
-  }
-  throw new Error(`${EXTENDING_DOC}:${i + 1}: the fenced block is not closed`);
-}
-
 /**
- * The marked blocks of a markdown document, in order: `<!-- ci: run -->` gives one action per command (blank lines
- * and `#` comments skipped, a trailing `\` joins the next line), `<!-- ci: write <path> -->` and `<!-- ci: patch -->`
- * one action each.
+ * The marked blocks of a markdown document (parsed by mdast-util-from-markdown), in order: `<!-- ci: run -->` gives
+ * one action per command (blank lines and `#` comments skipped, a trailing `\\` joins the next line),
+ * `<!-- ci: write <path> -->` and `<!-- ci: patch -->` one action each; each marker is followed by a fenced block.
  * @throws Error when a marker is not followed by a fenced block.
  */
 export function readExamples(markdown: string): ExampleAction[] {
-  const lines = markdown.split('\n');
+  const nodes = fromMarkdown(markdown).children;
   const actions: ExampleAction[] = [];
   let section = '';
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line.startsWith('## ')) section = line.slice(3);
-    const marker = /^<!-- ci: (run|patch|write) ?(\S*) -->$/.exec(line);
-    if (!marker) continue;
-    const { body, end } = fencedBlockAfter(lines, i);
-    i = end;
-    if (marker[1] === 'write')
-      actions.push({ section, kind: 'write', path: marker[2]!, content: `${body.join('\n')}\n` });
-    if (marker[1] === 'patch') actions.push({ section, kind: 'patch', diff: `${body.join('\n')}\n` });
-    if (marker[1] !== 'run') continue;
+  nodes.forEach((node, i) => {
+    const { start, end } = node.position!;
+    if (node.type === 'heading' && node.depth === 2) section = markdown.slice(start.offset! + 3, end.offset).trim();
+    const marker = node.type === 'html' ? /^<!-- ci: (run|patch|write) ?(\S*) -->$/.exec(node.value.trim()) : null;
+    if (!marker) return;
+    const block = nodes[i + 1];
+    if (block?.type !== 'code')
+      throw new Error(`${EXTENDING_DOC}:${start.line}: the marker is not followed by a fenced block`);
+    if (marker[1] === 'write') actions.push({ section, kind: 'write', path: marker[2]!, content: `${block.value}\n` });
+    if (marker[1] === 'patch') actions.push({ section, kind: 'patch', diff: `${block.value}\n` });
+    if (marker[1] !== 'run') return;
     let pending = '';
-    for (const raw of body) {
+    for (const raw of block.value.split('\n')) {
       const text = raw.trim();
       if (pending === '' && (text === '' || text.startsWith('#'))) continue;
       if (text.endsWith('\\')) {
@@ -92,7 +79,7 @@ export function readExamples(markdown: string): ExampleAction[] {
       actions.push({ section, kind: 'run', command: `${pending}${text}` });
       pending = '';
     }
-  }
+  });
   return actions;
 }
 

@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as hdr from 'hdr-histogram-js';
+import { markdownTable } from 'markdown-table';
 import { ROOT, type ArmKind } from './env.js';
 
 export type Floor = 'F0' | 'F5';
@@ -65,11 +66,7 @@ export interface ArmResult {
 }
 // ---- report
 
-function table(headers: string[], rows: string[][]): string {
-  const w = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(w[i]!)).join(' | ')} |`;
-  return [line(headers), `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`, ...rows.map(line)].join('\n');
-}
+const table = (headers: string[], rows: string[][]): string => markdownTable([headers, ...rows]);
 
 /** The event count of the newest recorded history of a completed order (test/replay/histories/): the design's. */
 function designEvents(): number {

@@ -23,6 +23,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
+import { markdownTable } from 'markdown-table';
 import * as prettier from 'prettier';
 import ts from 'typescript';
 import { z } from 'zod';
@@ -259,10 +260,12 @@ export function renderProviders(): string {
   return [providers, '', variables].join('\n');
 }
 
-function table(headers: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
-  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
-}
+/** A markdown table (markdown-table; Prettier aligns it), `|` in a cell escaped. */
+const table = (headers: string[], rows: string[][]): string =>
+  markdownTable(
+    [headers, ...rows].map((r) => r.map((c) => c.replace(/\|/g, '\\|'))),
+    { alignDelimiters: false },
+  );
 
 /**
  * The `retry-profiles` section: the profile table and the permanent error types.
