@@ -17,6 +17,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
+import pLimit from 'p-limit';
 import pg from 'pg';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { checkLedger, describeLedgerCheck, readLedgers } from '../scripts/lib/ledgers.js';
@@ -80,16 +81,6 @@ const OUT = path.resolve(opt('out') ?? path.join(ROOT, '.data', 'bench', stamp))
 const t0 = Date.now();
 const say = (line: string): void => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(7)} s] ${line}`);
 const load = (): number => os.loadavg()[0]!;
-
-async function pool<T>(tasks: ReadonlyArray<() => Promise<T>>, limit: number): Promise<T[]> {
-  const results: T[] = [];
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, lane));
-  return results;
-}
 
 // ---- what one arm sends
 
@@ -304,10 +295,7 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
     } else say('  open loop: skipped (no service rate yet; --open-rate sets one)');
     if (BACKLOG > 0 && (!BACKLOG_ARMS || BACKLOG_ARMS.includes(arm))) {
       await env.stopWorker();
-      const ids = await pool(
-        Array.from({ length: BACKLOG }, () => () => sender.send()),
-        Number(args['backlog-concurrency']),
-      );
+      const ids = await pLimit(Number(args['backlog-concurrency'])).map(Array(BACKLOG).fill(0), () => sender.send());
       total += ids.length;
       const before = await sampleCpu(env);
       const { spawnedAt } = env.startWorker();

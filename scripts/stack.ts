@@ -25,13 +25,12 @@ import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { createConcurrently, Logger, LogError, LogExit, LogOutput, type Command } from 'concurrently';
 import { execa } from 'execa';
-import pg from 'pg';
 import { firstValueFrom, timeout } from 'rxjs';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
 import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
 import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
-import { preparePostgres, waitForPostgres, type RunAs } from './lib/embedded-pg.js';
+import { ensureDatabase, preparePostgres, waitForPostgres, type RunAs } from './lib/embedded-pg.js';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { portsInUse, waitForHttp, waitForTemporal, waitForWorkerPollers } from './lib/processes.js';
 import * as def from './lib/stack-definition.js';
@@ -166,21 +165,7 @@ async function startPostgres(migrate: boolean): Promise<string> {
     await waitForPostgres(cmd, 60_000);
     url = cmd.adminUrl.replace(/\/postgres$/, '/order_fulfilment');
   }
-  const target = new URL(url);
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    const name = decodeURIComponent(target.pathname.slice(1));
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount)
-      await client
-        .query(`CREATE DATABASE ${client.escapeIdentifier(name)}`)
-        .then(() => say(`created database ${name}`));
-  } finally {
-    await client.end();
-  }
+  await ensureDatabase(url, say);
   if (!migrate) return url;
   say('prisma migrate deploy');
   const migration = await execa('npx', ['prisma', 'migrate', 'deploy'], {

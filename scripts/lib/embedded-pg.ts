@@ -229,3 +229,21 @@ export async function startEmbeddedPostgres(
   });
   return { child, adminUrl: cmd.adminUrl, stop: stopServer };
 }
+
+/** Creates the database that `url` names on its server unless it exists (through the server's `postgres` database). */
+export async function ensureDatabase(url: string, log: LogFn = () => undefined): Promise<void> {
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const name = decodeURIComponent(new URL(url).pathname.slice(1));
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount)
+      await client
+        .query(`CREATE DATABASE ${client.escapeIdentifier(name)}`)
+        .then(() => log(`created database ${name}`));
+  } finally {
+    await client.end();
+  }
+}
