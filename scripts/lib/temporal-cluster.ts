@@ -18,7 +18,7 @@ import { execa } from 'execa';
 import { ensureSearchAttributes, projectSearchAttributes } from '../../src/worker/order-worker.js';
 import { repoRoot } from './env.js';
 import { ensureGoTool, goModuleDir } from './go-tools.js';
-import { pollUntil, waitForHttp, type LogFn } from './processes.js';
+import { waitForHttp, waitForTemporal, type LogFn } from './processes.js';
 
 const SERVER = '1.29.1';
 const UI = '2.42.1';
@@ -264,21 +264,9 @@ export async function clusterReady(opts: {
   timeoutMs: number;
   log: LogFn;
 }) {
-  const connection = await pollUntil(
-    `the Temporal frontend at ${opts.address}`,
-    async () => {
-      const c = await Connection.connect({ address: opts.address, connectTimeout: 1000 });
-      const answered = await c
-        .withDeadline(Date.now() + 2000, () => c.workflowService.getSystemInfo({}))
-        .then(
-          () => true,
-          () => false,
-        );
-      if (!answered) await c.close();
-      return answered && c;
-    },
-    opts,
-  );
+  // The system namespace is served once the frontend is up, before any other is registered.
+  await waitForTemporal({ ...opts, namespace: 'temporal-system' });
+  const connection = await Connection.connect({ address: opts.address });
   try {
     const info = await connection.workflowService.getClusterInfo({});
     await ensureNamespace(connection, opts.namespace, 3, opts.timeoutMs, opts.log);
