@@ -24,18 +24,19 @@
  * Environment: `TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH` (and `PROMTOOL_PATH`) as for the tests. Exit 0 when every
  * check passed, 1 otherwise, naming the failed check.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, cp, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify, stripVTControlCharacters } from 'node:util';
+import { parseArgs, stripVTControlCharacters } from 'node:util';
 import { execa } from 'execa';
 import { fromMarkdown } from 'mdast-util-from-markdown';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 
-const git = promisify(execFile);
+/** `git <args>` in `cwd`: the lines of its output. */
+const git = async (cwd: string, ...args: string[]): Promise<string[]> =>
+  (await execa('git', args, { cwd })).stdout.split('\n').filter(Boolean);
 
 /** The document whose examples this applies. */
 export const EXTENDING_DOC = 'docs/extending.md';
@@ -169,22 +170,10 @@ function check(ok: boolean, message: string): asserts ok {
   if (!ok) throw new CheckFailed(message);
 }
 
-/** `git status --porcelain --untracked-files=all` of the copy, one entry per line. */
-async function porcelain(dir: string): Promise<string[]> {
-  const { stdout } = await git('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: dir });
-  return stdout.split('\n').filter((l) => l !== '');
-}
-
 /** The copy's working tree as a git tree (everything staged), to tell what an action changed. */
 async function snapshot(dir: string): Promise<string> {
-  await git('git', ['add', '-A'], { cwd: dir });
-  return (await git('git', ['write-tree'], { cwd: dir })).stdout.trim();
-}
-
-/** The files that differ between two snapshots. */
-async function changedBetween(dir: string, before: string, after: string): Promise<string[]> {
-  const { stdout } = await git('git', ['diff', '--name-only', before, after], { cwd: dir });
-  return stdout.split('\n').filter((l) => l !== '');
+  await git(dir, 'add', '-A');
+  return (await git(dir, 'write-tree'))[0]!;
 }
 
 /**
@@ -197,26 +186,27 @@ async function copyRepository(source: string, workingTree: boolean): Promise<str
   const parent = await mkdtemp(path.join(tmpdir(), 'check-extending-'));
   await chmod(parent, 0o755);
   const dir = path.join(parent, 'repo');
-  const { stdout: head } = await git('git', ['rev-parse', 'HEAD'], { cwd: source });
-  await git('git', ['clone', '--quiet', '--local', '--no-checkout', source, dir]);
-  await git('git', ['checkout', '--quiet', '--detach', head.trim()], { cwd: dir });
+  const [head] = await git(source, 'rev-parse', 'HEAD');
+  await git(source, 'clone', '--quiet', '--local', '--no-checkout', source, dir);
+  await git(dir, 'checkout', '--quiet', '--detach', head!);
   await symlink(await realpath(path.join(source, 'node_modules')), path.join(dir, 'node_modules'), 'dir');
   // .gitignore's `node_modules/` matches a folder, not a link: keep the copy's status clean.
   await appendFile(path.join(dir, '.git/info/exclude'), '\nnode_modules\n');
   if (workingTree) {
     const list = async (...args: string[]) =>
-      (await git('git', ['ls-files', '-z', ...args], { cwd: source })).stdout.split('\0').filter(Boolean);
+      (await execa('git', ['ls-files', '-z', ...args], { cwd: source })).stdout.split('\0').filter(Boolean);
     for (const file of await list('--modified', '--others', '--exclude-standard')) {
       if (!existsSync(path.join(source, file))) continue;
       await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
       await cp(path.join(source, file), path.join(dir, file));
     }
     for (const file of await list('--deleted')) await rm(path.join(dir, file), { force: true });
-    await git('git', ['add', '-A'], { cwd: dir });
+    await git(dir, 'add', '-A');
     const who = ['-c', 'user.name=check-extending', '-c', 'user.email=ci@localhost'];
-    await git('git', [...who, 'commit', '--quiet', '--allow-empty', '-m', 'working tree'], { cwd: dir });
+    await git(dir, ...who, 'commit', '--quiet', '--allow-empty', '-m', 'working tree');
   }
-  check((await porcelain(dir)).length === 0, `the copy is not clean: ${(await porcelain(dir)).join(', ')}`);
+  const dirty = await git(dir, 'status', '--porcelain', '--untracked-files=all');
+  check(dirty.length === 0, `the copy is not clean: ${dirty.join(', ')}`);
   return dir;
 }
 
@@ -276,7 +266,7 @@ async function main(): Promise<number> {
         check(result.code === 0, `\`${action.command}\` (from ${EXTENDING_DOC}) failed in the copy`);
         const args = newStepArguments(action.command);
         if (args) {
-          const changed = await changedBetween(copy, before, await snapshot(copy));
+          const changed = await git(copy, 'diff', '--name-only', before, await snapshot(copy));
           const reported = [...result.output.matchAll(/^\s+[+~] (\S+)$/gm)].map((m) => m[1]!);
           check(
             [...changed].sort().join() === [...reported].sort().join(),
@@ -286,7 +276,7 @@ async function main(): Promise<number> {
           added.push(args[0]!);
         }
       }
-      for (const file of await changedBetween(copy, before, await snapshot(copy))) report.files.add(file);
+      for (const file of await git(copy, 'diff', '--name-only', before, await snapshot(copy))) report.files.add(file);
     }
     check(added.length > 0, `${EXTENDING_DOC}: no \`npm run new:step -- ...\` command in a marked block`);
     for (const [what, command] of [
