@@ -30,7 +30,6 @@ export const TEMPORAL_CLI_VERSION = '1.5.1';
 const CLI_TOOL: GoToolSpec = {
   label: 'the Temporal CLI',
   folder: `temporal-${TEMPORAL_CLI_VERSION}`,
-  binary: 'temporal',
   goPackage: 'github.com/temporalio/cli/cmd/temporal',
   version: TEMPORAL_CLI_VERSION,
   envVar: 'TEMPORAL_CLI_PATH',
