@@ -94,7 +94,7 @@ export const SECTION_FILES: Record<GeneratedSection, string> = {
 /** The documents this generates into, as paths from the repository's root, each once. */
 export const GENERATED_FILES: readonly string[] = [...new Set(Object.values(SECTION_FILES))].sort();
 
-/** Absolute path of a document named by its path from the repository's root. */
+/** Absolute path of a file (a document, the workflows) named by its path from the repository's root. */
 export function docPath(file: string): string {
   return path.join(repoRoot(), file);
 }
@@ -103,12 +103,6 @@ export function docPath(file: string): string {
 export function sectionsOf(file: string): GeneratedSection[] {
   return GENERATED_SECTIONS.filter((section) => SECTION_FILES[section] === file);
 }
-
-/**
- * The workflows whose `proxyActivities` calls (assigned to a constant) say which of the workflow's own activities use
- * which profile: every `*.workflow.ts` in workflows/. The steps' profiles come from the registry.
- */
-export const WORKFLOWS_DIR = path.join(repoRoot(), 'workflows');
 
 /** Opening and closing marker of a section. */
 export function markers(section: GeneratedSection): { start: string; end: string } {
@@ -196,14 +190,16 @@ export function profileUsage(source: string): Map<string, string[]> {
  */
 export function registryProfileUsage(steps: readonly StepDefinition[]): Map<string, string[]> {
   const usage = new Map<string, string[]>();
-  const add = (profile: string, activity: string) =>
-    usage.set(profile, [...new Set([...(usage.get(profile) ?? []), activity])].sort());
-  const plan = registryPlan(steps);
-  for (const planned of plan.steps) {
-    add(planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
-    if (planned.compensation) add('compensation', planned.compensation.name);
+  for (const planned of registryPlan(steps).steps) {
+    addUsage(usage, planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
+    if (planned.compensation) addUsage(usage, 'compensation', planned.compensation.name);
   }
   return usage;
+}
+
+/** Adds activities to a profile's sorted list, each once. */
+function addUsage(usage: Map<string, string[]>, profile: string, ...activities: string[]): void {
+  usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
 }
 
 /** The `steps` section: the registry, one row per step, in the order an order runs them. */
@@ -274,9 +270,7 @@ const table = (headers: string[], rows: string[][]): string =>
 export function renderRetryProfiles(...workflowSources: string[]): string {
   const usage = registryProfileUsage(STEPS);
   for (const source of workflowSources) {
-    for (const [profile, activities] of profileUsage(source)) {
-      usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
-    }
+    for (const [profile, activities] of profileUsage(source)) addUsage(usage, profile, ...activities);
   }
   const rows = Object.entries(RETRY_PROFILES).map(([name, p]) => {
     const retry = p.retry ?? {};
@@ -489,12 +483,13 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
   return {
     steps: renderSteps(),
     providers: renderProviders(),
+    // Every workflow's own proxyActivities calls; the steps' profiles come from the registry.
     'retry-profiles': renderRetryProfiles(
       ...(await Promise.all(
-        (await readdir(WORKFLOWS_DIR))
+        (await readdir(docPath('workflows')))
           .filter((f) => f.endsWith('.workflow.ts'))
           .sort()
-          .map((f) => readFile(path.join(WORKFLOWS_DIR, f), 'utf8')),
+          .map((f) => readFile(docPath(`workflows/${f}`), 'utf8')),
       )),
     ),
     limits: renderLimits(),
