@@ -21,7 +21,7 @@ import {
 } from '../../src/worker/order-worker.js';
 import { errorMessage } from './env.js';
 import { ensureGoTool, findGoTool, findOnPath, goToolPath, type GoToolSpec } from './go-tools.js';
-import { stop, waitForTemporal, type LogFn, type Proc } from './processes.js';
+import { spawnChild, stop, waitForTemporal, type LogFn, type Proc } from './processes.js';
 
 /** The CLI version this project pins: the newest that builds from the Go module proxy. */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
@@ -192,14 +192,12 @@ export async function startDevServer(
   const address = `127.0.0.1:${opts.port}`;
   const namespace = opts.namespace ?? 'default';
   await mkdir(path.dirname(path.resolve(opts.dbFilename)), { recursive: true });
-  const child = execa(opts.cliPath, devServerArgs(opts), {
-    stdin: 'ignore',
+  const child = spawnChild(opts.cliPath, devServerArgs(opts), {
+    stdout: 'pipe',
+    stderr: 'pipe',
     all: true,
     buffer: false,
-    reject: false,
-    forceKillAfterDelay: 25_000,
-    cleanup: true,
-  }) as unknown as Proc;
+  });
   child.all?.on('data', (chunk: Buffer) =>
     chunk
       .toString()
