@@ -168,14 +168,14 @@ async function startPostgres(migrate: boolean): Promise<string> {
   await ensureDatabase(url, say);
   if (!migrate) return url;
   say('prisma migrate deploy');
-  const migration = await execa('npx', ['prisma', 'migrate', 'deploy'], {
-    cwd: ROOT,
-    env: { DATABASE_URL: url },
-    all: true,
-    reject: false,
-  });
-  if (migration.failed) throw new Error(`prisma migrate deploy failed:\n${migration.all}`);
+  await npx(url, 'prisma', 'migrate', 'deploy');
   return url;
+}
+
+/** `npx <args>` on the database at `url`. @throws Error with its output when it fails. */
+async function npx(url: string, ...args: string[]): Promise<void> {
+  const result = await execa('npx', args, { cwd: ROOT, env: { DATABASE_URL: url }, all: true, reject: false });
+  if (result.failed) throw new Error(`${args.join(' ')} failed:\n${result.all}`);
 }
 
 /** Temporal: `TEMPORAL_ADDRESS`, the dev server, or (`--cluster`) a Temporal Server on `postgres` with its UI. */
@@ -283,12 +283,8 @@ async function main(): Promise<void> {
     LOG_FORMAT: env.LOG_FORMAT ?? 'pretty',
   };
   const node = (entry: string): string[] => ['--enable-source-maps', entry];
-  const seed = execa('npx', ['tsx', 'prisma/seed.ts'], {
-    cwd: ROOT,
-    env: { DATABASE_URL: databaseUrl },
-    all: true,
-    reject: false,
-  });
+  const seed = npx(databaseUrl, 'tsx', 'prisma/seed.ts');
+  seed.catch(() => undefined); // awaited below, once the worker polls
   const worker = run('worker', 'green', process.execPath, node(def.STACK_PROCESSES.worker.entry), {
     env: serviceEnv,
     restart: true,
@@ -299,8 +295,7 @@ async function main(): Promise<void> {
     connectTimeout: 5000,
   });
   await waitForWorkerPollers({ connection, namespace, taskQueue, pid: worker.pid }).finally(() => connection.close());
-  const seeded = await seed;
-  if (seeded.failed) throw new Error(`the seed failed:\n${seeded.all}`);
+  await seed;
   run('api', 'cyanBright', process.execPath, node(def.STACK_PROCESSES.api.entry), { env: serviceEnv, restart: true });
   const apiUrl = def.localUrl(ports.api);
   await waitForHttp(`${apiUrl}/health`);
