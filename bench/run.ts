@@ -9,14 +9,14 @@
  * ledgers and stock). Prints the tables (with the S/F0 and S/F5 ratios) and writes report.txt and results.csv into
  * the run folder. See docs/benchmark.md.
  */
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { execa } from 'execa';
+import { execa, execaSync } from 'execa';
+import pLimit from 'p-limit';
 import pg from 'pg';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { checkLedger, describeLedgerCheck, readLedgers } from '../scripts/lib/ledgers.js';
@@ -80,16 +80,11 @@ const OUT = path.resolve(opt('out') ?? path.join(ROOT, '.data', 'bench', stamp))
 const t0 = Date.now();
 const say = (line: string): void => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(7)} s] ${line}`);
 const load = (): number => os.loadavg()[0]!;
-
-async function pool<T>(tasks: ReadonlyArray<() => Promise<T>>, limit: number): Promise<T[]> {
-  const results: T[] = [];
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, lane));
-  return results;
-}
+const loads = (): string =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 // ---- what one arm sends
 
@@ -304,10 +299,7 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
     } else say('  open loop: skipped (no service rate yet; --open-rate sets one)');
     if (BACKLOG > 0 && (!BACKLOG_ARMS || BACKLOG_ARMS.includes(arm))) {
       await env.stopWorker();
-      const ids = await pool(
-        Array.from({ length: BACKLOG }, () => () => sender.send()),
-        Number(args['backlog-concurrency']),
-      );
+      const ids = await pLimit(Number(args['backlog-concurrency'])).map(Array(BACKLOG).fill(0), () => sender.send());
       total += ids.length;
       const before = await sampleCpu(env);
       const { spawnedAt } = env.startWorker();
@@ -391,21 +383,15 @@ async function main(): Promise<void> {
     .flat()
     .filter((a) => !opt('only') || a === opt('only'));
   const git = (...a: string[]): string => {
-    try {
-      return execFileSync('git', a, { cwd: ROOT, encoding: 'utf8' }).trim();
-    } catch {
-      return '?';
-    }
+    const r = execaSync('git', a, { cwd: ROOT, reject: false });
+    return r.failed ? '?' : r.stdout;
   };
   const cpus = os.cpus();
   const meta: Record<string, string> = {
     run: `${stamp}${opt('label') ? ` (${opt('label')})` : ''}${quick ? ' --quick' : ''}`,
     machine: `${cpus.length} × ${cpus[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}`,
     commit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? ' (with local changes)' : ''}`,
-    'load average at start': os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' '),
+    'load average at start': loads(),
     arms: `${order.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
     phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s, backlog ${BACKLOG}`,
     ...(order.includes('V')
@@ -417,10 +403,7 @@ async function main(): Promise<void> {
   say(`bench → ${path.relative(process.cwd(), OUT) || OUT}; arms ${order.join(' ')}`);
   const results: ArmResult[] = [];
   for (const [i, arm] of order.entries()) results.push(await runArm(arm, i + 1));
-  meta['load average at end'] = os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');
+  meta['load average at end'] = loads();
   meta.duration = `${((Date.now() - t0) / 60_000).toFixed(1)} min`;
   const text = report(results, meta, { flash: FLASH, backlog: BACKLOG });
   console.log(`\n${text}\n`);

@@ -24,17 +24,19 @@
  * Environment: `TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH` (and `PROMTOOL_PATH`) as for the tests. Exit 0 when every
  * check passed, 1 otherwise, naming the failed check.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, cp, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify, stripVTControlCharacters } from 'node:util';
+import { parseArgs, stripVTControlCharacters } from 'node:util';
 import { execa } from 'execa';
+import { fromMarkdown } from 'mdast-util-from-markdown';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 
-const git = promisify(execFile);
+/** `git <args>` in `cwd`: the lines of its output. */
+const git = async (cwd: string, ...args: string[]): Promise<string[]> =>
+  (await execa('git', args, { cwd })).stdout.split('\n').filter(Boolean);
 
 /** The document whose examples this applies. */
 export const EXTENDING_DOC = 'docs/extending.md';
@@ -46,43 +48,29 @@ export type ExampleAction = { section: string } & (
   { kind: 'run'; command: string } | { kind: 'write'; path: string; content: string } | { kind: 'patch'; diff: string }
 );
 
-/** The body of the fenced block that follows line `from` (blank lines in between only). */
-function fencedBlockAfter(lines: readonly string[], from: number): { body: string[]; end: number } {
-  let i = from + 1;
-  while (i < lines.length && lines[i]!.trim() === '') i++;
-  const fence = /^(\s*)(`{3,}|~{3,})/.exec(lines[i] ?? '');
-  if (!fence) throw new Error(`${EXTENDING_DOC}:${from + 1}: the marker is not followed by a fenced block`);
-  const body: string[] = [];
-  for (let j = i + 1; j < lines.length; j++) {
-    if (lines[j]!.trim().startsWith(fence[2]!)) return { body, end: j };
-    body.push(lines[j]!.slice(fence[1]!.length));
-  }
-  throw new Error(`${EXTENDING_DOC}:${i + 1}: the fenced block is not closed`);
-}
-
 /**
- * The marked blocks of a markdown document, in order: `<!-- ci: run -->` gives one action per command (blank lines
- * and `#` comments skipped, a trailing `\` joins the next line), `<!-- ci: write <path> -->` and `<!-- ci: patch -->`
- * one action each.
+ * The marked blocks of a markdown document (parsed by mdast-util-from-markdown), in order: `<!-- ci: run -->` gives
+ * one action per command (blank lines and `#` comments skipped, a trailing `\\` joins the next line),
+ * `<!-- ci: write <path> -->` and `<!-- ci: patch -->` one action each; each marker is followed by a fenced block.
  * @throws Error when a marker is not followed by a fenced block.
  */
 export function readExamples(markdown: string): ExampleAction[] {
-  const lines = markdown.split('\n');
+  const nodes = fromMarkdown(markdown).children;
   const actions: ExampleAction[] = [];
   let section = '';
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line.startsWith('## ')) section = line.slice(3);
-    const marker = /^<!-- ci: (run|patch|write) ?(\S*) -->$/.exec(line);
-    if (!marker) continue;
-    const { body, end } = fencedBlockAfter(lines, i);
-    i = end;
-    if (marker[1] === 'write')
-      actions.push({ section, kind: 'write', path: marker[2]!, content: `${body.join('\n')}\n` });
-    if (marker[1] === 'patch') actions.push({ section, kind: 'patch', diff: `${body.join('\n')}\n` });
-    if (marker[1] !== 'run') continue;
+  nodes.forEach((node, i) => {
+    const { start, end } = node.position!;
+    if (node.type === 'heading' && node.depth === 2) section = markdown.slice(start.offset! + 3, end.offset).trim();
+    const marker = node.type === 'html' ? /^<!-- ci: (run|patch|write) ?(\S*) -->$/.exec(node.value.trim()) : null;
+    if (!marker) return;
+    const block = nodes[i + 1];
+    if (block?.type !== 'code')
+      throw new Error(`${EXTENDING_DOC}:${start.line}: the marker is not followed by a fenced block`);
+    if (marker[1] === 'write') actions.push({ section, kind: 'write', path: marker[2]!, content: `${block.value}\n` });
+    if (marker[1] === 'patch') actions.push({ section, kind: 'patch', diff: `${block.value}\n` });
+    if (marker[1] !== 'run') return;
     let pending = '';
-    for (const raw of body) {
+    for (const raw of block.value.split('\n')) {
       const text = raw.trim();
       if (pending === '' && (text === '' || text.startsWith('#'))) continue;
       if (text.endsWith('\\')) {
@@ -92,7 +80,7 @@ export function readExamples(markdown: string): ExampleAction[] {
       actions.push({ section, kind: 'run', command: `${pending}${text}` });
       pending = '';
     }
-  }
+  });
   return actions;
 }
 
@@ -182,22 +170,10 @@ function check(ok: boolean, message: string): asserts ok {
   if (!ok) throw new CheckFailed(message);
 }
 
-/** `git status --porcelain --untracked-files=all` of the copy, one entry per line. */
-async function porcelain(dir: string): Promise<string[]> {
-  const { stdout } = await git('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: dir });
-  return stdout.split('\n').filter((l) => l !== '');
-}
-
 /** The copy's working tree as a git tree (everything staged), to tell what an action changed. */
 async function snapshot(dir: string): Promise<string> {
-  await git('git', ['add', '-A'], { cwd: dir });
-  return (await git('git', ['write-tree'], { cwd: dir })).stdout.trim();
-}
-
-/** The files that differ between two snapshots. */
-async function changedBetween(dir: string, before: string, after: string): Promise<string[]> {
-  const { stdout } = await git('git', ['diff', '--name-only', before, after], { cwd: dir });
-  return stdout.split('\n').filter((l) => l !== '');
+  await git(dir, 'add', '-A');
+  return (await git(dir, 'write-tree'))[0]!;
 }
 
 /**
@@ -210,26 +186,27 @@ async function copyRepository(source: string, workingTree: boolean): Promise<str
   const parent = await mkdtemp(path.join(tmpdir(), 'check-extending-'));
   await chmod(parent, 0o755);
   const dir = path.join(parent, 'repo');
-  const { stdout: head } = await git('git', ['rev-parse', 'HEAD'], { cwd: source });
-  await git('git', ['clone', '--quiet', '--local', '--no-checkout', source, dir]);
-  await git('git', ['checkout', '--quiet', '--detach', head.trim()], { cwd: dir });
+  const [head] = await git(source, 'rev-parse', 'HEAD');
+  await git(source, 'clone', '--quiet', '--local', '--no-checkout', source, dir);
+  await git(dir, 'checkout', '--quiet', '--detach', head!);
   await symlink(await realpath(path.join(source, 'node_modules')), path.join(dir, 'node_modules'), 'dir');
   // .gitignore's `node_modules/` matches a folder, not a link: keep the copy's status clean.
   await appendFile(path.join(dir, '.git/info/exclude'), '\nnode_modules\n');
   if (workingTree) {
     const list = async (...args: string[]) =>
-      (await git('git', ['ls-files', '-z', ...args], { cwd: source })).stdout.split('\0').filter(Boolean);
+      (await execa('git', ['ls-files', '-z', ...args], { cwd: source })).stdout.split('\0').filter(Boolean);
     for (const file of await list('--modified', '--others', '--exclude-standard')) {
       if (!existsSync(path.join(source, file))) continue;
       await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
       await cp(path.join(source, file), path.join(dir, file));
     }
     for (const file of await list('--deleted')) await rm(path.join(dir, file), { force: true });
-    await git('git', ['add', '-A'], { cwd: dir });
+    await git(dir, 'add', '-A');
     const who = ['-c', 'user.name=check-extending', '-c', 'user.email=ci@localhost'];
-    await git('git', [...who, 'commit', '--quiet', '--allow-empty', '-m', 'working tree'], { cwd: dir });
+    await git(dir, ...who, 'commit', '--quiet', '--allow-empty', '-m', 'working tree');
   }
-  check((await porcelain(dir)).length === 0, `the copy is not clean: ${(await porcelain(dir)).join(', ')}`);
+  const dirty = await git(dir, 'status', '--porcelain', '--untracked-files=all');
+  check(dirty.length === 0, `the copy is not clean: ${dirty.join(', ')}`);
   return dir;
 }
 
@@ -289,7 +266,7 @@ async function main(): Promise<number> {
         check(result.code === 0, `\`${action.command}\` (from ${EXTENDING_DOC}) failed in the copy`);
         const args = newStepArguments(action.command);
         if (args) {
-          const changed = await changedBetween(copy, before, await snapshot(copy));
+          const changed = await git(copy, 'diff', '--name-only', before, await snapshot(copy));
           const reported = [...result.output.matchAll(/^\s+[+~] (\S+)$/gm)].map((m) => m[1]!);
           check(
             [...changed].sort().join() === [...reported].sort().join(),
@@ -299,7 +276,7 @@ async function main(): Promise<number> {
           added.push(args[0]!);
         }
       }
-      for (const file of await changedBetween(copy, before, await snapshot(copy))) report.files.add(file);
+      for (const file of await git(copy, 'diff', '--name-only', before, await snapshot(copy))) report.files.add(file);
     }
     check(added.length > 0, `${EXTENDING_DOC}: no \`npm run new:step -- ...\` command in a marked block`);
     for (const [what, command] of [

@@ -25,13 +25,12 @@ import { parseArgs } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { createConcurrently, Logger, LogError, LogExit, LogOutput, type Command } from 'concurrently';
 import { execa } from 'execa';
-import pg from 'pg';
 import { firstValueFrom, timeout } from 'rxjs';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
 import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
 import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
-import { preparePostgres, waitForPostgres, type RunAs } from './lib/embedded-pg.js';
+import { ensureDatabase, preparePostgres, waitForPostgres, type RunAs } from './lib/embedded-pg.js';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { portsInUse, waitForHttp, waitForTemporal, waitForWorkerPollers } from './lib/processes.js';
 import * as def from './lib/stack-definition.js';
@@ -166,31 +165,17 @@ async function startPostgres(migrate: boolean): Promise<string> {
     await waitForPostgres(cmd, 60_000);
     url = cmd.adminUrl.replace(/\/postgres$/, '/order_fulfilment');
   }
-  const target = new URL(url);
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    const name = decodeURIComponent(target.pathname.slice(1));
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount)
-      await client
-        .query(`CREATE DATABASE ${client.escapeIdentifier(name)}`)
-        .then(() => say(`created database ${name}`));
-  } finally {
-    await client.end();
-  }
+  await ensureDatabase(url, say);
   if (!migrate) return url;
   say('prisma migrate deploy');
-  const migration = await execa('npx', ['prisma', 'migrate', 'deploy'], {
-    cwd: ROOT,
-    env: { DATABASE_URL: url },
-    all: true,
-    reject: false,
-  });
-  if (migration.failed) throw new Error(`prisma migrate deploy failed:\n${migration.all}`);
+  await npx(url, 'prisma', 'migrate', 'deploy');
   return url;
+}
+
+/** `npx <args>` on the database at `url`. @throws Error with its output when it fails. */
+async function npx(url: string, ...args: string[]): Promise<void> {
+  const result = await execa('npx', args, { cwd: ROOT, env: { DATABASE_URL: url }, all: true, reject: false });
+  if (result.failed) throw new Error(`${args.join(' ')} failed:\n${result.all}`);
 }
 
 /** Temporal: `TEMPORAL_ADDRESS`, the dev server, or (`--cluster`) a Temporal Server on `postgres` with its UI. */
@@ -298,12 +283,8 @@ async function main(): Promise<void> {
     LOG_FORMAT: env.LOG_FORMAT ?? 'pretty',
   };
   const node = (entry: string): string[] => ['--enable-source-maps', entry];
-  const seed = execa('npx', ['tsx', 'prisma/seed.ts'], {
-    cwd: ROOT,
-    env: { DATABASE_URL: databaseUrl },
-    all: true,
-    reject: false,
-  });
+  const seed = npx(databaseUrl, 'tsx', 'prisma/seed.ts');
+  seed.catch(() => undefined); // awaited below, once the worker polls
   const worker = run('worker', 'green', process.execPath, node(def.STACK_PROCESSES.worker.entry), {
     env: serviceEnv,
     restart: true,
@@ -314,8 +295,7 @@ async function main(): Promise<void> {
     connectTimeout: 5000,
   });
   await waitForWorkerPollers({ connection, namespace, taskQueue, pid: worker.pid }).finally(() => connection.close());
-  const seeded = await seed;
-  if (seeded.failed) throw new Error(`the seed failed:\n${seeded.all}`);
+  await seed;
   run('api', 'cyanBright', process.execPath, node(def.STACK_PROCESSES.api.entry), { env: serviceEnv, restart: true });
   const apiUrl = def.localUrl(ports.api);
   await waitForHttp(`${apiUrl}/health`);

@@ -14,7 +14,7 @@ import getPort from 'get-port';
 import pg from 'pg';
 import pidusage from 'pidusage';
 import { ensureDevApiKeys } from '../../scripts/lib/dev-api-keys.js';
-import { startEmbeddedPostgres } from '../../scripts/lib/embedded-pg.js';
+import { ensureDatabase, startEmbeddedPostgres } from '../../scripts/lib/embedded-pg.js';
 import { repoRoot } from '../../scripts/lib/env.js';
 import { spawnStackProcess, stop, waitForHttp, waitForWorkerPollers, type Proc } from '../../scripts/lib/processes.js';
 import * as def from '../../scripts/lib/stack-definition.js';
@@ -180,7 +180,8 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
 
     if (opts.kind === 'floor') {
       // The raw probe of the open loop: one INSERT + one workflow start.
-      const db = await connect(database.url);
+      const db = new pg.Client({ connectionString: database.url });
+      await db.connect();
       await db.query('CREATE TABLE bench_probe (id uuid PRIMARY KEY)');
       await db.end();
     } else {
@@ -250,12 +251,6 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
   }
 }
 
-async function connect(url: string): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  return c;
-}
-
 /** An embedded PostgreSQL in `<dir>/postgres`, as `npm start` starts it, with database `order_fulfilment`. */
 async function embeddedDatabase(dir: string, logDir: string, stops: Array<() => Promise<void>>) {
   const port = await getPort();
@@ -266,11 +261,10 @@ async function embeddedDatabase(dir: string, logDir: string, stops: Array<() => 
     fresh: true,
   });
   stops.push(server.stop);
-  const admin = await connect(server.adminUrl);
-  await admin.query('CREATE DATABASE order_fulfilment');
-  await admin.end();
+  const url = server.adminUrl.replace(/\/postgres$/, '/order_fulfilment');
+  await ensureDatabase(url);
   return {
-    url: server.adminUrl.replace(/\/postgres$/, '/order_fulfilment'),
+    url,
     meter: treeMeter('postgres', () => server.child.pid),
   };
 }

@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as hdr from 'hdr-histogram-js';
+import { markdownTable } from 'markdown-table';
 import { ROOT, type ArmKind } from './env.js';
 
 export type Floor = 'F0' | 'F5';
@@ -46,13 +47,18 @@ export interface Phase {
   drainSeconds?: number;
 }
 
-/** CPU the arm's work costs: service = dev server + worker + API + PostgreSQL; floor = dev server + worker + starter. */
+/**
+ * The processes whose CPU the arm's work costs: service = dev server + worker + API + PostgreSQL; floor = dev server +
+ * worker + starter (+ PostgreSQL in the open loop, its raw probe).
+ */
+const costParts = (kind: ArmKind, phase?: PhaseName): string[] =>
+  kind === 'service'
+    ? ['server', 'worker', 'api', 'postgres']
+    : ['server', 'worker', 'client', ...(phase === 'open' ? ['postgres'] : [])];
+
+/** CPU ms per unit of a phase, over {@link costParts}. */
 export function unitCost(kind: ArmKind, p: Phase, phase: PhaseName): number {
-  const parts =
-    kind === 'service'
-      ? ['server', 'worker', 'api', 'postgres']
-      : ['server', 'worker', 'client', ...(phase === 'open' ? ['postgres'] : [])];
-  return parts.reduce((sum, k) => sum + (p.cpu[k] ?? 0), 0) / p.units;
+  return costParts(kind, phase).reduce((sum, k) => sum + (p.cpu[k] ?? 0), 0) / p.units;
 }
 
 export interface ArmResult {
@@ -65,11 +71,7 @@ export interface ArmResult {
 }
 // ---- report
 
-function table(headers: string[], rows: string[][]): string {
-  const w = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(w[i]!)).join(' | ')} |`;
-  return [line(headers), `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`, ...rows.map(line)].join('\n');
-}
+const table = (headers: string[], rows: string[][]): string => markdownTable([headers, ...rows]);
 
 /** The event count of the newest recorded history of a completed order (test/replay/histories/): the design's. */
 function designEvents(): number {
@@ -88,8 +90,6 @@ export function report(
   meta: Record<string, string>,
   sizes: { flash: number; backlog: number },
 ): string {
-  const cpuParts = (kind: ArmKind): string[] =>
-    kind === 'floor' ? ['server', 'worker', 'client'] : ['server', 'worker', 'api', 'postgres'];
   const per = (r: ArmResult, k: string): number => (r.phases.burst!.cpu[k] ?? NaN) / r.phases.burst!.units;
   const perArm = table(
     '#,arm,completions/s,CPU ms/unit (parts),flash /s: CPU,client,sims,events,send p50/p99 ms,open R/s: p50/p99 ms,backlog drain s,checks,load'.split(
@@ -102,7 +102,7 @@ export function report(
         String(r.position),
         r.arm,
         fmt(b!.rate, 2),
-        `${fmt(unitCost(kind, b!, 'burst'), 0)} (${cpuParts(kind)
+        `${fmt(unitCost(kind, b!, 'burst'), 0)} (${costParts(kind)
           .map((k) => fmt(per(r, k), 0))
           .join(' / ')})`,
         f ? `${fmt(f.rate, 2)}, ${fmt(unitCost(kind, f, 'flash'), 0)}` : '–',

@@ -23,6 +23,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { ActivityOptions } from '@temporalio/workflow';
+import { markdownTable } from 'markdown-table';
 import * as prettier from 'prettier';
 import ts from 'typescript';
 import { z } from 'zod';
@@ -93,7 +94,7 @@ export const SECTION_FILES: Record<GeneratedSection, string> = {
 /** The documents this generates into, as paths from the repository's root, each once. */
 export const GENERATED_FILES: readonly string[] = [...new Set(Object.values(SECTION_FILES))].sort();
 
-/** Absolute path of a document named by its path from the repository's root. */
+/** Absolute path of a file (a document, the workflows) named by its path from the repository's root. */
 export function docPath(file: string): string {
   return path.join(repoRoot(), file);
 }
@@ -202,14 +203,16 @@ export function profileUsage(...sources: string[]): Map<string, string[]> {
  */
 export function registryProfileUsage(steps: readonly StepDefinition[]): Map<string, string[]> {
   const usage = new Map<string, string[]>();
-  const add = (profile: string, activity: string) =>
-    usage.set(profile, [...new Set([...(usage.get(profile) ?? []), activity])].sort());
-  const plan = registryPlan(steps);
-  for (const planned of plan.steps) {
-    add(planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
-    if (planned.compensation) add('compensation', planned.compensation.name);
+  for (const planned of registryPlan(steps).steps) {
+    addUsage(usage, planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
+    if (planned.compensation) addUsage(usage, 'compensation', planned.compensation.name);
   }
   return usage;
+}
+
+/** Adds activities to a profile's sorted list, each once. */
+function addUsage(usage: Map<string, string[]>, profile: string, ...activities: string[]): void {
+  usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
 }
 
 /** The `steps` section: the registry, one row per step, in the order an order runs them. */
@@ -266,10 +269,12 @@ export function renderProviders(): string {
   return [providers, '', variables].join('\n');
 }
 
-function table(headers: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
-  return [line(headers), line(headers.map(() => '---')), ...rows.map(line)].join('\n');
-}
+/** A markdown table (markdown-table; Prettier aligns it), `|` in a cell escaped. */
+const table = (headers: string[], rows: string[][]): string =>
+  markdownTable(
+    [headers, ...rows].map((r) => r.map((c) => c.replace(/\|/g, '\\|'))),
+    { alignDelimiters: false },
+  );
 
 /**
  * The `retry-profiles` section: the profile table and the permanent error types.
@@ -277,9 +282,7 @@ function table(headers: string[], rows: string[][]): string {
  */
 export function renderRetryProfiles(...workflowSources: string[]): string {
   const usage = registryProfileUsage(STEPS);
-  for (const [profile, activities] of profileUsage(...workflowSources)) {
-    usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
-  }
+  for (const [profile, activities] of profileUsage(...workflowSources)) addUsage(usage, profile, ...activities);
   const rows = Object.entries(RETRY_PROFILES).map(([name, p]) => {
     const retry = p.retry ?? {};
     const initial = retry.initialInterval === undefined ? '1 s' : duration(retry.initialInterval);
@@ -491,12 +494,13 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
   return {
     steps: renderSteps(),
     providers: renderProviders(),
+    // Every workflow's own proxyActivities calls; the steps' profiles come from the registry.
     'retry-profiles': renderRetryProfiles(
       ...(await Promise.all(
         (await readdir(WORKFLOWS_DIR))
           .filter((f) => f.endsWith('.ts'))
           .sort()
-          .map((f) => readFile(path.join(WORKFLOWS_DIR, f), 'utf8')),
+          .map((f) => readFile(docPath(`workflows/${f}`), 'utf8')),
       )),
     ),
     limits: renderLimits(),

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
-import { pollUntil, stop, type LogFn, type Proc } from './processes.js';
+import { pollUntil, spawnChild, stop, type LogFn, type Proc } from './processes.js';
 
 /** The uid/gid the server runs as: `{}` (this process's own) unless we are root. */
 export interface RunAs {
@@ -209,16 +209,7 @@ export async function startEmbeddedPostgres(
   opts: EmbeddedPostgresOptions & { logFile?: string; readyTimeoutMs?: number },
 ): Promise<{ child: Proc; adminUrl: string; stop(): Promise<void> }> {
   const cmd = await preparePostgres(opts);
-  const out = opts.logFile ? ({ file: opts.logFile, append: true } as const) : 'ignore';
-  const options = {
-    ...cmd.runAs,
-    env: cmd.env,
-    stdout: out,
-    stderr: out,
-    reject: false,
-    forceKillAfterDelay: 25_000,
-  } as const;
-  const child = execa(cmd.file, cmd.args, { ...options, stdin: 'ignore', cleanup: true }) as unknown as Proc;
+  const child = spawnChild(cmd.file, cmd.args, { ...cmd.runAs, env: cmd.env }, opts.logFile);
   const stopServer = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
     await stop(child);
@@ -228,4 +219,22 @@ export async function startEmbeddedPostgres(
     throw error;
   });
   return { child, adminUrl: cmd.adminUrl, stop: stopServer };
+}
+
+/** Creates the database that `url` names on its server unless it exists (through the server's `postgres` database). */
+export async function ensureDatabase(url: string, log: LogFn = () => undefined): Promise<void> {
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const name = decodeURIComponent(new URL(url).pathname.slice(1));
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (!rowCount)
+      await client
+        .query(`CREATE DATABASE ${client.escapeIdentifier(name)}`)
+        .then(() => log(`created database ${name}`));
+  } finally {
+    await client.end();
+  }
 }

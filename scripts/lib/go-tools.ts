@@ -20,8 +20,6 @@ export interface GoToolSpec {
   label: string;
   /** Folder under `.tools/`, e.g. `temporal-server-1.29.1`; several tools may share one. */
   folder: string;
-  /** File name `go install` gives the binary (the package path's last element), e.g. `server`. */
-  binary: string;
   /** Go package path, e.g. `go.temporal.io/server/cmd/server`. */
   goPackage: string;
   /** Module version without the `v`. */
@@ -32,9 +30,12 @@ export interface GoToolSpec {
   buildArgs?: readonly string[];
 }
 
-/** `<repo>/.tools/<folder>/<binary>`, whether or not it exists yet. */
+/**
+ * `<repo>/.tools/<folder>/<binary>`, whether or not it exists yet; the binary is named as `go install` names it: after
+ * the package path's last element (`.../cmd/server`: `server`).
+ */
 export function goToolPath(spec: GoToolSpec): string {
-  return path.join(repoRoot(), '.tools', spec.folder, spec.binary);
+  return path.join(repoRoot(), '.tools', spec.folder, path.basename(spec.goPackage));
 }
 
 /** Whether `file` exists and this process may execute it. */

@@ -6,7 +6,7 @@
  */
 import type { Connection } from '@temporalio/client';
 import { Connection as TemporalConnection } from '@temporalio/client';
-import { execa, type ResultPromise } from 'execa';
+import { execa, type Options, type ResultPromise } from 'execa';
 import waitOn from 'wait-on';
 import { workerTaskQueues, type StackProcess } from './stack-definition.js';
 
@@ -31,18 +31,17 @@ export function spawnStackProcess(
     '--enable-source-maps',
     entry,
   ];
-  const out = { file: opts.logFile, append: true } as const;
-  return execa(process.execPath, args, {
-    cwd: opts.root,
-    env: opts.env,
-    extendEnv: false,
-    stdin: 'ignore',
-    stdout: out,
-    stderr: out,
-    reject: false,
-    forceKillAfterDelay: 25_000,
-    cleanup: true,
-  }) as unknown as Proc;
+  return spawnChild(process.execPath, args, { cwd: opts.root, env: opts.env, extendEnv: false }, opts.logFile);
+}
+
+/**
+ * Spawns a child as every launcher here does (execa): no stdin, never rejecting, killed with this process, SIGKILL
+ * 25 s after a stop signal; its output appended to `logFile`, else per `options` (default: ignored).
+ */
+export function spawnChild(file: string, args: readonly string[], options: Options, logFile?: string): Proc {
+  const out = logFile ? ({ file: logFile, append: true } as const) : 'ignore';
+  const defaults = { stdin: 'ignore', stdout: out, stderr: out, reject: false, forceKillAfterDelay: 25_000 } as const;
+  return execa(file, args, { ...defaults, cleanup: true, ...options }) as unknown as Proc;
 }
 
 /** Stops a child: SIGTERM, then SIGKILL after its delay. Resolves once it exited; never rejects. */

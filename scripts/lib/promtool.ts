@@ -15,7 +15,6 @@ const MODULE_VERSION = '0.316.0';
 const PROMTOOL: GoToolSpec = {
   label: 'promtool',
   folder: `promtool-${MODULE_VERSION}`,
-  binary: 'promtool',
   goPackage: 'github.com/prometheus/prometheus/cmd/promtool',
   version: MODULE_VERSION,
   envVar: 'PROMTOOL_PATH',

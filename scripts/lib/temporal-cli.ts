@@ -11,14 +11,17 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import type { SearchAttributeType } from '@temporalio/common';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
 import { execa } from 'execa';
-import { ensureSearchAttributes } from '../../src/worker/order-worker.js';
-import { SEARCH_ATTRIBUTES } from '../../workflows/order-fulfilment.contract.js';
+import {
+  ensureSearchAttributes,
+  projectSearchAttributes,
+  SEARCH_ATTRIBUTE_TYPE_LABELS,
+  type SearchAttributeDefinition,
+} from '../../src/worker/order-worker.js';
 import { errorMessage } from './env.js';
 import { ensureGoTool, findGoTool, findOnPath, goToolPath, type GoToolSpec } from './go-tools.js';
-import { stop, waitForTemporal, type LogFn, type Proc } from './processes.js';
+import { spawnChild, stop, waitForTemporal, type LogFn, type Proc } from './processes.js';
 
 /** The CLI version this project pins: the newest that builds from the Go module proxy. */
 export const TEMPORAL_CLI_VERSION = '1.5.1';
@@ -27,7 +30,6 @@ export const TEMPORAL_CLI_VERSION = '1.5.1';
 const CLI_TOOL: GoToolSpec = {
   label: 'the Temporal CLI',
   folder: `temporal-${TEMPORAL_CLI_VERSION}`,
-  binary: 'temporal',
   goPackage: 'github.com/temporalio/cli/cmd/temporal',
   version: TEMPORAL_CLI_VERSION,
   envVar: 'TEMPORAL_CLI_PATH',
@@ -142,31 +144,6 @@ export async function temporalServerExecutable(opts: { build?: boolean } = {}): 
   return cliPath === undefined ? { type: 'cached-download' } : { type: 'existing-path', path: cliPath };
 }
 
-/** A search attribute to register at dev-server start. */
-export interface SearchAttributeSpec {
-  name: string;
-  type: SearchAttributeType;
-}
-
-/** This project's search attributes, from the workflow contract. */
-export const PROJECT_SEARCH_ATTRIBUTES: readonly SearchAttributeSpec[] = Object.values(SEARCH_ATTRIBUTES).map(
-  (key) => ({
-    name: key.name,
-    type: key.type,
-  }),
-);
-
-/** CLI spelling (`--search-attribute Name=Keyword`) of the SDK's search attribute types. */
-const CLI_TYPES: Record<SearchAttributeType, string> = {
-  TEXT: 'Text',
-  KEYWORD: 'Keyword',
-  INT: 'Int',
-  DOUBLE: 'Double',
-  BOOL: 'Bool',
-  DATETIME: 'Datetime',
-  KEYWORD_LIST: 'KeywordList',
-};
-
 /** What a dev server runs on. */
 export interface DevServerOptions {
   /** SQLite file that persists workflows across restarts; its folder is created by {@link startDevServer}. */
@@ -175,8 +152,8 @@ export interface DevServerOptions {
   uiPort: number;
   /** Namespace registered at start. Default `default`. */
   namespace?: string;
-  /** Search attributes to register. Default {@link PROJECT_SEARCH_ATTRIBUTES}. */
-  searchAttributes?: readonly SearchAttributeSpec[];
+  /** Search attributes to register. Default: the workflow contract's (`projectSearchAttributes`). */
+  searchAttributes?: readonly SearchAttributeDefinition[];
 }
 
 /** `server start-dev --db-filename … --port … --ui-port … --ip 127.0.0.1 --namespace … --search-attribute …`. */
@@ -184,9 +161,9 @@ export function devServerArgs(opts: DevServerOptions): string[] {
   return [
     ...['server', 'start-dev', '--db-filename', opts.dbFilename, '--port', String(opts.port)],
     ...['--ui-port', String(opts.uiPort), '--ip', '127.0.0.1', '--namespace', opts.namespace ?? 'default'],
-    ...(opts.searchAttributes ?? PROJECT_SEARCH_ATTRIBUTES).flatMap((sa) => [
+    ...(opts.searchAttributes ?? projectSearchAttributes()).flatMap((sa) => [
       '--search-attribute',
-      `${sa.name}=${CLI_TYPES[sa.type]}`,
+      `${sa.name}=${SEARCH_ATTRIBUTE_TYPE_LABELS[sa.type]}`,
     ]),
     ...['--log-level', 'warn'],
   ];
@@ -215,14 +192,12 @@ export async function startDevServer(
   const address = `127.0.0.1:${opts.port}`;
   const namespace = opts.namespace ?? 'default';
   await mkdir(path.dirname(path.resolve(opts.dbFilename)), { recursive: true });
-  const child = execa(opts.cliPath, devServerArgs(opts), {
-    stdin: 'ignore',
+  const child = spawnChild(opts.cliPath, devServerArgs(opts), {
+    stdout: 'pipe',
+    stderr: 'pipe',
     all: true,
     buffer: false,
-    reject: false,
-    forceKillAfterDelay: 25_000,
-    cleanup: true,
-  }) as unknown as Proc;
+  });
   child.all?.on('data', (chunk: Buffer) =>
     chunk
       .toString()
@@ -236,7 +211,7 @@ export async function startDevServer(
     await waitForTemporal({ address, namespace, timeoutMs, child });
     const connection = await Connection.connect({ address });
     try {
-      const attributes = opts.searchAttributes ?? PROJECT_SEARCH_ATTRIBUTES;
+      const attributes = opts.searchAttributes ?? projectSearchAttributes();
       const added = await ensureSearchAttributes(connection, namespace, { attributes, timeoutMs });
       if (added.length > 0) log(`registered search attributes new to ${opts.dbFilename}: ${added.join(', ')}`);
     } finally {

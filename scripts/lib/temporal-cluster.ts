@@ -18,10 +18,22 @@ import { execa } from 'execa';
 import { ensureSearchAttributes, projectSearchAttributes } from '../../src/worker/order-worker.js';
 import { repoRoot } from './env.js';
 import { ensureGoTool, goModuleDir } from './go-tools.js';
-import { pollUntil, waitForHttp, type LogFn } from './processes.js';
+import { waitForHttp, waitForTemporal, type LogFn } from './processes.js';
 
 const SERVER = '1.29.1';
 const UI = '2.42.1';
+/** The cluster's Go programs (scripts/lib/go-tools.ts): label, variable, package, `.tools/` folder, version. */
+const CLUSTER_TOOLS = [
+  ['Temporal Server', 'TEMPORAL_SERVER_PATH', 'go.temporal.io/server/cmd/server', 'temporal-server', SERVER],
+  ['Temporal sql tool', 'TEMPORAL_SQL_TOOL_PATH', 'go.temporal.io/server/cmd/tools/sql', 'temporal-server', SERVER],
+  [
+    'Temporal UI server',
+    'TEMPORAL_UI_SERVER_PATH',
+    'github.com/temporalio/ui-server/v2/cmd/server',
+    'temporal-ui-server',
+    UI,
+  ],
+] as const;
 
 /** Absolute paths of the cluster's programs and of the server's config template. */
 export interface ClusterBinaries {
@@ -38,38 +50,10 @@ export interface ClusterBinaries {
  * @throws Error when a binary is missing and cannot be built, or the module cannot be read.
  */
 export async function ensureClusterBinaries(log: LogFn): Promise<ClusterBinaries> {
-  const tool = { folder: `temporal-server-${SERVER}`, version: SERVER };
-  const server = await ensureGoTool(
-    {
-      ...tool,
-      label: 'Temporal Server',
-      binary: 'server',
-      goPackage: 'go.temporal.io/server/cmd/server',
-      envVar: 'TEMPORAL_SERVER_PATH',
-    },
-    log,
-  );
-  const sqlTool = await ensureGoTool(
-    {
-      ...tool,
-      label: 'Temporal sql tool',
-      binary: 'sql',
-      goPackage: 'go.temporal.io/server/cmd/tools/sql',
-      envVar: 'TEMPORAL_SQL_TOOL_PATH',
-    },
-    log,
-  );
-  const uiServer = await ensureGoTool(
-    {
-      label: 'Temporal UI server',
-      folder: `temporal-ui-server-${UI}`,
-      binary: 'server',
-      goPackage: 'github.com/temporalio/ui-server/v2/cmd/server',
-      version: UI,
-      envVar: 'TEMPORAL_UI_SERVER_PATH',
-    },
-    log,
-  );
+  const found: string[] = [];
+  for (const [label, envVar, goPackage, folder, version] of CLUSTER_TOOLS)
+    found.push(await ensureGoTool({ label, envVar, goPackage, folder: `${folder}-${version}`, version }, log));
+  const [server, sqlTool, uiServer] = found as [string, string, string];
   const configTemplate = path.join(path.dirname(server), 'config', 'docker.yaml');
   if (!existsSync(configTemplate)) {
     await mkdir(path.dirname(configTemplate), { recursive: true });
@@ -264,21 +248,9 @@ export async function clusterReady(opts: {
   timeoutMs: number;
   log: LogFn;
 }) {
-  const connection = await pollUntil(
-    `the Temporal frontend at ${opts.address}`,
-    async () => {
-      const c = await Connection.connect({ address: opts.address, connectTimeout: 1000 });
-      const answered = await c
-        .withDeadline(Date.now() + 2000, () => c.workflowService.getSystemInfo({}))
-        .then(
-          () => true,
-          () => false,
-        );
-      if (!answered) await c.close();
-      return answered && c;
-    },
-    opts,
-  );
+  // The system namespace is served once the frontend is up, before any other is registered.
+  await waitForTemporal({ ...opts, namespace: 'temporal-system' });
+  const connection = await Connection.connect({ address: opts.address });
   try {
     const info = await connection.workflowService.getClusterInfo({});
     await ensureNamespace(connection, opts.namespace, 3, opts.timeoutMs, opts.log);

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import getPort from 'get-port';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PROJECT_SEARCH_ATTRIBUTES, startDevServer, temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
+import { startDevServer, temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
+import { projectSearchAttributes } from '../../src/worker/order-worker.js';
 
 const dir = await mkdtemp(path.join(tmpdir(), 'dev-server-upgrade-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -30,8 +31,8 @@ describe('dev server database from an earlier version', () => {
     if (executable.type !== 'existing-path') throw new Error('this test needs a Temporal CLI (see README)');
     const cliPath = executable.path;
     const dbFilename = path.join(dir, 'dev.db');
-    const [first, ...added] = PROJECT_SEARCH_ATTRIBUTES;
-    const start = async (searchAttributes: typeof PROJECT_SEARCH_ATTRIBUTES) =>
+    const [first, ...added] = projectSearchAttributes();
+    const start = async (searchAttributes: ReturnType<typeof projectSearchAttributes>) =>
       startDevServer({
         cliPath,
         dbFilename,
@@ -59,7 +60,7 @@ describe('dev server database from an earlier version', () => {
     });
     try {
       expect(await listed(upgraded.address)).toEqual(
-        expect.arrayContaining(PROJECT_SEARCH_ATTRIBUTES.map((sa) => sa.name)),
+        expect.arrayContaining(projectSearchAttributes().map((sa) => sa.name)),
       );
       expect(lines.join('\n')).toContain(`registered search attributes new to ${dbFilename}`);
     } finally {
