@@ -487,9 +487,13 @@ function waitOfRefusal(failure: UpdateFailure): WaitShown | null {
  */
 function noLongerWaiting(id: string, state: OrderFulfilmentState | null, current: OrderView): string {
   if (state?.attention) {
+    const now =
+      current.status === OrderStatus.AttentionRequired
+        ? `its status stays ${current.status} until the workflow moves on`
+        : `the order is now ${current.status}`;
     return (
       `Order ${id} no longer waits for an operator: another operator action on ${state.attention.step} was accepted ` +
-      `first; the order is now ${current.status}`
+      `first; ${now}`
     );
   }
   const running = state?.currentStep ? ` (running ${state.currentStep})` : '';
