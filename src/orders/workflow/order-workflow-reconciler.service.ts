@@ -85,7 +85,8 @@ export interface SweepResult {
 /**
  * The operator's exit for an order whose workflow closed under it: a reset of the closed run to its last workflow
  * task, which starts a new run that replays the history and goes on from where the old one stopped (the steps'
- * claims make a step that runs again one effect per key). `<reason>` is recorded in the workflow's history.
+ * claims make a step that runs again one effect per key). The operator's `--reason` (for `<why>`) is recorded in
+ * the workflow's history.
  */
 export function resetCommand(workflowId: string): string {
   return `temporal workflow reset --workflow-id ${workflowId} --type LastWorkflowTask --reason '<why>'`;
