@@ -333,7 +333,12 @@ export function renderLimits(): string {
       ['Quantity of a line', `1..${ORDER_LIMITS.maxQuantity}`, '`POST /orders`', '400'],
       ['SKU', `1..${ORDER_LIMITS.maxSkuLength} characters`, '`POST /orders`', '400'],
       ['Customer email', `at most ${ORDER_LIMITS.maxEmailLength} characters`, '`POST /orders`', '400'],
-      ['Customer name', `1..${ORDER_LIMITS.maxNameLength} characters (optional)`, '`POST /orders`', '400'],
+      [
+        'Customer name',
+        `1..${ORDER_LIMITS.maxNameLength} characters after trimming white space at both ends (optional)`,
+        '`POST /orders`',
+        '400',
+      ],
       ['Page size (`limit`)', `1..${ORDER_PAGE.maxLimit}, default ${ORDER_PAGE.defaultLimit}`, '`GET /orders`', '400'],
       [
         '`Idempotency-Key`',

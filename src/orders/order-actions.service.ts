@@ -25,6 +25,7 @@ import {
   type WorkflowUnreachableOutcome,
 } from './workflow/order-workflow-actions.service.js';
 import { OrderWorkflowStarter } from './workflow/order-workflow-starter.service.js';
+import { OrderWorkflowReconciler, resetCommand } from './workflow/order-workflow-reconciler.service.js';
 import { isTemporalUnavailable, type UpdateFailure } from '../temporal/temporal-errors.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../temporal/temporal.constants.js';
 import type {
@@ -79,6 +80,7 @@ export class OrderActionsService {
     private readonly orders: OrdersService,
     private readonly starter: OrderWorkflowStarter,
     private readonly actions: OrderWorkflowActions,
+    private readonly reconciler: OrderWorkflowReconciler,
   ) {}
 
   /**
@@ -364,12 +366,22 @@ export class OrderActionsService {
   }
 
   /**
-   * The order after an action found its workflow closed, missing or unreachable.
+   * The order after an action found its workflow closed, missing or unreachable. An order that is not final is swept
+   * at once ({@link OrderWorkflowReconciler.sweepNow}): flagged `attention_required` with the operator's exit in its
+   * reason (or given its workflow's result), so the order as answered, and every later `GET`, says what the action
+   * found instead of `cancellable: true` until the sweeper's next pass.
    * @throws ServiceUnavailableProblem for `unavailable`.
    */
   private async afterUnreachable(id: string, outcome: WorkflowUnreachableOutcome, action: string): Promise<OrderView> {
     if (outcome.kind === 'unavailable') throw temporalUnavailable(outcome.error);
-    const current = await this.orders.get(id, ALL_ORDERS);
+    let current = await this.orders.get(id, ALL_ORDERS);
+    if (!isTerminalStatus(current.status) && current.workflowStartedAt !== null) {
+      const swept = await this.reconciler.sweepNow(id).catch((err: unknown) => {
+        this.logger.warn({ err, orderId: id }, `${action}: could not sweep order ${id}; the sweeper's pass will`);
+        return null;
+      });
+      if (swept !== null && swept !== 'running') current = await this.orders.get(id, ALL_ORDERS);
+    }
     if (!isTerminalStatus(current.status)) {
       this.logger.warn(
         {
@@ -439,10 +451,12 @@ function closedDetail(order: OrderView, outcome: WorkflowUnreachableOutcome): st
     'not-found': 'does not exist',
     unavailable: 'is unreachable',
   }[outcome.kind];
-  return (
-    `The workflow ${order.workflowId} ${what} while the order is ${order.status}; ` +
-    'it needs an operator (the sweeper flags such orders attention_required)'
-  );
+  const exit =
+    outcome.kind === 'closed'
+      ? `nothing can act on the order until an operator resumes its workflow with \`${resetCommand(order.workflowId)}\` ` +
+        '(docs/operations.md, "An order whose workflow closed under it"); then retry, resolve or cancel it as usual'
+      : 'its history is gone: an operator settles its stock and invoice by hand';
+  return `The workflow ${order.workflowId} ${what} while the order is ${order.status}; ${exit}`;
 }
 
 /**

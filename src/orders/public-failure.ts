@@ -47,6 +47,14 @@ const MESSAGES: Readonly<Record<Exclude<FailureCode, 'insufficient_stock' | 'can
     'The order is delayed: a step needs attention from our staff. It continues once they have resolved it.',
 };
 
+/** The sweeper's reason for an order whose workflow closed under it (src/orders/workflow/: `sweptReason`). */
+const SWEPT = /^workflow \S+ closed \(/;
+
+/** What an order the sweeper flagged says: its processing stopped, and staff resume it (a workflow reset). */
+const STOPPED_MESSAGE =
+  'The order is delayed: its processing stopped and needs our staff to resume it. It continues from where it ' +
+  'stopped once they have.';
+
 /** Provider failure types (workflows/errors.ts) and the activity timeout, as `describeFailure` writes them. */
 const PROVIDER_TYPES: readonly string[] = [
   ErrorType.ProviderRejected,
@@ -81,7 +89,10 @@ export function publicFailure(status: string, failureReason: string | null): Pub
       };
     }
     case OrderStatus.AttentionRequired:
-      return { code: FailureCode.NeedsAttention, message: MESSAGES.needs_attention };
+      return {
+        code: FailureCode.NeedsAttention,
+        message: SWEPT.test(reason) ? STOPPED_MESSAGE : MESSAGES.needs_attention,
+      };
     case OrderStatus.Failed:
       return failedOrder(reason);
     case OrderStatus.Closed:

@@ -137,8 +137,12 @@ describe('POST /orders/:id/cancel, answered without the workflow', () => {
     await suite.temporal.workflow.getHandle(orderWorkflowId(id)).terminate('test: closed under the order');
     const res = await http().post(`/orders/${id}/cancel`).send({ reason: 'x' });
     expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({ type: `${PROBLEMS}order-not-cancellable`, orderStatus: 'received' });
+    // The cancel swept the order at once: flagged, with the operator's exit named in the answer and the order.
+    expect(res.body).toMatchObject({ type: `${PROBLEMS}order-not-cancellable`, orderStatus: 'attention_required' });
     expect(res.body.detail).toContain('has closed (TERMINATED)');
+    expect(res.body.detail).toContain(`temporal workflow reset --workflow-id order-${id} --type LastWorkflowTask`);
+    const order = (await http().get(`/orders/${id}`).expect(200)).body;
+    expect(order).toMatchObject({ status: 'attention_required', cancellable: false });
   });
 
   it('answers 503 problem+json with Retry-After when Temporal is unreachable', async () => {
@@ -244,7 +248,9 @@ describe('the reconciler and the sweeper', () => {
     expect(row.status).toBe('attention_required');
     expect(row.statusStep).toBe(15); // waiting at createInvoice: rank of invoiced (20) - 5
     expect(row.failureReason).toBe(
-      `workflow order-${id} closed (terminated) while the order was inventory_reserved; needs an operator`,
+      `workflow order-${id} closed (terminated) while the order was inventory_reserved; an operator resumes it with ` +
+        `\`temporal workflow reset --workflow-id order-${id} --type LastWorkflowTask --reason '<why>'\`, then ` +
+        'retries, resolves or cancels as usual',
     );
     // Nothing else moved: no stock, movements or invoices.
     expect(await suite.db.prisma.product.findUniqueOrThrow({ where: { sku: 'SKU-MUG' } })).toEqual(stockBefore);
@@ -288,7 +294,9 @@ describe('the reconciler and the sweeper', () => {
     expect(byId.get(missing)).toMatchObject({
       status: 'attention_required',
       statusStep: 25,
-      failureReason: `workflow order-${missing} closed (not found) while the order was invoiced; needs an operator`,
+      failureReason:
+        `workflow order-${missing} closed (not found) while the order was invoiced; its history is gone, so an ` +
+        'operator settles its stock and invoice by hand',
     });
     expect(byId.get(fresh)?.status).toBe('received');
     expect(byId.get(final)?.status).toBe('completed');

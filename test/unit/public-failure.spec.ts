@@ -63,12 +63,18 @@ describe('publicFailure', () => {
     expect(publicFailure('cancelled', null)!.message).toBe('The order was cancelled.');
   });
 
-  it('attention_required: a generic delay, whatever the step or the sweeper wrote', () => {
-    for (const reason of [
+  it('attention_required: a delay, whatever the step or the sweeper wrote; a stopped workflow says so', () => {
+    const waiting = publicFailure(
+      'attention_required',
       'the confirmation email may have been sent (TimeoutFailure: activity HEARTBEAT timeout)',
-      'workflow order-1 closed (terminated) while the order was invoiced; needs an operator',
-    ]) {
-      expect(publicFailure('attention_required', reason)!.code).toBe(FailureCode.NeedsAttention);
-    }
+    )!;
+    const swept = publicFailure(
+      'attention_required',
+      "workflow order-1 closed (terminated) while the order was invoiced; an operator resumes it with `temporal workflow reset --workflow-id order-1 --type LastWorkflowTask --reason '<why>'`, then retries, resolves or cancels as usual",
+    )!;
+    expect([waiting.code, swept.code]).toEqual([FailureCode.NeedsAttention, FailureCode.NeedsAttention]);
+    expect(waiting.message).toMatch(/continues once they have resolved it/);
+    expect(swept.message).toMatch(/processing stopped and needs our staff to resume it/);
+    expect(swept.message).not.toMatch(/order-1|temporal|invoiced/);
   });
 });

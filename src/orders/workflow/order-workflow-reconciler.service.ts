@@ -12,7 +12,11 @@
  * `SWEEP_MIN_AGE_MS` (default 5 min) are checked with `describe`: a running workflow is left alone; a closed one
  * (or a missing one) behind an order that is not final means the row will never move again, so it is repaired
  * (the workflow COMPLETED with a result: its status is written, rank-guarded) or flagged `attention_required`
- * with a reason for an operator. The sweeper never touches stock or invoices. At most {@link SWEEP_BATCH_SIZE}
+ * with a reason that names the operator's exit ({@link sweptReason}: a `temporal workflow reset` of the closed run).
+ * A running workflow behind an order the sweeper flagged (the operator reset it) gets the order's status from
+ * before the flag back ({@link OrderWorkflowReconciler.unflag}), so the order reads as its workflow stands. The
+ * order actions sweep an order at once when they find its workflow closed ({@link OrderWorkflowReconciler.sweepNow}).
+ * The sweeper never touches stock or invoices. At most {@link SWEEP_BATCH_SIZE}
  * orders per pass, taken in (updated_at, id) order after where the previous pass stopped, so long-waiting
  * running orders cannot starve the others.
  *
@@ -32,7 +36,7 @@ import {
   orderWorkflowId,
   TERMINAL_ORDER_STATUSES,
 } from '../../../workflows/order-fulfilment.contract.js';
-import { attentionRank, FINAL_FAILURE_RANK } from '../../../workflows/order-plan.js';
+import { attentionRank, FINAL_FAILURE_RANK, RECEIVED_RANK } from '../../../workflows/order-plan.js';
 import { planOf } from '../order-steps.js';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
 import { PRISMA } from '../../prisma/prisma.module.js';
@@ -71,6 +75,38 @@ export interface SweepResult {
   failed: number;
   /** Rows that changed between the read and the write (someone else moved them): left alone. */
   skipped: number;
+  /**
+   * Orders the sweeper had flagged whose workflow runs again (an operator reset it): the status they had before the
+   * flag is written back, so the order reads (and cancels) as its workflow stands.
+   */
+  resumed: number;
+}
+
+/**
+ * The operator's exit for an order whose workflow closed under it: a reset of the closed run to its last workflow
+ * task, which starts a new run that replays the history and goes on from where the old one stopped (the steps'
+ * claims make a step that runs again one effect per key). The operator's `--reason` (for `<why>`) is recorded in
+ * the workflow's history.
+ */
+export function resetCommand(workflowId: string): string {
+  return `temporal workflow reset --workflow-id ${workflowId} --type LastWorkflowTask --reason '<why>'`;
+}
+
+/** The sweeper's `failure_reason` when it flags an order whose workflow closed (or is missing). */
+export function sweptReason(workflowId: string, workflowStatus: string, orderStatus: string): string {
+  const closed = workflowStatus.toLowerCase().replace(/_/g, ' ');
+  const exit =
+    workflowStatus === 'NOT_FOUND'
+      ? 'its history is gone, so an operator settles its stock and invoice by hand'
+      : `an operator resumes it with \`${resetCommand(workflowId)}\`, then retries, resolves or cancels as usual`;
+  return `workflow ${workflowId} closed (${closed}) while the order was ${orderStatus}; ${exit}`;
+}
+
+/** The order status a {@link sweptReason} names (the status the order had when flagged), or null. */
+export function statusBeforeSweep(workflowId: string, failureReason: string | null): string | null {
+  const prefix = `workflow ${workflowId} closed (`;
+  if (!failureReason?.startsWith(prefix)) return null;
+  return /^[^)]*\) while the order was ([a-z_]+);/.exec(failureReason.slice(prefix.length))?.[1] ?? null;
 }
 
 /**
@@ -95,7 +131,18 @@ interface SweptOrder {
   statusStep: number;
   updatedAt: Date;
   plan: unknown;
+  failureReason: string | null;
 }
+
+/** The columns of a {@link SweptOrder}. */
+const SWEPT_COLUMNS = {
+  id: true,
+  status: true,
+  statusStep: true,
+  updatedAt: true,
+  plan: true,
+  failureReason: true,
+} as const;
 
 @Injectable()
 export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModuleDestroy {
@@ -186,12 +233,20 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
       },
       orderBy: [{ updatedAt: 'asc' }, { id: 'asc' }],
       take: SWEEP_BATCH_SIZE,
-      select: { id: true, status: true, statusStep: true, updatedAt: true, plan: true },
+      select: SWEPT_COLUMNS,
     });
     const last = orders.at(-1);
     this.sweepCursor = orders.length === SWEEP_BATCH_SIZE && last ? { updatedAt: last.updatedAt, id: last.id } : null;
 
-    const result: SweepResult = { checked: 0, running: 0, repaired: 0, flagged: 0, failed: 0, skipped: 0 };
+    const result: SweepResult = {
+      checked: 0,
+      running: 0,
+      repaired: 0,
+      flagged: 0,
+      failed: 0,
+      skipped: 0,
+      resumed: 0,
+    };
     for (const order of orders) {
       if (this.stopped) break;
       try {
@@ -216,8 +271,23 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
     return result;
   }
 
-  /** Checks one order's workflow and repairs or flags the row. */
-  private async sweepOrder(order: SweptOrder): Promise<'running' | 'repaired' | 'flagged' | 'skipped' | 'failed'> {
+  /**
+   * Sweeps one order now, whatever its age: what an order action does when it finds the order's workflow closed or
+   * missing, so the order is flagged at once (and reads `cancellable: false`) instead of after `SWEEP_MIN_AGE_MS`.
+   * A final order, or one whose workflow was never started, is left alone.
+   * @returns what was done, or null when the order was left alone.
+   * @throws the Temporal client's errors (describe, result).
+   */
+  async sweepNow(id: string): Promise<keyof Omit<SweepResult, 'checked'> | null> {
+    const order = await this.prisma.order.findFirst({
+      where: { id, status: { notIn: [...TERMINAL_ORDER_STATUSES] }, workflowStartedAt: { not: null } },
+      select: SWEPT_COLUMNS,
+    });
+    return order ? this.sweepOrder(order) : null;
+  }
+
+  /** Checks one order's workflow and repairs, flags or resumes the row. */
+  private async sweepOrder(order: SweptOrder): Promise<keyof Omit<SweepResult, 'checked'>> {
     const workflowId = orderWorkflowId(order.id);
     const handle = this.client.workflow.getHandle(workflowId);
     let workflowStatus: string;
@@ -233,7 +303,9 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
       workflowStatus = 'NOT_FOUND';
     }
     // PAUSED (an operator paused it in Temporal) is open too: it resumes where it stopped.
-    if (workflowStatus === 'RUNNING' || workflowStatus === 'PAUSED') return 'running';
+    if (workflowStatus === 'RUNNING' || workflowStatus === 'PAUSED') {
+      return (await this.unflag(order, workflowId)) ? 'resumed' : 'running';
+    }
 
     if (workflowStatus === 'COMPLETED') {
       const closed = this.client.workflow.getHandle(workflowId, runId, { followRuns: false });
@@ -260,9 +332,14 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
       this.logger.error({ orderId: order.id, status: order.status }, 'Cannot flag an order with an unknown status');
       return 'failed';
     }
-    const reason =
-      `workflow ${workflowId} closed (${workflowStatus.toLowerCase().replace(/_/g, ' ')}) while the order was ${order.status}; ` +
-      'needs an operator';
+    // Flagged again (a later pass, an order action): the reason keeps naming the status from before the first flag,
+    // which the resumed workflow's order gets back (see unflag).
+    const reason = sweptReason(
+      workflowId,
+      workflowStatus,
+      (order.status === OrderStatus.AttentionRequired && statusBeforeSweep(workflowId, order.failureReason)) ||
+        order.status,
+    );
     const applied = await this.writeSwept(order, OrderStatus.AttentionRequired, rank, reason);
     if (applied) this.logger.warn({ orderId: order.id, workflowStatus }, `Flagged order ${order.id}: ${reason}`);
     return applied ? 'flagged' : 'skipped';
@@ -284,6 +361,34 @@ export class OrderWorkflowReconciler implements OnApplicationBootstrap, OnModule
       WHERE id = ${order.id}::uuid AND status = ${order.status} AND updated_at = ${order.updatedAt}
         AND (status_step < ${rank} OR (status_step = ${rank} AND status = ${status}))`;
     return updated === 1;
+  }
+
+  /**
+   * Lifts the sweeper's own flag from an order whose workflow runs again (an operator reset it): writes back the
+   * status the flag's reason names, with its rank, and clears the reason, only if the row is exactly as read (a
+   * write of the workflow since wins). An order that waited for an operator before the flag keeps it (its workflow
+   * waits too, and it did not write its wait again), as does any flag the sweeper did not write.
+   * @returns true when the row changed.
+   */
+  private async unflag(order: SweptOrder, workflowId: string): Promise<boolean> {
+    if (order.status !== OrderStatus.AttentionRequired) return false;
+    const before = statusBeforeSweep(workflowId, order.failureReason);
+    if (before === null) return false;
+    const steps = planOf(order).steps;
+    const rank = before === OrderStatus.Received ? RECEIVED_RANK : steps.find((s) => s.status === before)?.rank;
+    // The flag's rank is the attention rank of the step after `before` (see sweptRank): check it is that flag.
+    const next = steps.find((s) => rank !== undefined && s.rank > rank);
+    if (rank === undefined || !next || attentionRank(next) !== order.statusStep) return false;
+    const updated = await this.prisma.$executeRaw`
+      UPDATE orders SET status = ${before}, status_step = ${rank}, failure_reason = NULL, updated_at = now()
+      WHERE id = ${order.id}::uuid AND status = ${order.status} AND status_step = ${order.statusStep}
+        AND updated_at = ${order.updatedAt} AND failure_reason = ${order.failureReason}`;
+    if (updated !== 1) return false;
+    this.logger.warn(
+      { orderId: order.id, to: before },
+      `The workflow of order ${order.id} runs again; its sweeper flag is lifted (${before})`,
+    );
+    return true;
   }
 
   private schedule(): void {
