@@ -14,6 +14,7 @@ import { ALL_ORDERS } from '../../../src/orders/order-access.js';
 import type { OrderView } from '../../../src/orders/order-response.dto.js';
 import type { OrdersService } from '../../../src/orders/orders.service.js';
 import type { OrderWorkflowActions } from '../../../src/orders/workflow/order-workflow-actions.service.js';
+import type { OrderWorkflowReconciler } from '../../../src/orders/workflow/order-workflow-reconciler.service.js';
 import type { OrderWorkflowStarter } from '../../../src/orders/workflow/order-workflow-starter.service.js';
 import type { PrismaClient } from '../../../src/prisma/prisma.js';
 
@@ -43,6 +44,7 @@ function service(status: string, outcome: unknown): OrderActionsService {
     orders as unknown as OrdersService,
     {} as OrderWorkflowStarter,
     actions as unknown as OrderWorkflowActions,
+    {} as OrderWorkflowReconciler,
   );
 }
 
