@@ -85,6 +85,20 @@ export interface RecordContext<Req, Res> extends TransactionContext {
   answer: ProviderAnswer<Res>;
 }
 
+/**
+ * What a step's operator hooks get ({@link StepCommon.performedByHand}, {@link StepCommon.closed}): the resolution's
+ * transaction (the order row locked, the audit row just inserted) and the order as stored.
+ */
+export interface ResolutionContext {
+  orderId: string;
+  /** The resolution's transaction: the hook's writes commit with the audit row, or not at all. */
+  tx: SqlQueries;
+  /** The stored order, its lines and its invoice. */
+  order: StepOrder;
+  /** The operator's decision: its id (the Update id), the reference given (`providerId`, or null) and who. */
+  resolution: { id: string; providerId: string | null; by: string };
+}
+
 /** What every step declares about itself. */
 interface StepCommon {
   /** The activity name: verb + object, camelCase (e.g. `shipOrder`). Unique. */
@@ -110,6 +124,19 @@ interface StepCommon {
    * data here is visible to every operator: mask it (see docs/operations.md). Default: the label.
    */
   summary?(order: OrderFacts): string;
+  /**
+   * What the step records itself when an operator resolves it `performed` (done by hand, e.g. shipped with another
+   * carrier): the rows its own success writes (a shipment, its stock movements), in the resolution's transaction,
+   * with absolute writes under ids of their own, so a second run changes nothing. Optional: without it a resolution
+   * settles the claim and the status only.
+   */
+  performedByHand?(ctx: ResolutionContext): Promise<void>;
+  /**
+   * What becomes of the step's effect when an operator closes the order after the point of no return (e.g. the
+   * reservation of goods that never left is released), in the close's transaction. Called for every step that has
+   * it: a no-op when the step never acted; harmless when run twice.
+   */
+  closed?(ctx: ResolutionContext): Promise<void>;
 }
 
 /** A compensation that undoes a database step in a transaction. */

@@ -2,7 +2,9 @@
  * An operator's decision on an order that waits for a person, recorded: the exit of a doubt no provider answer can
  * settle (a provider that cannot replay an old key, a step done by hand), and the close of an order after the pivot.
  * One transaction under the order-row lock: the audit row (`order_resolutions`: who, why, when, keyed by the Update id
- * so a repeated request records once), the step's claim settled accordingly, and the status the decision leads to.
+ * so a repeated request records once), the step's claim settled accordingly, what the steps record of the decision
+ * themselves (`performedByHand` of the step resolved `performed`, e.g. the shipment and its stock movements; `closed`
+ * of every step on a close, e.g. the release of goods that never left), and the status the decision leads to.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../../workflows/errors.js';
@@ -11,16 +13,18 @@ import type { ActivityDeps } from '../ports.js';
 import { readSideEffects } from './claims.js';
 import type { StepDefinition } from './define.js';
 import { lockOrder, writeOrderStatus } from './order-guards.js';
+import { readOrder } from './order.js';
 
 /**
  * Records an operator's decision (see the module comment). With `performed`, a claim that is `claimed`, `sending` or
  * `failed` (or missing) becomes `sent` with the operator's reference (owner `operator:<by>`); a `sent` claim keeps the
- * provider's own id. With `not_performed`, a `claimed` or `sending` claim becomes `failed`. `closed` changes no claim.
+ * provider's own id, and the step's `performedByHand` runs. With `not_performed`, a `claimed` or `sending` claim becomes
+ * `failed`. `closed` changes no claim; every step's `closed` runs.
  * The status write is absolute and rank-guarded like every other (`closed` stores `closed at <step> by <by>: <reason>` as the
  * failure reason).
  * @throws ApplicationFailure `RecordNotFoundError` (no such order), `ValidationError` (non-retryable: `performed` on a
  *   tombstone, whose effect the order halted before it happened, or `not_performed` on a claim the provider answered
- *   as `sent`); nothing is written then.
+ *   as `sent`), or what a step's hook throws; nothing is written then.
  */
 export async function recordResolution(
   steps: readonly StepDefinition[],
@@ -39,6 +43,16 @@ export async function recordResolution(
     const [before] = key ? await readSideEffects(tx, [key]) : [];
     const current = key ? { key, status: before?.status } : null;
     if (inserted === 0) {
+      // The id is the Update's (`resolve:<client>:<key>`): an API client reusing its key on another order must not
+      // have this order go on as if its decision were recorded (the API refuses it: 422).
+      const [owner] = await tx.$queryRaw<Array<{ order_id: string }>>`
+        SELECT order_id::text FROM order_resolutions WHERE id = ${input.id}`;
+      if (owner && owner.order_id !== orderId) {
+        throw ApplicationFailure.nonRetryable(
+          `the resolution id ${input.id} was recorded for another order`,
+          ErrorType.Validation,
+        );
+      }
       return { recorded: false, claim: current?.status ? { key: current.key, status: current.status } : null };
     }
     const owner = `operator:${by.slice(0, 200)}`;
@@ -72,6 +86,23 @@ export async function recordResolution(
           WHERE key = ${key} AND status IN ('claimed', 'sending')`;
         status = 'failed';
       }
+    }
+    // The steps' own records of the decision: what a step done by hand records itself, what a close leaves behind.
+    const hooks =
+      decision === 'performed'
+        ? steps.filter((s) => s.name === input.step).map((s) => s.performedByHand)
+        : decision === 'closed'
+          ? steps.map((s) => s.closed)
+          : [];
+    const run = hooks.filter((hook) => hook !== undefined);
+    if (run.length > 0) {
+      const ctx = {
+        orderId,
+        tx,
+        order: await readOrder(tx, orderId),
+        resolution: { id: input.id, providerId: input.providerId ?? null, by },
+      };
+      for (const hook of run) await hook(ctx);
     }
     if (input.status) {
       const why = decision === 'closed' ? `closed at ${input.step} by ${by}: ${input.reason}` : null;

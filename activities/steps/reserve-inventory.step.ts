@@ -1,7 +1,8 @@
 /**
  * Reserve inventory: every line of the order, all or nothing, as one `reserve:<orderId>:<sku>` movement per line
  * with `reserved += quantity` under the condition `on_hand - reserved >= quantity`. Its compensation,
- * releaseInventory, records `release:<orderId>:<sku>` movements for what was reserved and not shipped.
+ * releaseInventory, records `release:<orderId>:<sku>` movements for what was reserved and not shipped; an order closed
+ * after the point of no return releases the same with `close:<orderId>:<sku>` movements.
  *
  * Idempotent by nature: a movement's id is the identity of the work, inserted with ON CONFLICT DO NOTHING in the
  * statement that applies it, so a re-run (or a concurrent run) inserts nothing and changes nothing.
@@ -12,6 +13,7 @@ import { defineDatabaseStep, StepPhase } from '../kit/define.js';
 import { halted } from '../kit/order-guards.js';
 import { notFound } from '../kit/failures.js';
 import { plural } from '../kit/text.js';
+import type { SqlQueries } from '../ports.js';
 
 /** One ledger movement of an order. `applied` is true when this run inserted it (false: found). */
 export interface MovementOutcome {
@@ -91,35 +93,59 @@ export const reserveInventory = defineDatabaseStep({
     }
     return { orderId, movements };
   },
+  /**
+   * An order closed after the point of no return: the goods it reserved and never shipped (e.g. the carrier refused the
+   * address) did not leave, so their reservation is released: `close:<orderId>:<sku>` movements with
+   * `reserved -= quantity`, once; `on_hand` does not change.
+   */
+  closed: async ({ orderId, tx }) => {
+    await releaseUnshipped(tx, orderId, 'close');
+  },
   compensation: {
     kind: 'database',
     name: 'releaseInventory',
     description: 'Releases what was reserved and not shipped (`release:<orderId>:<sku>` movements).',
     /** For each reservation not shipped: `release:<orderId>:<sku>` with `reserved -= quantity`, once. */
-    async run({ orderId, tx }) {
-      const reservations = await tx.$queryRaw<Array<{ sku: string; reserved_delta: number; shipped: boolean }>>`
-        SELECT r.sku, r.reserved_delta,
-               EXISTS (SELECT 1 FROM inventory_movements s
-                       WHERE s.order_id = r.order_id AND s.sku = r.sku AND s.reason = 'shipment') AS shipped
-        FROM inventory_movements r WHERE r.order_id = ${orderId}::uuid AND r.reason = 'reservation' ORDER BY r.sku`;
-      const movements: MovementOutcome[] = [];
-      for (const r of reservations) {
-        if (r.shipped) continue;
-        const id = `release:${orderId}:${r.sku}`;
-        const [applied] = await tx.$queryRaw<Array<{ inserted: boolean }>>`
-          WITH moved AS (
-            INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
-            VALUES (${id}, ${r.sku}, ${orderId}::uuid, 'release', 0, ${-r.reserved_delta})
-            ON CONFLICT (id) DO NOTHING
-            RETURNING 1),
-          released AS (
-            UPDATE products SET reserved = reserved - ${r.reserved_delta}, updated_at = now()
-            WHERE sku = ${r.sku} AND EXISTS (SELECT 1 FROM moved)
-            RETURNING 1)
-          SELECT EXISTS (SELECT 1 FROM moved) AS inserted`;
-        movements.push({ id, sku: r.sku, quantity: -r.reserved_delta, applied: applied!.inserted });
-      }
-      return { orderId, movements };
-    },
+    run: ({ orderId, tx }) => releaseUnshipped(tx, orderId, 'release'),
   },
 });
+
+/**
+ * Releases an order's reservations that were neither shipped nor released under another id: one `release` movement
+ * per such line, id `<prefix>:<orderId>:<sku>`, applied (`reserved -= quantity`) only when the movement is new, so a
+ * second run changes nothing. Lines in SKU order, as the reservation locks products.
+ * @param prefix `release` (the compensation) or `close` (an order closed after the point of no return).
+ * @returns the movements, `applied` when this run inserted them.
+ */
+export async function releaseUnshipped(
+  tx: SqlQueries,
+  orderId: string,
+  prefix: 'release' | 'close',
+): Promise<{ orderId: string; movements: MovementOutcome[] }> {
+  const reservations = await tx.$queryRaw<Array<{ sku: string; reserved_delta: number; settled: boolean }>>`
+    SELECT r.sku, r.reserved_delta,
+           EXISTS (SELECT 1 FROM inventory_movements s
+                   WHERE s.order_id = r.order_id AND s.sku = r.sku
+                     AND (s.reason = 'shipment'
+                          OR (s.reason = 'release' AND s.id <> (${prefix}::text || ':' || r.order_id::text || ':' || r.sku)))
+           ) AS settled
+    FROM inventory_movements r WHERE r.order_id = ${orderId}::uuid AND r.reason = 'reservation' ORDER BY r.sku`;
+  const movements: MovementOutcome[] = [];
+  for (const r of reservations) {
+    if (r.settled) continue;
+    const id = `${prefix}:${orderId}:${r.sku}`;
+    const [applied] = await tx.$queryRaw<Array<{ inserted: boolean }>>`
+      WITH moved AS (
+        INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+        VALUES (${id}, ${r.sku}, ${orderId}::uuid, 'release', 0, ${-r.reserved_delta})
+        ON CONFLICT (id) DO NOTHING
+        RETURNING 1),
+      released AS (
+        UPDATE products SET reserved = reserved - ${r.reserved_delta}, updated_at = now()
+        WHERE sku = ${r.sku} AND EXISTS (SELECT 1 FROM moved)
+        RETURNING 1)
+      SELECT EXISTS (SELECT 1 FROM moved) AS inserted`;
+    movements.push({ id, sku: r.sku, quantity: -r.reserved_delta, applied: applied!.inserted });
+  }
+  return { orderId, movements };
+}

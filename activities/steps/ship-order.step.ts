@@ -8,6 +8,7 @@ import { carrier } from '../../providers/carrier.provider.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { defineProviderStep, StepPhase } from '../kit/define.js';
 import { plural } from '../kit/text.js';
+import type { SqlQueries } from '../ports.js';
 
 /** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key`. */
 export function shipmentKey(orderId: string): string {
@@ -40,40 +41,71 @@ export const shipOrder = defineProviderStep({
     items: order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
   }),
   /**
-   * The `shipments` row and, when this run inserted it, one movement per line in SKU order (the order reserve and
-   * release lock products in), applied only when the movement is new.
-   * @throws ApplicationFailure `ValidationError` (non-retryable) when less than a line's quantity is reserved: the
-   *   transaction rolls back and the claim stays `sending` (the carrier acted) for an operator.
+   * The carrier's answer recorded: its shipment and the lines' movements ({@link recordShipment}).
+   * @throws as {@link recordShipment}: the claim then stays `sending` (the carrier acted) for an operator.
    */
-  async record({ orderId, tx, request, answer }) {
-    const [inserted] = await tx.$queryRaw<Array<{ inserted: boolean }>>`
-      WITH inserted AS (
-        INSERT INTO shipments (order_id, carrier_id, tracking_number)
-        VALUES (${orderId}::uuid, ${answer.response.id}, ${answer.response.trackingNumber})
-        ON CONFLICT (order_id) DO NOTHING
-        RETURNING 1)
-      SELECT EXISTS (SELECT 1 FROM inserted) AS inserted`;
-    if (!inserted!.inserted) return;
-    for (const line of [...request.items].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0))) {
-      const id = shipMovementId(orderId, line.sku);
-      const [applied] = await tx.$queryRaw<Array<{ inserted: boolean; updated: boolean }>>`
-        WITH moved AS (
-          INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
-          VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'shipment', ${-line.quantity}, ${-line.quantity})
-          ON CONFLICT (id) DO NOTHING
-          RETURNING 1),
-        consumed AS (
-          UPDATE products
-          SET on_hand = on_hand - ${line.quantity}, reserved = reserved - ${line.quantity}, updated_at = now()
-          WHERE sku = ${line.sku} AND reserved >= ${line.quantity} AND EXISTS (SELECT 1 FROM moved)
-          RETURNING 1)
-        SELECT EXISTS (SELECT 1 FROM moved) AS inserted, EXISTS (SELECT 1 FROM consumed) AS updated`;
-      if (applied!.inserted && !applied!.updated) {
-        throw ApplicationFailure.nonRetryable(
-          `cannot ship ${line.quantity} x ${line.sku} of order ${orderId}: less than that is reserved`,
-          ErrorType.Validation,
-        );
-      }
-    }
-  },
+  record: ({ orderId, tx, request, answer }) =>
+    recordShipment(
+      tx,
+      orderId,
+      { carrierId: answer.response.id, trackingNumber: answer.response.trackingNumber },
+      request.items,
+    ),
+  /**
+   * Shipped by hand (resolved `performed`): what the carrier's answer would have recorded, the `shipments` row
+   * (carrier id: the operator's `providerId`, else `resolved:<resolution id>`; tracking number
+   * `resolved:<resolution id>`, as no carrier gave one) and the `ship:<orderId>:<sku>` movements of the order's lines.
+   * @throws as {@link recordShipment}: the resolution is then not recorded.
+   */
+  performedByHand: ({ orderId, tx, order, resolution }) =>
+    recordShipment(
+      tx,
+      orderId,
+      { carrierId: resolution.providerId ?? `resolved:${resolution.id}`, trackingNumber: `resolved:${resolution.id}` },
+      order.lines,
+    ),
 });
+
+/**
+ * Records an order's shipment: the `shipments` row and, when this run inserted it, one movement per line in SKU order
+ * (the order reserve and release lock products in), applied only when the movement is new: `on_hand` and `reserved`
+ * both go down by the line's quantity. Idempotent: a second run inserts nothing and changes nothing.
+ * @throws ApplicationFailure `ValidationError` (non-retryable) when less than a line's quantity is reserved: the
+ *   transaction rolls back (for the carrier's answer the claim stays `sending`, the carrier acted, for an operator).
+ */
+export async function recordShipment(
+  tx: SqlQueries,
+  orderId: string,
+  shipment: { carrierId: string; trackingNumber: string },
+  items: ReadonlyArray<{ sku: string; quantity: number }>,
+): Promise<void> {
+  const [inserted] = await tx.$queryRaw<Array<{ inserted: boolean }>>`
+    WITH inserted AS (
+      INSERT INTO shipments (order_id, carrier_id, tracking_number)
+      VALUES (${orderId}::uuid, ${shipment.carrierId}, ${shipment.trackingNumber})
+      ON CONFLICT (order_id) DO NOTHING
+      RETURNING 1)
+    SELECT EXISTS (SELECT 1 FROM inserted) AS inserted`;
+  if (!inserted!.inserted) return;
+  for (const line of [...items].sort((a, b) => (a.sku < b.sku ? -1 : a.sku > b.sku ? 1 : 0))) {
+    const id = shipMovementId(orderId, line.sku);
+    const [applied] = await tx.$queryRaw<Array<{ inserted: boolean; updated: boolean }>>`
+      WITH moved AS (
+        INSERT INTO inventory_movements (id, sku, order_id, reason, on_hand_delta, reserved_delta)
+        VALUES (${id}, ${line.sku}, ${orderId}::uuid, 'shipment', ${-line.quantity}, ${-line.quantity})
+        ON CONFLICT (id) DO NOTHING
+        RETURNING 1),
+      consumed AS (
+        UPDATE products
+        SET on_hand = on_hand - ${line.quantity}, reserved = reserved - ${line.quantity}, updated_at = now()
+        WHERE sku = ${line.sku} AND reserved >= ${line.quantity} AND EXISTS (SELECT 1 FROM moved)
+        RETURNING 1)
+      SELECT EXISTS (SELECT 1 FROM moved) AS inserted, EXISTS (SELECT 1 FROM consumed) AS updated`;
+    if (applied!.inserted && !applied!.updated) {
+      throw ApplicationFailure.nonRetryable(
+        `cannot ship ${line.quantity} x ${line.sku} of order ${orderId}: less than that is reserved`,
+        ErrorType.Validation,
+      );
+    }
+  }
+}

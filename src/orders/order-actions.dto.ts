@@ -40,6 +40,12 @@ export const retryOrderSchema = z
 /** A validated retry body (undefined when none was sent). */
 export type RetryOrderRequest = z.output<typeof retryOrderSchema>;
 
+/** What the `order` of a retry's or a resolve's answer is (its status is the one stored when the answer was built). */
+const ORDER_AFTER_ACTION =
+  '`order`: the order as stored when the answer was built: right after the workflow took the action, before it moved on on ' +
+  "its own (a retry's order is typically still `attention_required`); a repeat with the same Idempotency-Key gets " +
+  'the same action with the order as stored then. GET /orders/:id for what it does next';
+
 /** `POST /orders/:id/retry` response (202): which step's retry started, and the order as stored right after. */
 export const retryStartedViewSchema = z
   .object({
@@ -48,7 +54,7 @@ export const retryStartedViewSchema = z
     retry: z.int().meta({ description: 'The how-many-th operator retry of this step (1 for the first)' }),
     order: orderViewSchema,
   })
-  .meta({ id: 'RetryStarted' });
+  .meta({ id: 'RetryStarted', description: ORDER_AFTER_ACTION });
 
 /** The 202 body of `POST /orders/:id/retry`. */
 export type RetryStartedView = z.infer<typeof retryStartedViewSchema>;
@@ -119,7 +125,7 @@ export const resolvedViewSchema = z
     by: z.string().meta({ description: 'Who decided: the API client of the operator key' }),
     order: orderViewSchema,
   })
-  .meta({ id: 'Resolved' });
+  .meta({ id: 'Resolved', description: ORDER_AFTER_ACTION });
 
 /** The 200 body of `POST /orders/:id/resolve`. */
 export type ResolvedView = z.infer<typeof resolvedViewSchema>;

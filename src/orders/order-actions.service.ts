@@ -9,10 +9,14 @@ import {
   isTerminalStatus,
   type OperatorAnswer,
   type OrderAttention,
+  type OrderFulfilmentState,
   OrderStatus,
   type OrderStep,
 } from '../../workflows/order-fulfilment.contract.js';
 import { ProblemException, ServiceUnavailableProblem } from '../common/problem-details.js';
+import { IdempotencyKeyReusedException } from '../idempotency/idempotency.service.js';
+import { PRISMA } from '../prisma/prisma.module.js';
+import type { PrismaClient } from '../prisma/prisma.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
 import {
   OrderWorkflowActions,
@@ -49,6 +53,17 @@ export interface OrderActionOptions {
   access: OrderAccess;
   /** `<client>:<Idempotency-Key>`, naming the Temporal Update; without it every request is a new Update. */
   actionKey?: string;
+  /** The `Idempotency-Key` as sent (for the 422 of a reused key); defaults to `actionKey`. */
+  idempotencyKey?: string;
+}
+
+/** What a resolve or close records under its Update id: compared with a later request under the same key. */
+interface ExpectedRecord {
+  decision: string;
+  reason: string;
+  /** The step resolved; undefined for a close (it applies to whatever the order waits on). */
+  step?: string;
+  providerId: string | null;
 }
 
 /** `Retry-After` of 503 answers from order actions, seconds. */
@@ -61,6 +76,7 @@ export class OrderActionsService {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(PRISMA) private readonly prisma: PrismaClient,
     private readonly orders: OrdersService,
     private readonly starter: OrderWorkflowStarter,
     private readonly actions: OrderWorkflowActions,
@@ -167,8 +183,12 @@ export class OrderActionsService {
         return { ...outcome.result, order: await this.orders.get(id, ALL_ORDERS) };
       case 'refused': {
         const current = await this.orders.get(id, ALL_ORDERS);
-        const waitingFor = outcome.state?.attention?.step ?? detailOf(outcome.failure, 'waitingStep');
-        throw notAwaitingRetry(current, waitingFor, refusedRetryDetail(id, step, outcome));
+        // The refusal's own details say what waited when the workflow refused (null: nothing, e.g. another operator
+        // action was accepted first); the state queried after it may still show the wait being left.
+        const waitingFor = refusalNamesWait(outcome.failure)
+          ? detailOf(outcome.failure, 'waitingStep')
+          : (outcome.state?.attention?.step ?? null);
+        throw notAwaitingRetry(current, waitingFor, refusedRetryDetail(id, step, outcome, waitingFor, current));
       }
       case 'timeout':
         throw new ServiceUnavailableProblem(
@@ -209,6 +229,7 @@ export class OrderActionsService {
       id,
       'resolve',
       options,
+      { decision: body.outcome, reason: body.reason, step: body.step, providerId: body.providerId ?? null },
       (updateId) => this.actions.resolve(id, input, updateId),
       (a) => ('outcome' in a ? a : null),
     ).then(async (answer) => ({ ...answer, order: await this.orders.get(id, ALL_ORDERS) }));
@@ -226,22 +247,30 @@ export class OrderActionsService {
       id,
       'close',
       options,
+      { decision: 'closed', reason: body.reason, providerId: null },
       (updateId) => this.actions.close(id, input, updateId),
       (a) => ('status' in a ? a : null),
     );
     return this.orders.get(id, ALL_ORDERS);
   }
 
-  /** The shared path of resolve and close: the Update, its repeated answer, and every outcome as a response. */
+  /**
+   * The shared path of resolve and close: the Update, its repeated answer, and every outcome as a response. A key
+   * already used for another decision (another order, step, outcome, reason or provider id: what the Update recorded
+   * in `order_resolutions` under its id) is refused with 422 `idempotency-key-reused` before anything is sent, and
+   * again after the Update for the loser of two requests sent at once (Temporal ran the first's only).
+   */
   private async operatorAction<T>(
     id: string,
     action: 'resolve' | 'close',
     options: OrderActionOptions,
+    expected: ExpectedRecord,
     send: (updateId: string) => Promise<OperatorActionOutcome<T>>,
     accept: (answer: OperatorAnswer) => T | null,
   ): Promise<T> {
     const order = await this.orders.get(id, options.access);
     const updateId = `${action}:${options.actionKey ?? randomUUID()}`;
+    await this.refuseReusedKey(id, updateId, options, expected);
     // A request repeated with the same key gets the answer of the Update it sent, whatever happened since.
     const previous = async (): Promise<T | null> => {
       if (options.actionKey === undefined) return null;
@@ -254,6 +283,7 @@ export class OrderActionsService {
       throw notAwaitingResolution(order, null, `Order ${id} is ${order.status}; a final order waits for nobody`);
     }
     const outcome = await send(updateId);
+    if (outcome.kind !== 'unavailable') await this.refuseReusedKey(id, updateId, options, expected);
     if (outcome.kind === 'closed' || outcome.kind === 'not-found') {
       const repeated = await previous();
       if (repeated) return repeated;
@@ -263,7 +293,10 @@ export class OrderActionsService {
         return outcome.result;
       case 'refused': {
         const current = await this.orders.get(id, ALL_ORDERS);
-        const attention = outcome.state?.attention ?? null;
+        // What waited when the workflow refused, from the refusal's details (see the retry's refusal above).
+        const attention = refusalNamesWait(outcome.failure)
+          ? waitOfRefusal(outcome.failure)
+          : (outcome.state?.attention ?? null);
         throw notAwaitingResolution(
           current,
           attention,
@@ -272,7 +305,7 @@ export class OrderActionsService {
             : attention
               ? `Order ${id} cannot take this ${action}: it waits on ${attention.step} (resolutions: ` +
                 `${(attention.resolutions ?? []).join(', ') || 'none'}; ${attention.closable ? 'it may be closed' : 'it may not be closed'})`
-              : `Order ${id} is not waiting for an operator`,
+              : noLongerWaiting(id, outcome.state, current),
         );
       }
       case 'not-recorded':
@@ -293,6 +326,29 @@ export class OrderActionsService {
         throw notAwaitingResolution(current, null, closedDetail(current, outcome));
       }
     }
+  }
+
+  /**
+   * Refuses a resolve or close whose `Idempotency-Key` recorded another decision (see {@link operatorAction}): the
+   * same key with the same body goes on (and gets the first answer); without a key or a record, nothing to compare.
+   * @throws IdempotencyKeyReusedException 422, the problem of `POST /orders` for a key reused with another body.
+   */
+  private async refuseReusedKey(
+    id: string,
+    updateId: string,
+    options: OrderActionOptions,
+    expected: ExpectedRecord,
+  ): Promise<void> {
+    if (options.actionKey === undefined) return;
+    const recorded = await this.prisma.orderResolution.findUnique({ where: { id: updateId } });
+    if (!recorded) return;
+    const same =
+      recorded.orderId === id &&
+      recorded.decision === expected.decision &&
+      recorded.reason === expected.reason &&
+      (expected.step === undefined || recorded.step === expected.step) &&
+      (recorded.providerId ?? null) === expected.providerId;
+    if (!same) throw new IdempotencyKeyReusedException(options.idempotencyKey ?? options.actionKey);
   }
 
   /**
@@ -362,7 +418,7 @@ function notAwaitingRetry(order: OrderView, waitingFor: string | null, detail: s
  * 409 `order-not-awaiting-resolution` for `order`: its status, and what waits with the ways out it offers (`waitingFor`,
  * `resolutions`, `closable`; null, [] and false when nothing waits).
  */
-function notAwaitingResolution(order: OrderView, attention: OrderAttention | null, detail: string): ProblemException {
+function notAwaitingResolution(order: OrderView, attention: WaitShown | null, detail: string): ProblemException {
   return new ProblemException({
     type: OrderProblemType.OrderNotAwaitingResolution,
     detail,
@@ -418,19 +474,55 @@ function refusalWhy(failure: UpdateFailure): string {
   return (detailOf(failure, 'why') ?? failure.message).replace(/ \([^]*\)/, '');
 }
 
-/** What a refused retry's 409 says: what the workflow waits for, if anything. */
+/** Whether a workflow refusal carries what waited (`waitingStep`, null when nothing did) in its first detail. */
+function refusalNamesWait(failure: UpdateFailure): boolean {
+  const first = failure.details[0];
+  return typeof first === 'object' && first !== null && 'waitingStep' in first;
+}
+
+/** What a 409 of a resolve or close names of the wait: its step and the ways out it offers. */
+type WaitShown = Pick<OrderAttention, 'step' | 'resolutions' | 'closable'>;
+
+/** The wait a refusal of a resolve or close names (`waitingStep`, `resolutions`, `closable`); null when none. */
+function waitOfRefusal(failure: UpdateFailure): WaitShown | null {
+  const step = detailOf(failure, 'waitingStep');
+  if (step === null) return null;
+  const d = failure.details[0] as { resolutions?: unknown; closable?: unknown };
+  return {
+    step,
+    resolutions: Array.isArray(d.resolutions) ? (d.resolutions as OrderAttention['resolutions']) : [],
+    closable: d.closable === true,
+  };
+}
+
+/**
+ * Why an order refused an operator action while it waits for none: another action was accepted first (the wait the
+ * workflow still shows is being left), or it never waited; with the order's status as stored now.
+ */
+function noLongerWaiting(id: string, state: OrderFulfilmentState | null, current: OrderView): string {
+  if (state?.attention) {
+    const now =
+      current.status === OrderStatus.AttentionRequired
+        ? `its status stays ${current.status} until the workflow moves on`
+        : `the order is now ${current.status}`;
+    return (
+      `Order ${id} no longer waits for an operator: another operator action on ${state.attention.step} was accepted ` +
+      `first; ${now}`
+    );
+  }
+  const running = state?.currentStep ? ` (running ${state.currentStep})` : '';
+  return `Order ${id} is not waiting for an operator: it is now ${current.status}${running}`;
+}
+
+/** What a refused retry's 409 says: what the workflow waited for when it refused, if anything. */
 function refusedRetryDetail(
   id: string,
   step: OrderStep | undefined,
   outcome: Extract<RetryStepOutcome, { kind: 'refused' }>,
+  waitingFor: string | null,
+  current: OrderView,
 ): string {
-  const state = outcome.state;
-  if (state?.attention) {
-    return `Order ${id} waits for a retry of ${state.attention.step}, not of ${step ?? 'another step'}`;
-  }
-  if (state) {
-    const running = state.currentStep ? ` (running ${state.currentStep})` : '';
-    return `Order ${id} is not waiting for an operator: its workflow is at ${state.status}${running}`;
-  }
+  if (waitingFor !== null) return `Order ${id} waits for a retry of ${waitingFor}, not of ${step ?? 'another step'}`;
+  if (refusalNamesWait(outcome.failure) || outcome.state) return noLongerWaiting(id, outcome.state, current);
   return `Order ${id} is not waiting for an operator retry: ${outcome.failure.message}`;
 }

@@ -271,14 +271,15 @@ export class OrdersController {
       'the point of no return it fences again (a confirmation resolved `performed` passes it; otherwise the order ' +
       'compensates and ends `failed` or `cancelled`), after it a step resolved `performed` counts as done and one ' +
       'resolved `not_performed` runs again, and a compensation resolved `performed` counts as undone. The order ' +
-      'offers only the resolutions that fit its wait (the 409 says which). The same `Idempotency-Key` again is the ' +
-      'same decision.\n\nNeeds scope `operator`.',
+      'offers only the resolutions that fit its wait (the 409 says which). The same `Idempotency-Key` again with the ' +
+      'same body is the same decision (the same answer); with another body it is refused (422, nothing changes).\n\nNeeds scope `operator`.',
   })
   @ApiActionIdempotencyKey('resolve')
   @ApiOkResponse({ description: 'The decision is recorded', standardSchema: resolvedViewSchema })
   @ApiProblems(
     { type: ProblemTypes.NotFound, description: 'No such order' },
     OrderProblemTypes.OrderNotAwaitingResolution,
+    IdempotencyProblemTypes.KeyReused,
     TEMPORAL_UNAVAILABLE,
   )
   @RequireScope(Scope.Operator)
@@ -291,7 +292,12 @@ export class OrdersController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<ResolvedView> {
     return withRetryAfter(res, () =>
-      this.actions.resolve(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
+      this.actions.resolve(params.id, body, {
+        access: ALL_ORDERS,
+        actionKey: idempotency?.scopedKey,
+        idempotencyKey: idempotency?.key,
+        by: client.id,
+      }),
     );
   }
 
@@ -306,13 +312,15 @@ export class OrdersController {
       'carrier refuses the address for good and the customer was refunded by hand): sends the `close` Update to the ' +
       'workflow `order-<id>`; the order ends `closed` with the reason (stored with who and when), the remaining ' +
       'steps do not run and nothing is compensated: stock and invoice stay as they are (see Operations). The same ' +
-      '`Idempotency-Key` again gets the same answer.\n\nNeeds scope `operator`.',
+      '`Idempotency-Key` again with the same body gets the same answer; with another body it is refused (422, nothing ' +
+      'changes).\n\nNeeds scope `operator`.',
   })
   @ApiActionIdempotencyKey('close')
   @ApiOkResponse({ description: 'The order, now `closed`', standardSchema: orderViewSchema })
   @ApiProblems(
     { type: ProblemTypes.NotFound, description: 'No such order' },
     OrderProblemTypes.OrderNotAwaitingResolution,
+    IdempotencyProblemTypes.KeyReused,
     TEMPORAL_UNAVAILABLE,
   )
   @RequireScope(Scope.Operator)
@@ -325,7 +333,12 @@ export class OrdersController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<OrderView> {
     return withRetryAfter(res, () =>
-      this.actions.close(params.id, body, { access: ALL_ORDERS, actionKey: idempotency?.scopedKey, by: client.id }),
+      this.actions.close(params.id, body, {
+        access: ALL_ORDERS,
+        actionKey: idempotency?.scopedKey,
+        idempotencyKey: idempotency?.key,
+        by: client.id,
+      }),
     );
   }
 

@@ -8,6 +8,8 @@
  * - An unknown outcome no provider answer settles (a 401 after the 502) gets an operator's audited resolution.
  * - A step after the point of no return that the carrier refuses for good can be closed with a reason.
  * - An order waiting on a compensation that failed for good is counted by its gauge and shown by its step track.
+ * - Operator decisions keep the stock true (shipped by hand: the shipment and its movements; closed: the reservation
+ *   released), a reused Idempotency-Key with another body is 422, and concurrent actions' losers say why.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepDefinition } from '../../activities/kit/define.js';
@@ -254,6 +256,131 @@ describe('after the point of no return a refused step may be closed with a reaso
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(0);
     const audit = await stack.db.prisma.orderResolution.findMany({ where: { orderId: id } });
     expect(audit.map((a) => [a.step, a.decision, a.decidedBy])).toEqual([['shipOrder', 'closed', 'test-ops']]);
+  });
+});
+
+describe('operator decisions keep the stock true, and a key names one decision', () => {
+  const sku = 'TEE-BLK-M';
+  const movements = async (id: string) =>
+    (await stack.db.prisma.inventoryMovement.findMany({ where: { orderId: id }, orderBy: { id: 'asc' } })).map((m) => [
+      m.id,
+      m.reason,
+      m.onHandDelta,
+      m.reservedDelta,
+    ]);
+  const waitAtShipOrder = async (quantity: number) => {
+    stack.carrier.injectFault({ mode: 'reject', keyPrefix: 'shipment:', times: 1 });
+    const id = await placeOrder(sku, quantity);
+    const waiting = await until(
+      () => getOrder(id),
+      (o) => o.status === 'attention_required',
+      60_000,
+    );
+    expect(waiting.status).toBe('attention_required');
+    return id;
+  };
+
+  it('shipOrder resolved performed (shipped by hand) records its shipment and consumes the reservation; another body under the key is 422', async () => {
+    const [onHand, reserved] = await stockOf(stack.db.prisma, sku);
+    const id = await waitAtShipOrder(2);
+    expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand, reserved + 2]);
+
+    const key = `ship-by-hand-${id}`;
+    const body = {
+      step: 'shipOrder',
+      outcome: 'performed',
+      reason: 'shipped with another carrier',
+      providerId: 'DHL-1',
+    };
+    const resolved = await stack.ops.post(`/orders/${id}/resolve`).set('Idempotency-Key', key).send(body).expect(200);
+    expect(resolved.body).toMatchObject({ orderId: id, step: 'shipOrder', outcome: 'performed', by: 'test-ops' });
+    const final = await stack.waitForOrder(id, 60_000);
+    expect(final.status).toBe('completed');
+
+    // What shipOrder records when the carrier answers, recorded by the decision: the shipment and its movements.
+    const updateId = `resolve:test-ops:${key}`;
+    expect(await stack.db.prisma.shipment.findUnique({ where: { orderId: id } })).toMatchObject({
+      carrierId: 'DHL-1',
+      trackingNumber: `resolved:${updateId}`,
+    });
+    expect(await movements(id)).toEqual([
+      [`reserve:${id}:${sku}`, 'reservation', 0, 2],
+      [`ship:${id}:${sku}`, 'shipment', -2, -2],
+    ]);
+    expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand - 2, reserved]);
+    expect(stack.carrier.ledger.count(`shipment:${id}`)).toBe(0);
+
+    // The same key with another body: 422 as POST /orders answers, nothing recorded or changed.
+    for (const other of [
+      { ...body, reason: 'another reason' },
+      { ...body, providerId: 'UPS-2' },
+      { step: 'shipOrder', outcome: 'performed', reason: body.reason },
+    ]) {
+      const reused = await stack.ops.post(`/orders/${id}/resolve`).set('Idempotency-Key', key).send(other).expect(422);
+      expect(reused.body).toMatchObject({ type: `${PROBLEMS}idempotency-key-reused`, status: 422 });
+      expect(reused.body.detail).toContain(`"${key}"`);
+    }
+    // The same key on another order: 422, and that order is not touched.
+    const other = await placeOrder(sku, 1);
+    const elsewhere = await stack.ops.post(`/orders/${other}/resolve`).set('Idempotency-Key', key).send(body);
+    expect(elsewhere.status).toBe(422);
+    expect(elsewhere.body.type).toBe(`${PROBLEMS}idempotency-key-reused`);
+    expect((await stack.waitForOrder(other, 60_000)).status).toBe('completed');
+    expect(await stack.db.prisma.orderResolution.count({ where: { orderId: other } })).toBe(0);
+
+    // The same key with the same body: the first answer again.
+    const again = await stack.ops.post(`/orders/${id}/resolve`).set('Idempotency-Key', key).send(body).expect(200);
+    expect(again.body).toMatchObject({ orderId: id, step: 'shipOrder', outcome: 'performed', by: 'test-ops' });
+    const audit = await stack.db.prisma.orderResolution.findMany({ where: { orderId: id } });
+    expect(audit.map((a) => [a.id, a.decision, a.reason, a.providerId])).toEqual([
+      [updateId, 'performed', body.reason, 'DHL-1'],
+    ]);
+    expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand - 3, reserved]);
+  });
+
+  it('a close releases the reservation of goods that never left (close: movements, once); another reason under the key is 422', async () => {
+    const [onHand, reserved] = await stockOf(stack.db.prisma, sku);
+    const id = await waitAtShipOrder(3);
+    const key = `close-stock-${id}`;
+    const body = { reason: 'address refused; refunded by hand' };
+    await stack.ops.post(`/orders/${id}/close`).set('Idempotency-Key', key).send(body).expect(200);
+    expect(await movements(id)).toEqual([
+      [`close:${id}:${sku}`, 'release', 0, -3],
+      [`reserve:${id}:${sku}`, 'reservation', 0, 3],
+    ]);
+    expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand, reserved]);
+    expect(await stack.db.prisma.shipment.findUnique({ where: { orderId: id } })).toBeNull();
+
+    const reused = await stack.ops
+      .post(`/orders/${id}/close`)
+      .set('Idempotency-Key', key)
+      .send({ reason: 'another reason' })
+      .expect(422);
+    expect(reused.body.type).toBe(`${PROBLEMS}idempotency-key-reused`);
+    const again = await stack.ops.post(`/orders/${id}/close`).set('Idempotency-Key', key).send(body).expect(200);
+    expect(again.body).toMatchObject({ id, status: 'closed' });
+    const audit = await stack.db.prisma.orderResolution.findMany({ where: { orderId: id } });
+    expect(audit.map((a) => [a.decision, a.reason])).toEqual([['closed', body.reason]]);
+    expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand, reserved]);
+  });
+
+  it('retry, resolve and close sent at once: one wins, the others say the order no longer waits (409)', async () => {
+    const id = await waitAtShipOrder(1);
+    const answers = await Promise.all([
+      stack.ops.post(`/orders/${id}/retry`).send({}),
+      stack.ops.post(`/orders/${id}/resolve`).send({ step: 'shipOrder', outcome: 'performed', reason: 'by hand' }),
+      stack.ops.post(`/orders/${id}/close`).send({ reason: 'refunded' }),
+    ]);
+    const won = answers.filter((a) => a.status < 300);
+    const lost = answers.filter((a) => a.status >= 300);
+    expect(won).toHaveLength(1);
+    expect(lost.map((a) => a.status)).toEqual([409, 409]);
+    for (const loser of lost) {
+      expect(loser.body.waitingFor).toBeNull();
+      expect(loser.body.detail).not.toContain('waits for a retry of');
+      expect(loser.body.detail).toMatch(/no longer waits for an operator|is not waiting for an operator|is already/);
+    }
+    expect(['completed', 'closed']).toContain((await stack.waitForOrder(id, 60_000)).status);
   });
 });
 
