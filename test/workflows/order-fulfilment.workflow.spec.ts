@@ -630,6 +630,12 @@ describe('orderFulfilment workflow', () => {
       () => handle.query(orderStatusQuery),
       (st) => st.status === 'attention_required',
     );
+    // The workflow's state says attention_required before its status write has run: wait for the write too, so the
+    // history below is in a known order.
+    await eventually(
+      async () => order.statuses.at(-1),
+      (s) => s === 'attention_required',
+    );
     expect(waiting.attention).toMatchObject({
       step: 'sendOrderConfirmation',
       outcomeUnknown: true,
