@@ -116,11 +116,13 @@ const MARKDOWN_SPECIAL = /[\\`*_{}[\]()#+\-.!:|&<>~^$]/g;
 /**
  * `text` as literal inline Markdown for the Temporal UI's renderer (and CommonMark): made one safe line by
  * {@link plainLine}, then every character of gomarkdown's escape set backslash-escaped and a `/` (or U+2044) between
- * digits written as a character reference (see the file comment). It renders as the characters of `text`: never a link, an image, HTML,
+ * digits written as a character reference (see the file comment), and so is an apostrophe followed by another (SmartyPants
+ * turns `''` into a double quote). It renders as the characters of `text`: never a link, an image, HTML,
  * emphasis, a heading, a list, a table cell, math or a fraction.
  */
 export function escapeMarkdown(text: string): string {
   return plainLine(text)
     .replace(MARKDOWN_SPECIAL, (c) => `\\${c}`)
-    .replace(/(?<=\d)[/\u2044](?=\d)/g, (c) => (c === '/' ? '&#47;' : '&#8260;'));
+    .replace(/(?<=\d)[/\u2044](?=\d)/g, (c) => (c === '/' ? '&#47;' : '&#8260;'))
+    .replace(/'(?=')/g, '&#39;');
 }

@@ -111,6 +111,7 @@ const HOSTILE = [
   '{#id}',
   '[^1]',
   "O'Brien",
+  "O''Brien ''",
   '"quoted"',
   '‘curly’ “quotes”',
   '\n',
