@@ -141,60 +141,34 @@ function duration(value: ActivityOptions['startToCloseTimeout']): string {
  *   profiles (the retry-profile table would be wrong).
  */
 export function profileUsage(...sources: string[]): Map<string, string[]> {
-  const files = sources.map((source) => ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true));
-  const proxyProfile = new Map<string, string>();
-  const localProfiles = new Set<string>();
-  const usage = new Map<string, Set<string>>();
-
-  const profileOf = (arg: ts.Expression | undefined): string | undefined => {
-    if (arg && ts.isIdentifier(arg)) return arg.text;
-    if (arg && ts.isObjectLiteralExpression(arg)) {
-      for (const prop of arg.properties) {
-        if (ts.isSpreadAssignment(prop) && ts.isIdentifier(prop.expression)) return prop.expression.text;
-      }
+  const proxies = new Map<string, { profile: string; local: boolean }>();
+  const calls: Array<[proxy: string, activity: string]> = [];
+  const visit = (node: ts.Node): void => {
+    const init = ts.isVariableDeclaration(node) && node.initializer;
+    const callee = init && ts.isCallExpression(init) && ts.isIdentifier(init.expression) ? init.expression.text : '';
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && /^proxy(Local)?Activities$/.test(callee)) {
+      const arg = (node.initializer as ts.CallExpression).arguments[0];
+      const spread = arg && ts.isObjectLiteralExpression(arg) ? arg.properties.find(ts.isSpreadAssignment) : undefined;
+      const named = arg && ts.isIdentifier(arg) ? arg : spread?.expression;
+      if (!named || !ts.isIdentifier(named))
+        throw new Error(`proxyActivities for "${node.name.text}" names no retry profile`);
+      const known = proxies.get(node.name.text)?.profile;
+      if (known !== undefined && known !== named.text)
+        throw new Error(`two proxies named "${node.name.text}" have different profiles (${known}, ${named.text})`);
+      proxies.set(node.name.text, { profile: named.text, local: callee === 'proxyLocalActivities' });
     }
-    return undefined;
+    const e = ts.isCallExpression(node) ? node.expression : undefined;
+    if (e && ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression))
+      calls.push([e.expression.text, e.name.text]);
+    ts.forEachChild(node, visit);
   };
-  const findProxies = (node: ts.Node): void => {
-    if (
-      ts.isVariableDeclaration(node) &&
-      ts.isIdentifier(node.name) &&
-      node.initializer &&
-      ts.isCallExpression(node.initializer) &&
-      ts.isIdentifier(node.initializer.expression) &&
-      (node.initializer.expression.text === 'proxyActivities' ||
-        node.initializer.expression.text === 'proxyLocalActivities')
-    ) {
-      const profile = profileOf(node.initializer.arguments[0]);
-      if (!profile) throw new Error(`proxyActivities for "${node.name.text}" names no retry profile`);
-      const known = proxyProfile.get(node.name.text);
-      if (known !== undefined && known !== profile) {
-        throw new Error(`two proxies named "${node.name.text}" have different profiles (${known}, ${profile})`);
-      }
-      proxyProfile.set(node.name.text, profile);
-      if (node.initializer.expression.text === 'proxyLocalActivities') localProfiles.add(profile);
-    }
-    ts.forEachChild(node, findProxies);
-  };
-  const findCalls = (node: ts.Node): void => {
-    if (
-      ts.isCallExpression(node) &&
-      ts.isPropertyAccessExpression(node.expression) &&
-      ts.isIdentifier(node.expression.expression)
-    ) {
-      const profile = proxyProfile.get(node.expression.expression.text);
-      if (profile) {
-        const set = usage.get(profile) ?? new Set<string>();
-        set.add(node.expression.name.text);
-        usage.set(profile, set);
-      }
-    }
-    ts.forEachChild(node, findCalls);
-  };
-  files.forEach(findProxies);
-  files.forEach(findCalls);
-  const suffix = (profile: string) => (localProfiles.has(profile) ? ' (local activity)' : '');
-  return new Map([...usage].map(([profile, set]) => [profile, [...set].sort().map((a) => a + suffix(profile))]));
+  for (const source of sources) visit(ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true));
+  const usage = new Map<string, string[]>();
+  for (const [proxy, activity] of calls) {
+    const p = proxies.get(proxy);
+    if (p) addUsage(usage, p.profile, `${activity}${p.local ? ' (local activity)' : ''}`);
+  }
+  return usage;
 }
 
 /**
