@@ -15,7 +15,10 @@ import { carrier } from '../../providers/carrier.provider.js';
 import { email } from '../../providers/email.provider.js';
 import type { ProviderDefinition } from '../../providers/kit/define.js';
 
-/** The five shipped steps, in their order: reserve, invoice, confirm (the pivot), ship, sync to accounting. */
+/**
+ * The five shipped steps, in their order: reserve, invoice, confirm (compensated by a cancellation notice), ship (the
+ * pivot: the hand-over to the carrier), sync to accounting.
+ */
 export const SHIPPED_STEPS = validateSteps([
   reserveInventory,
   createInvoice,
