@@ -1,28 +1,10 @@
 /**
- * `npm run check:extending` (CI step "extending: worked examples"): applies the examples of docs/extending.md to a
- * copy of the repository and runs the whole test suite there, so the document cannot drift from the code and a step
- * added the way it says never turns the suite red.
- *
- * 1. Copies the committed HEAD (`git clone --local`, checked out detached) into a temporary folder, links this
- *    checkout's node_modules into it and generates the Prisma client there. `--working-tree` also copies this
- *    checkout's uncommitted changes.
- * 2. Runs the document's marked blocks in document order: `<!-- ci: run -->` (each command with bash),
- *    `<!-- ci: write <path> -->` (the block is that file's content: a file written by hand) and `<!-- ci: patch -->`
- *    (a unified diff, applied with `git apply`: lines edited by hand). A `new:step` command must change only the
- *    files it reports (`+`/`~`), at most four (two for a database step).
- * 3. Checks what the examples leave behind: the docs tables and the files shown by reference up to date
- *    (`npm run docs:tables -- --check`), `npm run typecheck` and `npm run lint`.
- * 4. Writes an end-to-end test into the copy's test/e2e (not part of the product): one order through the whole stack
- *    (the Nest API, the workers, a Temporal dev server, PostgreSQL, every provider's simulator over HTTP) completes,
- *    each step the examples added ran once (one completed activity; one effect under its key at its provider).
- * 5. Runs the whole `npm test` in the copy, that test among them: the suite holds with the examples' steps (a provider
- *    step placed first among them).
- * 6. Prints, per example (the `## ` section that holds its blocks), the files it created or changed and the lines
- *    written by hand (the `+` lines of its patches, the lines of the files it writes); removes the copy (`--keep`
- *    keeps it). `--doc <file>` reads the examples from another document; `--no-test` skips step 5.
- *
- * Environment: `TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH` (and `PROMTOOL_PATH`) as for the tests. Exit 0 when every
- * check passed, 1 otherwise, naming the failed check.
+ * `npm run check:extending` (CI step "extending: worked examples"): applies the marked blocks of docs/extending.md
+ * (`<!-- ci: run -->`, `<!-- ci: write <path> -->`, `<!-- ci: patch -->`) in order to a copy of HEAD, checks each
+ * `new:step` changed only the files it reported, the docs tables, typecheck and lint, then runs `npm test` in the copy
+ * with an end-to-end test of the added steps (docs/extending.md#what-ci-proves-with-these-examples says what and why).
+ * Options: `--working-tree` (copy uncommitted changes too), `--doc <file>`, `--keep` (keep the copy), `--no-test`.
+ * Environment as for the tests (`TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH`). Exit 0 when every check passed, else 1.
  */
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, cp, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
