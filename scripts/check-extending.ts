@@ -10,13 +10,17 @@
  *    `<!-- ci: write <path> -->` (the block is that file's content: a file written by hand) and `<!-- ci: patch -->`
  *    (a unified diff, applied with `git apply`: lines edited by hand). A `new:step` command must change only the
  *    files it reports (`+`/`~`), at most four (two for a database step).
- * 3. Checks what the examples leave behind: the docs tables and the files shown by reference up to date
- *    (`npm run docs:tables -- --check`), `npm run typecheck` and `npm run lint`.
- * 4. Writes an end-to-end test into the copy's test/e2e (not part of the product): one order through the whole stack
- *    (the Nest API, the workers, a Temporal dev server, PostgreSQL, every provider's simulator over HTTP) completes,
- *    each step the examples added ran once (one completed activity; one effect under its key at its provider).
+ * 3. Checks what the examples leave behind, the three side by side (each is single-threaded): the docs tables and
+ *    the files shown by reference up to date (`npm run docs:tables -- --check`), `npm run typecheck` and
+ *    `npm run lint`.
+ * 4. Writes an end-to-end test into the copy's test/extending/ (not part of the product): one order through the whole
+ *    stack (the Nest API, the workers, a Temporal dev server, PostgreSQL, every provider's simulator over HTTP)
+ *    completes, each step the examples added ran once (one completed activity; one effect under its key at its
+ *    provider).
  * 5. Runs the whole `npm test` in the copy, that test among them: the suite holds with the examples' steps (a provider
- *    step placed first among them).
+ *    step placed first among them). `--exclude <glob>` (repeatable) leaves files out of that run: CI passes
+ *    `--exclude 'test/e2e/**'`, because it runs the e2e suites on the same Node against the Temporal cluster (the
+ *    test of step 4 lies outside test/e2e and always runs).
  * 6. Prints, per example (the `## ` section that holds its blocks), the files it created or changed and the lines
  *    written by hand (the `+` lines of its patches, the lines of the files it writes); removes the copy (`--keep`
  *    keeps it). `--doc <file>` reads the examples from another document; `--no-test` skips step 5.
@@ -41,7 +45,7 @@ const git = async (cwd: string, ...args: string[]): Promise<string[]> =>
 /** The document whose examples this applies. */
 export const EXTENDING_DOC = 'docs/extending.md';
 /** The e2e test written into the copy. */
-const E2E_FILE = 'test/e2e/extending-examples.e2e-spec.ts';
+const E2E_FILE = 'test/extending/examples.e2e-spec.ts';
 
 /** One marked block of the document, with the `## ` section that holds it. */
 export type ExampleAction = { section: string } & (
@@ -149,18 +153,28 @@ interface Ran {
   output: string;
 }
 
-/** Runs `command` with bash in `cwd`, streaming its output indented, and captures it (without colours). */
-async function run(command: string, cwd: string, env: NodeJS.ProcessEnv, input?: string): Promise<Ran> {
-  console.log(`\n$ ${command}`);
+/**
+ * Runs `command` with bash in `cwd`, streaming its output indented (or, with `buffered`, printing it once it ended,
+ * for commands run side by side), and captures it (without colours).
+ */
+async function run(
+  command: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  input?: string,
+  buffered = false,
+): Promise<Ran> {
+  const indent = (text: string) => `  │ ${text.replace(/\n(?=.)/g, '\n  │ ')}`;
+  if (!buffered) console.log(`\n$ ${command}`);
   const started = performance.now();
   const child = execa(command, { shell: 'bash', cwd, env, all: true, reject: false, ...(input ? { input } : {}) });
-  child.all.on('data', (chunk: Buffer) =>
-    process.stdout.write(`  │ ${chunk.toString().replace(/\n(?=.)/g, '\n  │ ')}`),
-  );
+  if (!buffered) child.all.on('data', (chunk: Buffer) => process.stdout.write(indent(chunk.toString())));
   const result = await child;
   const code = result.exitCode ?? 1;
+  const all = String(result.all ?? '');
+  if (buffered) console.log(`\n$ ${command}\n${all ? indent(`${all.trimEnd()}\n`) : ''}`);
   console.log(`  └ exit ${code} after ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  return { command, code, output: stripVTControlCharacters(String(result.all ?? '')) };
+  return { command, code, output: stripVTControlCharacters(all) };
 }
 
 /** A failed check: its message is the one line CI prints. */
@@ -224,6 +238,7 @@ async function main(): Promise<number> {
       doc: { type: 'string' },
       keep: { type: 'boolean' },
       'no-test': { type: 'boolean' },
+      exclude: { type: 'string', multiple: true },
     },
     strict: true,
   });
@@ -279,16 +294,18 @@ async function main(): Promise<number> {
       for (const file of await git(copy, 'diff', '--name-only', before, await snapshot(copy))) report.files.add(file);
     }
     check(added.length > 0, `${EXTENDING_DOC}: no \`npm run new:step -- ...\` command in a marked block`);
-    for (const [what, command] of [
+    const checks = [
       ['the docs tables and the files shown by reference', 'npm run docs:tables -- --check'],
       ['the typecheck', 'npm run typecheck'],
       ['the lint', 'npm run lint'],
-    ] as const) {
-      check((await run(command, copy, env)).code === 0, `${what} fail(s) after the examples`);
-    }
+    ] as const;
+    const results = await Promise.all(checks.map(([, command]) => run(command, copy, env, undefined, true)));
+    checks.forEach(([what], i) => check(results[i]!.code === 0, `${what} fail(s) after the examples`));
+    await mkdir(path.dirname(path.join(copy, E2E_FILE)), { recursive: true });
     await writeFile(path.join(copy, E2E_FILE), e2eSource(added));
     if (!values['no-test']) {
-      const suite = await run('npm test', copy, env);
+      const excluded = (values.exclude ?? []).map((glob) => ` --exclude '${glob}'`).join('');
+      const suite = await run(`npm test --${excluded}`, copy, env);
       check(suite.code === 0, `npm test fails in the copy with the examples' steps (${added.join(', ')})`);
       check(/worked examples: order \S+ completed/.test(suite.output), 'the end-to-end order did not report');
     }
