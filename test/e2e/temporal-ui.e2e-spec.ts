@@ -132,7 +132,7 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the Temporal UI in
     completedId = done.body.id;
     await orderReaches(completedId, 'completed');
 
-    stack.carrier.injectFault({ mode: 'reject', times: 1 });
+    stack.accounting.injectFault({ mode: 'reject', times: 1 });
     const waiting = await stack.http
       .post('/orders')
       .send({
@@ -218,13 +218,13 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the Temporal UI in
     expect(await details.locator(`a[href$="/orders/${waitingId}"]`).count()).toBe(1);
 
     const currentText = await current.locator('body').innerText();
-    expect(currentText).toContain('Waiting for an operator at shipOrder (shipment of 1 item)');
-    expect(currentText).toContain('the carrier provider refused it (HTTP 422)');
+    expect(currentText).toContain('Waiting for an operator at syncInvoiceToAccounting (invoice of 19.99 EUR to accounting)');
+    expect(currentText).toContain('the accounting provider refused it (HTTP 422)');
     expect(currentText).toContain(`POST /orders/${waitingId}/retry`);
-    // One line per step of the order's plan (whatever the registry held when it was placed), done up to shipOrder.
+    // One line per step of the order's plan (whatever the registry held when it was placed), done up to syncInvoiceToAccounting (after the pivot, a refusal waits for a person).
     const { plan } = await stack.db.prisma.order.findUniqueOrThrow({ where: { id: waitingId } });
     const planned = (plan as unknown as OrderPlan).steps;
-    const waitingAt = planned.findIndex((step) => step.name === 'shipOrder');
+    const waitingAt = planned.findIndex((step) => step.name === 'syncInvoiceToAccounting');
     const items = await current.locator('li').allInnerTexts();
     expect(items.map((item) => item.slice(0, item.indexOf(':')))).toEqual(
       planned.map((step, i) => `[${i < waitingAt ? 'x' : ' '}] ${step.name}`),
@@ -234,8 +234,8 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the Temporal UI in
         expect.stringMatching(/^\[x\] reserveInventory: reserve 1 unit of 1 SKU/),
         expect.stringMatching(/^\[x\] createInvoice: invoice of 19\.99 EUR/),
         expect.stringMatching(/^\[x\] sendOrderConfirmation: confirmation to g…@example\.com(?! \(point)/),
-        expect.stringMatching(/^\[ \] shipOrder: shipment of 1 item \(point of no return, waiting for an operator\)/),
-        expect.stringMatching(/^\[ \] syncInvoiceToAccounting: invoice of 19\.99 EUR to accounting/),
+        expect.stringMatching(/^\[x\] shipOrder: shipment of 1 item \(point of no return\)/),
+        expect.stringMatching(/^\[ \] syncInvoiceToAccounting: invoice of 19\.99 EUR to accounting \(waiting for an operator\)/),
       ]),
     );
     // Each activity's summary, in the list of events with metadata.
