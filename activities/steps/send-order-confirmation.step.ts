@@ -14,7 +14,7 @@ export function orderConfirmationKey(orderId: string): string {
 
 export const sendOrderConfirmation = defineProviderStep({
   name: 'sendOrderConfirmation',
-  phase: StepPhase.Pivot,
+  phase: StepPhase.BeforePivot,
   status: 'confirmation_sent',
   label: 'Confirmation sent',
   description: 'Emails the order confirmation with its invoice number: the point of no return.',

@@ -22,7 +22,7 @@ export function shipMovementId(orderId: string, sku: string): string {
 
 export const shipOrder = defineProviderStep({
   name: 'shipOrder',
-  phase: StepPhase.AfterPivot,
+  phase: StepPhase.Pivot,
   status: 'shipped',
   label: 'Shipped',
   description: 'Asks the carrier for one shipment and consumes the reservation (`ship:<orderId>:<sku>` movements).',
