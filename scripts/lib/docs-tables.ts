@@ -225,13 +225,17 @@ export function renderSteps(steps: readonly StepDefinition[] = STEPS): string {
       const runsAs =
         step.kind === 'provider'
           ? `\`${step.provider.name}\` provider call (\`${step.operation}\`), task queue \`${providerTaskQueue('<queue>', step.provider.name)}\``
-          : 'database transaction (local activity)';
+          : step.kind === 'event'
+            ? `bounded wait for the \`${step.event.name}\` event (${step.event.timeoutSetting ? `\`${step.event.timeoutSetting}\`` : `${step.event.timeoutMs} ms`}), then a local activity records it`
+            : 'database transaction (local activity)';
       const idempotency =
         step.kind === 'provider'
           ? `claim first, key \`${step.key('<orderId>')}\``
-          : step.idempotency === 'recorded'
-            ? 'result recorded once (`order_step_results`)'
-            : `by nature: ${step.idempotency.byNature}`;
+          : step.kind === 'event'
+            ? 'the first report recorded once (`order_events`)'
+            : step.idempotency === 'recorded'
+              ? 'result recorded once (`order_step_results`)'
+              : `by nature: ${step.idempotency.byNature}`;
       return [
         String(i + 1),
         `\`${step.name}\``,

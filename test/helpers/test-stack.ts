@@ -46,6 +46,8 @@ export interface TestStack {
   email: RunningSimulator;
   accounting: RunningSimulator;
   carrier: RunningSimulator;
+  /** The warehouse simulator: it reports picks packed to this stack's API (`configure` its settings). */
+  warehouse: RunningSimulator;
   api: NestExpressApplication;
   http: ReturnType<typeof authedApi>;
   /** An agent with the `operator` test key (operator retries, any client's order). */
@@ -61,7 +63,10 @@ export interface TestStack {
 export interface TestStackOptions {
   /** Configuration overrides (e.g. RECONCILE_INTERVAL_MS), as environment strings. */
   overrides?: Partial<Record<keyof AppConfig, string>>;
-  /** Run a Worker in this process (default true). Fault tests run theirs as child processes. */
+  /**
+   * Run a Worker in this process (default true). Fault tests run theirs as child processes. The simulated warehouse
+   * reports every pick packed after 200 ms (`warehouse.configure({ WAREHOUSE_PACK_DELAY_MS: '0' })` turns it off).
+   */
   worker?: boolean;
   /** The step registry the worker's activities run (default: the registry); the API plans with the registry. */
   steps?: readonly StepDefinition[];
@@ -111,6 +116,14 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 
   const api = await createApiApp({ config, shutdownHooks: false });
   await api.init();
+  // The simulated warehouse reports orders packed over real HTTP: the API listens on a free port for it.
+  await api.listen(0, '127.0.0.1');
+  const apiUrl = await api.getUrl();
+  sims.provider('warehouse').configure({
+    WAREHOUSE_CALLBACK_URL: apiUrl.replace('[::1]', '127.0.0.1'),
+    WAREHOUSE_CALLBACK_API_KEY: testKeys().warehouse.key,
+    WAREHOUSE_PACK_DELAY_MS: '200',
+  });
   const http = authedApi(api);
   const operator = authedApi(api, testKeys().operator.key);
   const client = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS }) });
@@ -123,6 +136,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     email: sims.provider('email'),
     accounting: sims.provider('accounting'),
     carrier: sims.provider('carrier'),
+    warehouse: sims.provider('warehouse'),
     api,
     http,
     ops: operator,
