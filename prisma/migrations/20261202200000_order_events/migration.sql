@@ -14,3 +14,7 @@ CREATE TABLE "order_events" (
 -- AddForeignKey
 ALTER TABLE "order_events" ADD CONSTRAINT "order_events_order_id_fkey" FOREIGN KEY ("order_id") REFERENCES "orders"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
+
+-- The warehouse reports orders packed with an API key of its own scope.
+ALTER TABLE "api_keys" DROP CONSTRAINT "api_keys_scopes_check";
+ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_scopes_check" CHECK ("scopes" IS NOT NULL AND cardinality("scopes") > 0 AND "scopes" <@ ARRAY['orders:write', 'orders:read', 'orders:cancel', 'inventory:write', 'warehouse', 'operator']::TEXT[]);
