@@ -82,7 +82,7 @@ export interface HaltOrderInput {
   /** The provider steps the fence covers, from the order's plan: every step up to and including the pivot. */
   steps: string[];
   /**
-   * The plan's pivot step (absent from 1.0.0 workflows: then the registry's pivot among `steps`). The fence reads a
+   * The plan's pivot step (absent from 1.0.0 workflows: then the last of `steps`, their pivot). The fence reads a
    * passed pivot from its claim, so it must be the order's own pivot, not the registry's today.
    */
   pivot?: string;

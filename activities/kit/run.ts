@@ -33,7 +33,6 @@ import type {
   ProviderStepDefinition,
   StepDefinition,
 } from './define.js';
-import { StepPhase } from './define.js';
 import { earlierAnswers } from './answers.js';
 import { startCall, settleFailedCall } from './calls.js';
 import { rethrowProviderError, withDoubt } from './failures.js';
@@ -303,8 +302,8 @@ export async function runProviderCompensation(
  * - otherwise tombstones every claim that is not `sent` (`claimed` ones included: their owners have not called, and
  *   they re-check the fence before calling), so no attempt, however late, ever performs it, and marks the order halted
  *   (`halted_at`, `halt_reason`, `halted_rank`) → `halted`.
- * Idempotent. The pivot and the keys come from the input (the order's plan); `steps` (the registry) only fills in
- * what a workflow of 1.0.0 does not pass.
+ * Idempotent. The pivot and the keys come from the input (the order's plan; without a pivot, the last fenced step);
+ * `steps` (the registry) only fills in the keys a workflow of 1.0.0 does not pass.
  * @throws ApplicationFailure `RecordNotFoundError` when the order does not exist; Error for a fenced step whose key
  *   neither the input nor the registry knows.
  */
@@ -320,7 +319,9 @@ export async function haltOrder(
     if (key === undefined) throw new Error(`haltOrder: step ${name} has no key in the plan and is not in the registry`);
     return { name, key };
   });
-  const pivotName = input.pivot ?? steps.find((s) => s.phase === StepPhase.Pivot && input.steps.includes(s.name))?.name;
+  // A workflow that passes no pivot (1.0.0) fences its plan's provider steps up to and including its pivot, in plan
+  // order: the last one is its pivot (a provider step), whatever the registry's pivot is today.
+  const pivotName = input.pivot ?? input.steps.at(-1);
   return deps.db.$transaction(async (tx) => {
     await lockOrder(tx, orderId);
     const claims = new Map(

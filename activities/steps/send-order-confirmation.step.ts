@@ -1,9 +1,12 @@
 /**
- * Send the order confirmation email: the pivot, the point of no return. Once the customer holds a confirmation,
- * nothing compensates: a later step that fails for good waits for an operator. Key `order-confirmation:<orderId>`.
+ * Send the order confirmation email (key `order-confirmation:<orderId>`): an ordinary step before the pivot (the
+ * hand-over to the carrier). An order cancelled or failed after it went out is compensated by a cancellation notice,
+ * sendCancellationNotice (key `order-cancellation:<orderId>`); the kit calls it only when the confirmation's claim is
+ * `sent`, so a customer who never got a confirmation gets no notice either.
  */
 import { email } from '../../providers/email.provider.js';
-import { defineProviderStep, StepPhase } from '../kit/define.js';
+import { defineProviderCompensation, defineProviderStep, StepPhase } from '../kit/define.js';
+import type { StepOrder } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
 import { displayText, formatMinor, maskEmail } from '../kit/text.js';
 
@@ -12,12 +15,52 @@ export function orderConfirmationKey(orderId: string): string {
   return `order-confirmation:${orderId}`;
 }
 
+/** The idempotency key of an order's cancellation notice (the compensation of its confirmation). */
+export function orderCancellationKey(orderId: string): string {
+  return `order-cancellation:${orderId}`;
+}
+
+/** The customer's name as the emails greet them: the name given, else the address. */
+function greeting(order: StepOrder): string {
+  return displayText(order.customerName ?? order.customerEmail);
+}
+
+/**
+ * The cancellation notice: tells the customer who holds a confirmation that the order is cancelled, naming the order
+ * and its invoice number. Customer-safe: no internal reason (a cancel's or a failure's) is shown, only that nothing
+ * will ship and the invoice is void.
+ */
+export const sendCancellationNotice = defineProviderCompensation({
+  name: 'sendCancellationNotice',
+  description: 'Emails the customer that the confirmed order is cancelled (only when the confirmation went out).',
+  provider: email,
+  operation: 'send',
+  key: orderCancellationKey,
+  /** The email, from the stored order: a confirmation went out, so the order has an invoice (void by now, or soon). */
+  request: ({ orderId, order }) => {
+    const number = order.invoice?.number ?? null;
+    const text = [
+      `Hello ${greeting(order)},`,
+      '',
+      `Your order ${orderId} has been cancelled: nothing will be shipped.`,
+      ...(number === null ? [] : [`Invoice ${number} is void.`]),
+      'If you have any questions, reply to this email.',
+    ];
+    return {
+      to: order.customerEmail,
+      subject: number === null ? `Order cancelled: ${orderId}` : `Order cancelled: invoice ${number}`,
+      text: text.join('\n'),
+      metadata: number === null ? { orderId } : { orderId, invoiceNumber: number },
+    };
+  },
+});
+
 export const sendOrderConfirmation = defineProviderStep({
   name: 'sendOrderConfirmation',
   phase: StepPhase.BeforePivot,
   status: 'confirmation_sent',
   label: 'Confirmation sent',
-  description: 'Emails the order confirmation with its invoice number: the point of no return.',
+  description: 'Emails the order confirmation with its invoice number; a cancel later sends a cancellation notice.',
   provider: email,
   operation: 'send',
   key: orderConfirmationKey,
@@ -26,7 +69,7 @@ export const sendOrderConfirmation = defineProviderStep({
   request: ({ orderId, order }) => {
     if (order.invoice === null) throw notFound('invoice of order', orderId);
     const money = (minor: number) => formatMinor(minor, order.currency);
-    const name = displayText(order.customerName ?? order.customerEmail);
+    const name = greeting(order);
     const items = order.lines.map(
       (l) => `  ${l.quantity} x ${displayText(l.name)} (${l.sku}) @ ${money(l.unitPriceMinor)}`,
     );
@@ -39,4 +82,5 @@ export const sendOrderConfirmation = defineProviderStep({
       metadata: { orderId, invoiceNumber: number },
     };
   },
+  compensation: sendCancellationNotice,
 });

@@ -1,5 +1,7 @@
 /**
- * Ship the order: the carrier creates one shipment per order (key `shipment:<orderId>`), recorded with the claim in
+ * Ship the order: the pivot, the point of no return (the hand-over to the carrier). Once the carrier accepted the
+ * shipment nothing compensates: a later step that fails for good waits for an operator, and a cancel is refused. The
+ * carrier creates one shipment per order (key `shipment:<orderId>`), recorded with the claim in
  * one transaction: the `shipments` row, one `ship:<orderId>:<sku>` movement per line (consuming the reservation:
  * `on_hand` and `reserved` both go down) and the `shipped` status.
  */
@@ -25,7 +27,9 @@ export const shipOrder = defineProviderStep({
   phase: StepPhase.Pivot,
   status: 'shipped',
   label: 'Shipped',
-  description: 'Asks the carrier for one shipment and consumes the reservation (`ship:<orderId>:<sku>` movements).',
+  description:
+    'Asks the carrier for one shipment and consumes the reservation (`ship:<orderId>:<sku>` movements): the point of ' +
+    'no return.',
   provider: carrier,
   operation: 'createShipment',
   key: shipmentKey,

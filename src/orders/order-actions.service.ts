@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ErrorType } from '../../workflows/errors.js';
+import { StepPhase } from '../../workflows/order-plan.js';
 import {
   isTerminalStatus,
   type OperatorAnswer,
@@ -96,8 +97,8 @@ export class OrderActionsService {
    * @param options.access whose orders the caller may cancel (others' answer 404).
    * @param options.actionKey the request's `Idempotency-Key` scoped to its client (`<client>:<key>`); without it
    *   every request is a new Update.
-   * @throws ProblemException 404 (no such order); 409 `order-not-cancellable` (confirmation sent, final, waits for
-   *   an operator, the workflow closed or has no cancel handler; extension `orderStatus`);
+   * @throws ProblemException 404 (no such order); 409 `order-not-cancellable` (shipped: the detail says so; final,
+   *   waits for an operator, the workflow closed or has no cancel handler; extension `orderStatus`);
    *   {@link ServiceUnavailableProblem} 503 when Temporal is unavailable.
    */
   async cancel(id: string, request: CancelOrderRequest, options: OrderActionOptions): Promise<OrderActionResponse> {
@@ -122,11 +123,13 @@ export class OrderActionsService {
         return { status: 200, order: await this.orders.get(id, ALL_ORDERS) };
       case 'pending':
         return { status: 202, order: await this.orders.get(id, ALL_ORDERS) };
-      case 'refused':
+      case 'refused': {
+        const current = await this.orders.get(id, ALL_ORDERS);
         throw notCancellable(
-          await this.orders.get(id, ALL_ORDERS),
-          `Order ${id} cannot be cancelled: ${refusalWhy(outcome.failure)}`,
+          current,
+          pastPivotDetail(current) ?? `Order ${id} cannot be cancelled: ${refusalWhy(outcome.failure)}`,
         );
+      }
       case 'failed': {
         const current = await this.orders.get(id, ALL_ORDERS);
         if (outcome.handlerMissing) {
@@ -403,6 +406,24 @@ function notCancellable(order: OrderView, detail: string): ProblemException {
     detail,
     extensions: { orderStatus: order.status },
   });
+}
+
+/** What passing the point of no return means for the customer, by the pivot step's status. */
+const PASSED_PIVOT: Record<string, string> = {
+  shipped: 'it has shipped (the carrier accepted the parcel: the point of no return)',
+  confirmation_sent: 'its confirmation was already sent (the point of no return of orders placed before 1.1)',
+};
+
+/**
+ * The detail of a cancel refused because the order passed its pivot (the pivot step of its own plan is done, e.g.
+ * the fence found the shipment `sent`): says so in the customer's words, e.g. "Order … cannot be cancelled: it has
+ * shipped …"; null when the pivot is not done (the workflow's reason then stands).
+ */
+function pastPivotDetail(order: OrderView): string | null {
+  const pivot = order.steps.find((s) => s.phase === StepPhase.Pivot);
+  if (pivot?.state !== 'done') return null;
+  const why = PASSED_PIVOT[pivot.status] ?? `its ${pivot.name} step, the point of no return, was done`;
+  return `Order ${order.id} cannot be cancelled: ${why}`;
 }
 
 /** 409 `order-not-awaiting-retry` for `order`, with `orderStatus` and `waitingFor` (the step that waits, or null). */

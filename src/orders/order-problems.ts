@@ -106,12 +106,13 @@ export const OrderProblemTypes = defineProblemTypes({
     title: 'Order cannot be cancelled',
     statuses: [409],
     description:
-      'A cancel the order cannot honour: its confirmation already went out (the point of no return), it is final ' +
+      'A cancel the order cannot honour: it has shipped (the hand-over to the carrier, the point of no return), it is final ' +
       '(completed or failed), it waits for an operator, or its workflow has closed; `orderStatus` is its status.',
     extensions: { orderStatus: orderStatusSchema },
     example: {
-      detail: 'The confirmation of order 3f0c… was already sent: it can no longer be cancelled',
-      orderStatus: 'confirmation_sent',
+      detail:
+        'Order 3f0c… cannot be cancelled: it has shipped (the carrier accepted the parcel: the point of no return)',
+      orderStatus: 'shipped',
     },
   },
 });

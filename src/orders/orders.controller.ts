@@ -166,7 +166,7 @@ export class OrdersController {
   }
 
   /**
-   * Cancels an order before its confirmation went out: sends the `cancelOrder` Update and waits up to
+   * Cancels an order until it ships (the hand-over to the carrier): sends the `cancelOrder` Update and waits up to
    * `CANCEL_WAIT_MS` (30 s) for the outcome. 200 cancelled, 202 still deciding, 409 not cancellable.
    */
   @Post(':id/cancel')
@@ -175,14 +175,15 @@ export class OrdersController {
     operationId: 'cancelOrder',
     summary: 'Cancel an order',
     description:
-      'Possible until the confirmation email goes out (the point of no return). Sends the `cancelOrder` Update to ' +
-      'the workflow `order-<id>`: stock is released and the invoice voided, then the order is `cancelled`. The ' +
+      'Possible until the order ships (the hand-over to the carrier, the point of no return). Sends the ' +
+      '`cancelOrder` Update to the workflow `order-<id>`: newest first, a customer who got the confirmation gets a ' +
+      'cancellation notice, the invoice is voided and the stock released; then the order is `cancelled`. The ' +
       'request waits for that outcome up to `CANCEL_WAIT_MS` (default 30 s).\n\n' +
       '- **200**: the order is `cancelled` (also when it already was).\n' +
       '- **202** with `Location`: the outcome is not known yet; repeat the request with the same `Idempotency-Key` ' +
       '(it names the same cancel) or poll `GET /orders/:id`.\n' +
-      '- **409** `order-not-cancellable`: the confirmation was already sent (also when it was accepted by the ' +
-      'provider while the cancel was waiting for it: the order then completes), the order is `completed` or ' +
+      '- **409** `order-not-cancellable`: the order has shipped, and the detail says so (also when the carrier ' +
+      'accepted the shipment while the cancel was waiting for it: the order then completes), the order is `completed` or ' +
       '`failed`, it waits for an operator in `attention_required`, or its workflow is not running.\n\n' +
       'Without an `Idempotency-Key` every request is a new cancel request.\n\n' +
       'Needs scope `orders:cancel` (own orders) or `operator` (any order).',
@@ -268,7 +269,7 @@ export class OrdersController {
       'compensation that failed for good was undone by hand. Sends the `resolve` Update to the workflow ' +
       '`order-<id>`: `performed` or `not_performed`, with a reason; the decision is stored with who (the API client ' +
       "of the key) and when, and the step's side-effect claim is settled accordingly. Then the order goes on: before " +
-      'the point of no return it fences again (a confirmation resolved `performed` passes it; otherwise the order ' +
+      'the point of no return it fences again (a shipment resolved `performed` passes it; otherwise the order ' +
       'compensates and ends `failed` or `cancelled`), after it a step resolved `performed` counts as done and one ' +
       'resolved `not_performed` runs again, and a compensation resolved `performed` counts as undone. The order ' +
       'offers only the resolutions that fit its wait (the 409 says which). The same `Idempotency-Key` again with the ' +

@@ -17,15 +17,15 @@ import { STEPS } from '../../activities/index.js';
 export const FailureCode = {
   /** Some lines asked for more than was available; nothing was reserved. */
   InsufficientStock: 'insufficient_stock',
-  /** Cancelled before the confirmation (through the API or by an operator); compensated. */
+  /** Cancelled before the order shipped (through the API or by an operator); compensated. */
   Cancelled: 'cancelled',
   /** A service the order depends on (a provider of providers/index.ts) refused or failed for good; compensated. */
   ProviderFailed: 'provider_failed',
   /** An internal error stopped the order; compensated. */
   InternalError: 'internal_error',
-  /** The order waits for our staff (a step failed after the confirmation went out); it continues after them. */
+  /** The order waits for our staff (a step failed after it shipped, or an outcome is unknown); it continues after them. */
   NeedsAttention: 'needs_attention',
-  /** Our staff closed the order after its confirmation, before it was complete; nothing more happens to it. */
+  /** Our staff closed the order after it shipped, before it was complete; nothing more happens to it. */
   Closed: 'closed',
 } as const;
 export type FailureCode = (typeof FailureCode)[keyof typeof FailureCode];

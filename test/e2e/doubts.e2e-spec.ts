@@ -42,22 +42,31 @@ const held: StepDefinition[] = STEPS.map((s): StepDefinition =>
 );
 
 let proxy: FirstRequestProxy;
+/** The same in front of the carrier: every shipment's first request is answered 502 (unknown, not performed). */
+let carrierProxy: FirstRequestProxy;
 let stack: TestStack;
 /** What the suite measured, printed at the end. */
 const figures: Record<string, number> = {};
 
 beforeAll(async () => {
   proxy = await startFirstRequestProxy();
+  carrierProxy = await startFirstRequestProxy();
   stack = await startTestStack({
     steps: held,
-    overrides: { EMAIL_PROVIDER_URL: proxy.url, CANCEL_WAIT_MS: '15000' } as never,
+    overrides: {
+      EMAIL_PROVIDER_URL: proxy.url,
+      CARRIER_PROVIDER_URL: carrierProxy.url,
+      CANCEL_WAIT_MS: '15000',
+    } as never,
   });
   proxy.target = stack.email.url;
+  carrierProxy.target = stack.carrier.url;
 });
 afterAll(async () => {
   console.info('doubts e2e figures (ms):', JSON.stringify(figures));
   await stack?.close();
   await proxy?.close();
+  await carrierProxy?.close();
 });
 
 type Order = Record<string, unknown> & { id: string; status: string };
@@ -217,8 +226,8 @@ describe('an operator resolves what no provider answer settles (audited)', () =>
 });
 
 describe('after the point of no return a refused step may be closed with a reason', () => {
-  it('the carrier refuses for good: close ends the order closed (audited), the remaining steps do not run', async () => {
-    stack.carrier.injectFault({ mode: 'reject', keyPrefix: 'shipment:', times: 1 });
+  it('accounting refuses for good: close ends the order closed (audited), the remaining steps do not run', async () => {
+    stack.accounting.injectFault({ mode: 'reject', keyPrefix: 'accounting-invoice:', times: 1 });
     const id = await placeOrder();
     await until(
       () => getOrder(id),
@@ -232,14 +241,14 @@ describe('after the point of no return a refused step may be closed with a reaso
       .expect(200);
     expect(res.body).toMatchObject({ id, status: 'closed', failure: { code: 'closed' } });
     const track = res.body.steps.map((s: { name: string; state: string }) => [s.name, s.state]);
-    // Whatever the registry holds (the extending check adds steps): the steps before shipOrder done, the rest skipped.
-    const shipAt = STEPS.findIndex((s) => s.name === 'shipOrder');
-    expect(track).toEqual(STEPS.map((s, i) => [s.name, i < shipAt ? 'done' : 'skipped']));
+    // Whatever the registry holds (the extending check adds steps): the steps before the sync done, the rest skipped.
+    const syncAt = STEPS.findIndex((s) => s.name === 'syncInvoiceToAccounting');
+    expect(track).toEqual(STEPS.map((s, i) => [s.name, i < syncAt ? 'done' : 'skipped']));
     expect(shipped(track)).toEqual([
       ['reserveInventory', 'done'],
       ['createInvoice', 'done'],
       ['sendOrderConfirmation', 'done'],
-      ['shipOrder', 'skipped'],
+      ['shipOrder', 'done'],
       ['syncInvoiceToAccounting', 'skipped'],
     ]);
     const again = await stack.ops
@@ -250,12 +259,14 @@ describe('after the point of no return a refused step may be closed with a reaso
     expect(again.body.status).toBe('closed');
     expect(await stack.client.workflow.getHandle(orderWorkflowId(id)).result()).toMatchObject({
       status: 'closed',
-      step: 'shipOrder',
+      step: 'syncInvoiceToAccounting',
       by: 'test-ops',
     });
     expect(stack.accounting.ledger.count(`accounting-invoice:${id}`)).toBe(0);
     const audit = await stack.db.prisma.orderResolution.findMany({ where: { orderId: id } });
-    expect(audit.map((a) => [a.step, a.decision, a.decidedBy])).toEqual([['shipOrder', 'closed', 'test-ops']]);
+    expect(audit.map((a) => [a.step, a.decision, a.decidedBy])).toEqual([
+      ['syncInvoiceToAccounting', 'closed', 'test-ops'],
+    ]);
   });
 });
 
@@ -268,8 +279,9 @@ describe('operator decisions keep the stock true, and a key names one decision',
       m.onHandDelta,
       m.reservedDelta,
     ]);
+  /** An order whose shipment (the pivot) has an unknown outcome: 502 (not forwarded), then 401: a person decides. */
   const waitAtShipOrder = async (quantity: number) => {
-    stack.carrier.injectFault({ mode: 'reject', keyPrefix: 'shipment:', times: 1 });
+    stack.carrier.injectFault({ mode: 'unauthorized', keyPrefix: 'shipment:', times: 1 });
     const id = await placeOrder(sku, quantity);
     const waiting = await until(
       () => getOrder(id),
@@ -338,38 +350,46 @@ describe('operator decisions keep the stock true, and a key names one decision',
     expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand - 3, reserved]);
   });
 
-  it('a close releases the reservation of goods that never left (close: movements, once); another reason under the key is 422', async () => {
+  it('an unknown shipment is not closable (the pivot is not passed); resolved not performed it compensates: stock back, one notice; another reason under the key is 422', async () => {
     const [onHand, reserved] = await stockOf(stack.db.prisma, sku);
     const id = await waitAtShipOrder(3);
-    const key = `close-stock-${id}`;
-    const body = { reason: 'address refused; refunded by hand' };
-    await stack.ops.post(`/orders/${id}/close`).set('Idempotency-Key', key).send(body).expect(200);
+    const state = await stack.client.workflow.getHandle(orderWorkflowId(id)).query(orderStatusQuery);
+    expect(state.attention).toMatchObject({
+      step: 'shipOrder',
+      outcomeUnknown: true,
+      resolutions: ['performed', 'not_performed'],
+      closable: false,
+    });
+    const key = `not-shipped-${id}`;
+    const body = { step: 'shipOrder', outcome: 'not_performed', reason: 'carrier support: no shipment under this key' };
+    await stack.ops.post(`/orders/${id}/resolve`).set('Idempotency-Key', key).send(body).expect(200);
+    expect((await stack.waitForOrder(id, 60_000)).status).toBe('failed');
     expect(await movements(id)).toEqual([
-      [`close:${id}:${sku}`, 'release', 0, -3],
+      [`release:${id}:${sku}`, 'release', 0, -3],
       [`reserve:${id}:${sku}`, 'reservation', 0, 3],
     ]);
     expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand, reserved]);
     expect(await stack.db.prisma.shipment.findUnique({ where: { orderId: id } })).toBeNull();
+    expect(stack.carrier.ledger.count(`shipment:${id}`)).toBe(0);
+    expect(stack.email.ledger.count(`order-cancellation:${id}`)).toBe(1);
 
     const reused = await stack.ops
-      .post(`/orders/${id}/close`)
+      .post(`/orders/${id}/resolve`)
       .set('Idempotency-Key', key)
-      .send({ reason: 'another reason' })
+      .send({ ...body, reason: 'another reason' })
       .expect(422);
     expect(reused.body.type).toBe(`${PROBLEMS}idempotency-key-reused`);
-    const again = await stack.ops.post(`/orders/${id}/close`).set('Idempotency-Key', key).send(body).expect(200);
-    expect(again.body).toMatchObject({ id, status: 'closed' });
     const audit = await stack.db.prisma.orderResolution.findMany({ where: { orderId: id } });
-    expect(audit.map((a) => [a.decision, a.reason])).toEqual([['closed', body.reason]]);
+    expect(audit.map((a) => [a.decision, a.reason])).toEqual([['not_performed', body.reason]]);
     expect(await stockOf(stack.db.prisma, sku)).toEqual([onHand, reserved]);
   });
 
-  it('retry, resolve and close sent at once: one wins, the others say the order no longer waits (409)', async () => {
+  it('retry and two resolves sent at once: one wins, the others say the order no longer waits (409)', async () => {
     const id = await waitAtShipOrder(1);
     const answers = await Promise.all([
       stack.ops.post(`/orders/${id}/retry`).send({}),
       stack.ops.post(`/orders/${id}/resolve`).send({ step: 'shipOrder', outcome: 'performed', reason: 'by hand' }),
-      stack.ops.post(`/orders/${id}/close`).send({ reason: 'refunded' }),
+      stack.ops.post(`/orders/${id}/resolve`).send({ step: 'shipOrder', outcome: 'not_performed', reason: 'no' }),
     ]);
     const won = answers.filter((a) => a.status < 300);
     const lost = answers.filter((a) => a.status >= 300);
@@ -380,7 +400,7 @@ describe('operator decisions keep the stock true, and a key names one decision',
       expect(loser.body.detail).not.toContain('waits for a retry of');
       expect(loser.body.detail).toMatch(/no longer waits for an operator|is not waiting for an operator|is already/);
     }
-    expect(['completed', 'closed']).toContain((await stack.waitForOrder(id, 60_000)).status);
+    expect(['completed', 'failed']).toContain((await stack.waitForOrder(id, 60_000)).status);
   });
 });
 

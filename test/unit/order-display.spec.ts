@@ -132,9 +132,8 @@ describe('current details', () => {
       `**Running** \`sendOrderConfirmation\`: confirmation to a…@example\\.com (step 3 of ${plan.steps.length})`,
     );
     expect(text).toContain('- [x] `createInvoice`');
-    expect(text).toContain(
-      '- [ ] `sendOrderConfirmation`: confirmation to a…@example\\.com (point of no return, running)',
-    );
+    expect(text).toContain('- [ ] `sendOrderConfirmation`: confirmation to a…@example\\.com (running)');
+    expect(text).toContain('- [ ] `shipOrder`: shipment of 2 items (point of no return)');
     expect(text).toContain(`\`GET /orders/${order.id}\``);
   });
 

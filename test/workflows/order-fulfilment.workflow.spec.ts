@@ -10,8 +10,11 @@
  * `cancelled`/`failed` ⇒ no confirmation sent, stock back, invoice void; `completed` ⇒ exactly one confirmation,
  * one shipment (reservation consumed), one accounting sync.
  *
- * Its plans are those of the shipped steps (../helpers/shipped-steps.ts), not of the live registry: a step added to
- * activities/steps/index.ts has no scripted activity here, and must not make these plans wait for it.
+ * Its plans are those of the shipped steps as 1.0.0 laid them out (../helpers/shipped-steps.ts `V1_0_0_STEPS`: the
+ * confirmation is the pivot), not of the live registry: a step added to activities/steps/index.ts has no scripted
+ * activity here, and must not make these plans wait for it. Orders placed on 1.0.0 keep that plan, so every pivot
+ * test here is also the proof that such an order still refuses a cancel once its confirmation went out; the plan of
+ * today (the shipment is the pivot) is proven in ./pivot-at-hand-over.workflow.spec.ts on the real activities.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -26,7 +29,7 @@ import { ApplicationFailure, CancelledFailure, type Duration } from '@temporalio
 import type { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrderWorkers } from '../../src/worker/order-worker.js';
-import { SHIPPED_STEPS } from '../helpers/shipped-steps.js';
+import { V1_0_0_STEPS } from '../helpers/shipped-steps.js';
 import { activitiesByTaskQueue } from '../../activities/index.js';
 import { buildPlan } from '../../activities/kit/plan.js';
 import { ErrorType } from '../../workflows/errors.js';
@@ -76,7 +79,7 @@ let workers: WorkflowWorkers;
 
 /** The rank of each shipped step (the status rank a step writes with its effect). */
 const RANK: Record<string, number> = Object.fromEntries(
-  buildPlan(SHIPPED_STEPS, {
+  buildPlan(V1_0_0_STEPS, {
     orderId: 'rank',
     customerEmail: 'ada@example.com',
     customerName: 'Ada',
@@ -276,7 +279,7 @@ async function statusUpserts(handle: WorkflowHandle): Promise<string[]> {
 
 /** The plan the API would store for a one-line order of the shipped steps (../helpers/shipped-steps.ts). */
 function planOf(orderId: string) {
-  return buildPlan(SHIPPED_STEPS, {
+  return buildPlan(V1_0_0_STEPS, {
     orderId,
     customerEmail: 'ada@example.com',
     customerName: 'Ada',
@@ -376,7 +379,7 @@ function expectOneStory(o: FakeOrder, status: 'completed' | 'cancelled' | 'faile
 }
 
 beforeAll(async () => {
-  workers = await startWorkflowWorkers(taskQueue, activitiesByTaskQueue(activities, SHIPPED_STEPS));
+  workers = await startWorkflowWorkers(taskQueue, activitiesByTaskQueue(activities, V1_0_0_STEPS));
   ({ connection, client } = workers);
 });
 
@@ -821,7 +824,7 @@ describe('orderFulfilment workflow', () => {
       connection,
       namespace: 'default',
       taskQueue: lateQueue,
-      activities: activitiesByTaskQueue(activities, SHIPPED_STEPS),
+      activities: activitiesByTaskQueue(activities, V1_0_0_STEPS),
     });
     const lateRunning = late.run();
     try {

@@ -150,7 +150,11 @@ describe('the order fence: forward steps never act after a halt or on a final or
     }
     expect(Object.values(bed.fakes).flatMap((f) => f.calls)).toEqual([]);
     const claims = await tdb.prisma.sideEffectClaim.findMany({ where: { key: { contains: orderId } } });
-    expect(claims.map((c) => [c.key.split(':')[0], c.status])).toEqual([['order-confirmation', 'cancelled']]);
+    // Every provider step up to the pivot (the confirmation, the shipment) is tombstoned.
+    expect(claims.map((c) => [c.key.split(':')[0], c.status]).sort()).toEqual([
+      ['order-confirmation', 'cancelled'],
+      ['shipment', 'cancelled'],
+    ]);
     expect(await tdb.prisma.inventoryMovement.count({ where: { orderId } })).toBe(0);
     const after = await orderRow(orderId);
     expect([after.status, after.statusStep, after.updatedAt]).toEqual([

@@ -59,7 +59,7 @@ async function invoiced(lines = [{ sku: 'MUG-WHT' as const, quantity: 1 }]): Pro
 
 const confirmationKey = (orderId: string) => `order-confirmation:${orderId}`;
 
-describe('sendOrderConfirmation (the pivot)', () => {
+describe('sendOrderConfirmation (before the pivot: compensated by a cancellation notice)', () => {
   it('sends once when run twice in a row: one call, the claim sent under the step name, the planned status', async () => {
     const orderId = await invoiced();
     const first = await bed.step('sendOrderConfirmation', orderId, info(orderId, 1));
@@ -306,18 +306,56 @@ describe('sendOrderConfirmation (the pivot)', () => {
     expect((await claimOf(confirmationKey(orderId)))?.status).toBe('failed');
   });
 
-  it('the halt fence reports a sent confirmation and changes nothing', async () => {
+  it('the halt fence reports a sent shipment (the pivot) and changes nothing', async () => {
     const orderId = await invoiced();
-    const sent = await bed.step('sendOrderConfirmation', orderId, info(orderId, 1));
+    await bed.step('reserveInventory', orderId);
+    await bed.step('sendOrderConfirmation', orderId, info(orderId, 1));
+    const shipped = await bed.step('shipOrder', orderId, info(orderId, 1, '6'));
     const before = await orderRow(orderId);
     expect(await bed.halt(orderId, 'cancelled')).toEqual({
       outcome: 'sent',
-      step: 'sendOrderConfirmation',
-      providerId: sent.providerId,
+      step: 'shipOrder',
+      providerId: shipped.providerId,
     });
     const after = await orderRow(orderId);
-    expect([after.status, after.haltedAt, after.updatedAt]).toEqual(['confirmation_sent', null, before.updatedAt]);
+    expect([after.status, after.haltedAt, after.updatedAt]).toEqual(['shipped', null, before.updatedAt]);
+    expect((await claimOf(`shipment:${orderId}`))?.status).toBe('sent');
+  });
+
+  it('a sent confirmation does not stop the halt: the order halts, the claim stays sent, one cancellation notice', async () => {
+    const orderId = await invoiced();
+    await bed.step('sendOrderConfirmation', orderId, info(orderId, 1));
+    expect(await bed.halt(orderId, 'cancelled')).toEqual({ outcome: 'halted', rank: 30 });
     expect((await claimOf(confirmationKey(orderId)))?.status).toBe('sent');
+    expect((await claimOf(`shipment:${orderId}`))?.status).toBe('cancelled');
+    const first = await bed.compensate('sendCancellationNotice', orderId, info(orderId, 1, '7'));
+    const second = await bed.compensate('sendCancellationNotice', orderId, info(orderId, 2, '7'));
+    // The second run finds its claim sent: it calls nothing again.
+    expect([first.performed, second.performed]).toEqual([true, false]);
+    const notices = mail.calls.filter((c) => c.key === `order-cancellation:${orderId}`);
+    expect(notices).toHaveLength(1);
+    expect(mail.effects.has(`order-cancellation:${orderId}`)).toBe(true);
+    const notice = notices[0]!.request as {
+      to: string;
+      subject: string;
+      text: string;
+      metadata: Record<string, string>;
+    };
+    const invoice = await tdb.prisma.invoice.findUniqueOrThrow({ where: { orderId } });
+    expect(notice.subject).toBe(`Order cancelled: invoice ${invoice.number}`);
+    expect(notice.text).toContain(`Your order ${orderId} has been cancelled`);
+    expect(notice.text).not.toContain('cancelled: test');
+    expect(notice.metadata).toEqual({ orderId, invoiceNumber: invoice.number });
+    expect((await claimOf(`order-cancellation:${orderId}`))?.status).toBe('sent');
+  });
+
+  it('no confirmation, no notice: the compensation does nothing when the confirmation never went out', async () => {
+    const orderId = await invoiced();
+    expect((await bed.halt(orderId, 'cancelled')).outcome).toBe('halted');
+    const undone = await bed.compensate('sendCancellationNotice', orderId, info(orderId, 1, '7'));
+    expect(undone.performed).toBe(false);
+    expect(mail.calls.filter((c) => c.key === `order-cancellation:${orderId}`)).toHaveLength(0);
+    expect(await claimOf(`order-cancellation:${orderId}`)).toBeNull();
   });
 
   it('halt and send race: either the email goes out and the halt says so, or the halt wins and nothing is sent', async () => {
@@ -333,9 +371,11 @@ describe('sendOrderConfirmation (the pivot)', () => {
       const effects = mail.calls.filter((c) => c.key === confirmationKey(orderId)).length;
       const order = await orderRow(orderId);
       if (sendResult.status === 'fulfilled') {
-        expect(['sent', 'unknown']).toContain(haltOutcome);
+        // Before the pivot a sent confirmation does not stop the halt (its compensation sends a notice).
+        expect(['halted', 'unknown']).toContain(haltOutcome);
         expect(effects).toBe(1);
-        expect(order.haltedAt).toBeNull();
+        if (haltOutcome === 'halted') expect((await claimOf(confirmationKey(orderId)))?.status).toBe('sent');
+        else expect(order.haltedAt).toBeNull();
       } else {
         expect((sendResult.reason as ApplicationFailure).type).toBe(ErrorType.OrderHalted);
         expect(haltOutcome).toBe('halted');
@@ -459,10 +499,12 @@ describe('syncInvoiceToAccounting', () => {
 describe('haltOrder', () => {
   it('tombstones the pivot it fences and marks the order halted; idempotent, the first reason wins', async () => {
     const orderId = await invoiced();
-    expect(fencedSteps()).toEqual(['sendOrderConfirmation']);
+    expect(fencedSteps()).toEqual(['sendOrderConfirmation', 'shipOrder']);
     expect(await bed.halt(orderId, 'cancelled: first')).toEqual({ outcome: 'halted', rank: expect.any(Number) });
     const claim = await claimOf(confirmationKey(orderId));
     expect([claim?.kind, claim?.status, claim?.owner]).toEqual(['sendOrderConfirmation', 'cancelled', 'tombstone']);
+    const pivot = await claimOf(`shipment:${orderId}`);
+    expect([pivot?.kind, pivot?.status, pivot?.owner]).toEqual(['shipOrder', 'cancelled', 'tombstone']);
     const first = await orderRow(orderId);
     expect(first.haltedAt).toBeInstanceOf(Date);
     expect([first.haltReason, first.haltedRank]).toEqual(['cancelled: first', 20]);
