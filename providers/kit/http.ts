@@ -37,15 +37,18 @@ export interface ProviderResponse {
 /**
  * Classifies an HTTP status per ports.ts: 5xx/408/425/429 → `unavailable`, 409 → `conflict`,
  * 401/403 → `unauthorized`, other 4xx → `rejected`. Anything else that is not 2xx (1xx/3xx) is treated as
- * `unavailable`: unexpected, and retrying with the same key is safe. A 409 problem (RFC 9457) of a type other than
- * the key in flight (`…/idempotency-key-in-flight`) is a definite refusal of the resource's state, `rejected` (e.g.
+ * `unavailable`: unexpected, and retrying with the same key is safe. A 409 problem (RFC 9457) of a type of its own (not
+ * `about:blank`) other than the key in flight (`…/idempotency-key-in-flight`) is a definite refusal of the resource's state, `rejected` (e.g.
  * the warehouse's `picking-started`: the pick can no longer be cancelled).
  * @param problemType the `type` of the answer's problem document, when it has one.
  */
 export function classifyStatus(status: number, problemType?: string): ProviderFailureKind {
   if (status === 409) {
     const definite =
-      problemType !== undefined && problemType !== '' && !problemType.endsWith('idempotency-key-in-flight');
+      problemType !== undefined &&
+      problemType !== '' &&
+      problemType !== 'about:blank' &&
+      !problemType.endsWith('idempotency-key-in-flight');
     return definite ? 'rejected' : 'conflict';
   }
   if (status === 401 || status === 403) return 'unauthorized';

@@ -204,7 +204,7 @@ export function profileUsage(...sources: string[]): Map<string, string[]> {
 export function registryProfileUsage(steps: readonly StepDefinition[]): Map<string, string[]> {
   const usage = new Map<string, string[]>();
   for (const planned of registryPlan(steps).steps) {
-    addUsage(usage, planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
+    addUsage(usage, planned.retry, planned.kind !== 'provider' ? `${planned.name} (local activity)` : planned.name);
     if (planned.compensation) addUsage(usage, 'compensation', planned.compensation.name);
   }
   return usage;
