@@ -5,7 +5,8 @@
  * - `createPick`: `POST /v1/picks` `{ reference, lines: [{ sku, quantity }] }` → 201 `{ id: 'pick_…', status:
  *   'requested' }`, effect `pick.requested`;
  * - `cancelPick`: `POST /v1/picks/:pickId/cancel` `{}` → 200 `{ id, status: 'cancelled' }`, effect `pick.cancelled`;
- *   or a definite 409 `picking-started` once the warehouse started picking (the pick goes on: nothing cancelled).
+ *   or a definite 409 `picking-started` while the warehouse is picking (the pick goes on: nothing cancelled); a packed
+ *   parcel that has not left is cancelled (back to the shelf).
  *
  * In development the simulator plays it. Its settings (the simulator's environment, or `POST /warehouse/_sim/settings`):
  * - `WAREHOUSE_PACK_DELAY_MS` (default 3000): after it, the simulator reports the pick packed (0 or negative: never);
@@ -47,11 +48,14 @@ function pickOf(state: Map<string, unknown>, id: string): Pick {
   return pick;
 }
 
-/** True once the warehouse started picking `pick` (by the switch, by its clock, or because it packed it). */
+/**
+ * True while the warehouse is picking `pick` (by the switch, or by its clock before the parcel is packed): a cancel is
+ * refused then. A packed parcel that has not left can still be cancelled (the goods go back to the shelf).
+ */
 function pickingStarted(pick: Pick, settings: Readonly<Record<string, string | undefined>>): boolean {
-  if (pick.status === 'picking' || pick.status === 'packed') return true;
+  if (pick.status === 'picking') return true;
   const after = numberSetting(settings, 'WAREHOUSE_PICKING_STARTS_MS', 0);
-  return after > 0 && Date.now() - Date.parse(pick.createdAt) >= after;
+  return pick.status === 'requested' && after > 0 && Date.now() - Date.parse(pick.createdAt) >= after;
 }
 
 /**

@@ -6,6 +6,8 @@
  */
 import { isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -116,11 +118,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 
   const api = await createApiApp({ config, shutdownHooks: false });
   await api.init();
-  // The simulated warehouse reports orders packed over real HTTP: the API listens on a free port for it.
-  await api.listen(0, '127.0.0.1');
-  const apiUrl = await api.getUrl();
+  // The simulated warehouse reports orders packed over real HTTP: a server of its own on a free port serves the API's
+  // app for it (the app's own listen stays free for the suites that call it).
+  const callbackServer = createServer(api.getHttpAdapter().getInstance());
+  await new Promise<void>((resolve) => callbackServer.listen(0, '127.0.0.1', resolve));
   sims.provider('warehouse').configure({
-    WAREHOUSE_CALLBACK_URL: apiUrl.replace('[::1]', '127.0.0.1'),
+    WAREHOUSE_CALLBACK_URL: `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`,
     WAREHOUSE_CALLBACK_API_KEY: testKeys().warehouse.key,
     WAREHOUSE_PACK_DELAY_MS: '200',
   });
@@ -153,6 +156,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       }
     },
     async close() {
+      callbackServer.closeAllConnections();
+      await new Promise((resolve) => callbackServer.close(resolve));
       await api.close();
       workers?.shutdown();
       await running;
