@@ -1,28 +1,11 @@
 /**
- * `npm run check:extending` (CI step "extending: worked examples"): applies the examples of docs/extending.md to a
- * copy of the repository and runs the whole test suite there, so the document cannot drift from the code and a step
- * added the way it says never turns the suite red.
- *
- * 1. Copies the committed HEAD (`git clone --local`, checked out detached) into a temporary folder, links this
- *    checkout's node_modules into it and generates the Prisma client there. `--working-tree` also copies this
- *    checkout's uncommitted changes.
- * 2. Runs the document's marked blocks in document order: `<!-- ci: run -->` (each command with bash),
- *    `<!-- ci: write <path> -->` (the block is that file's content: a file written by hand) and `<!-- ci: patch -->`
- *    (a unified diff, applied with `git apply`: lines edited by hand). A `new:step` command must change only the
- *    files it reports (`+`/`~`), at most four (two for a database step).
- * 3. Checks what the examples leave behind: the docs tables and the files shown by reference up to date
- *    (`npm run docs:tables -- --check`), `npm run typecheck` and `npm run lint`.
- * 4. Writes an end-to-end test into the copy's test/e2e (not part of the product): one order through the whole stack
- *    (the Nest API, the workers, a Temporal dev server, PostgreSQL, every provider's simulator over HTTP) completes,
- *    each step the examples added ran once (one completed activity; one effect under its key at its provider).
- * 5. Runs the whole `npm test` in the copy, that test among them: the suite holds with the examples' steps (a provider
- *    step placed first among them).
- * 6. Prints, per example (the `## ` section that holds its blocks), the files it created or changed and the lines
- *    written by hand (the `+` lines of its patches, the lines of the files it writes); removes the copy (`--keep`
- *    keeps it). `--doc <file>` reads the examples from another document; `--no-test` skips step 5.
- *
- * Environment: `TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH` (and `PROMTOOL_PATH`) as for the tests. Exit 0 when every
- * check passed, 1 otherwise, naming the failed check.
+ * `npm run check:extending` (CI step "extending: worked examples"): applies the marked blocks of docs/extending.md
+ * (`<!-- ci: run -->`, `<!-- ci: write <path> -->`, `<!-- ci: patch -->`) in order to a copy of HEAD, checks each
+ * `new:step` changed only the files it reported, the docs tables, typecheck and lint, then runs `npm test` in the copy
+ * with an end-to-end test of the added steps (docs/extending.md#what-ci-proves-with-these-examples says what and why).
+ * Options: `--working-tree` (copy uncommitted changes too), `--doc <file>`, `--keep` (keep the copy), `--no-test`,
+ * `--exclude <glob>` (repeatable: files left out of the copy's `npm test`; CI excludes test/e2e, run on the cluster).
+ * Environment as for the tests (`TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH`). Exit 0 when every check passed, else 1.
  */
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, cp, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
@@ -41,7 +24,7 @@ const git = async (cwd: string, ...args: string[]): Promise<string[]> =>
 /** The document whose examples this applies. */
 export const EXTENDING_DOC = 'docs/extending.md';
 /** The e2e test written into the copy. */
-const E2E_FILE = 'test/e2e/extending-examples.e2e-spec.ts';
+const E2E_FILE = 'test/extending/examples.e2e-spec.ts';
 
 /** One marked block of the document, with the `## ` section that holds it. */
 export type ExampleAction = { section: string } & (
@@ -149,18 +132,28 @@ interface Ran {
   output: string;
 }
 
-/** Runs `command` with bash in `cwd`, streaming its output indented, and captures it (without colours). */
-async function run(command: string, cwd: string, env: NodeJS.ProcessEnv, input?: string): Promise<Ran> {
-  console.log(`\n$ ${command}`);
+/**
+ * Runs `command` with bash in `cwd`, streaming its output indented (or, with `buffered`, printing it once it ended,
+ * for commands run side by side), and captures it (without colours).
+ */
+async function run(
+  command: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  input?: string,
+  buffered = false,
+): Promise<Ran> {
+  const indent = (text: string) => `  │ ${text.replace(/\n(?=.)/g, '\n  │ ')}`;
+  if (!buffered) console.log(`\n$ ${command}`);
   const started = performance.now();
   const child = execa(command, { shell: 'bash', cwd, env, all: true, reject: false, ...(input ? { input } : {}) });
-  child.all.on('data', (chunk: Buffer) =>
-    process.stdout.write(`  │ ${chunk.toString().replace(/\n(?=.)/g, '\n  │ ')}`),
-  );
+  if (!buffered) child.all.on('data', (chunk: Buffer) => process.stdout.write(indent(chunk.toString())));
   const result = await child;
   const code = result.exitCode ?? 1;
+  const all = String(result.all ?? '');
+  if (buffered) console.log(`\n$ ${command}\n${all ? indent(`${all.trimEnd()}\n`) : ''}`);
   console.log(`  └ exit ${code} after ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  return { command, code, output: stripVTControlCharacters(String(result.all ?? '')) };
+  return { command, code, output: stripVTControlCharacters(all) };
 }
 
 /** A failed check: its message is the one line CI prints. */
@@ -224,6 +217,7 @@ async function main(): Promise<number> {
       doc: { type: 'string' },
       keep: { type: 'boolean' },
       'no-test': { type: 'boolean' },
+      exclude: { type: 'string', multiple: true },
     },
     strict: true,
   });
@@ -279,16 +273,18 @@ async function main(): Promise<number> {
       for (const file of await git(copy, 'diff', '--name-only', before, await snapshot(copy))) report.files.add(file);
     }
     check(added.length > 0, `${EXTENDING_DOC}: no \`npm run new:step -- ...\` command in a marked block`);
-    for (const [what, command] of [
+    const checks = [
       ['the docs tables and the files shown by reference', 'npm run docs:tables -- --check'],
       ['the typecheck', 'npm run typecheck'],
       ['the lint', 'npm run lint'],
-    ] as const) {
-      check((await run(command, copy, env)).code === 0, `${what} fail(s) after the examples`);
-    }
+    ] as const;
+    const results = await Promise.all(checks.map(([, command]) => run(command, copy, env, undefined, true)));
+    checks.forEach(([what], i) => check(results[i]!.code === 0, `${what} fail(s) after the examples`));
+    await mkdir(path.dirname(path.join(copy, E2E_FILE)), { recursive: true });
     await writeFile(path.join(copy, E2E_FILE), e2eSource(added));
     if (!values['no-test']) {
-      const suite = await run('npm test', copy, env);
+      const excluded = (values.exclude ?? []).map((glob) => ` --exclude '${glob}'`).join('');
+      const suite = await run(`npm test --${excluded}`, copy, env);
       check(suite.code === 0, `npm test fails in the copy with the examples' steps (${added.join(', ')})`);
       check(/worked examples: order \S+ completed/.test(suite.output), 'the end-to-end order did not report');
     }

@@ -1,20 +1,10 @@
 /**
- * `npm start` (= `npm run build && tsx scripts/stack.ts`; wireit skips the build when no input changed): the whole
- * stack on this machine, no Docker needed. Each process runs under concurrently (prefixed, coloured output; process
- * trees killed with tree-kill), started in order, each waited for before the next:
- *  1. PostgreSQL: `DATABASE_URL`, else an embedded one (scripts/lib/embedded-pg.ts, `.data/postgres`, port
- *     `EMBEDDED_PG_PORT`), database `order_fulfilment` created if missing; then `prisma migrate deploy`, the seed
- *     (idempotent, beside the worker's start) and the development API keys (`.data/api-keys.json`);
- *  2. Temporal (beside step 1): `TEMPORAL_ADDRESS`, else the dev server (`.data/temporal/dev.db`; the CLI from
- *     scripts/lib/temporal-cli.ts), or with `--cluster` a Temporal Server on PostgreSQL with its UI server
- *     (scripts/lib/temporal-cluster.ts; its databases on the PostgreSQL of step 1 unless TEMPORAL_PERSISTENCE_URL);
- *  3. the processes of the stack definition (scripts/lib/stack-definition.ts) from `dist/`: the simulators, the
- *     worker (ready once it polls every task queue it serves) and the API (ready once `/health` answers), with the
- *     environment the definition derives from the ports: `SIMULATOR_URL`, `TEMPORAL_ADDRESS`, `TEMPORAL_UI_URL`.
- * Then a banner, until Ctrl-C / SIGTERM: everything stops in reverse order (SIGTERM, SIGKILL after a delay), exit 0.
- * The worker and the API are restarted when they exit while the stack runs (at most 5 times a minute): `kill` on
- * the pid in `.data/run/<name>.pid` rolls one of them onto a new build. Any other process that exits stops the
- * stack with exit 1. `--only temporal` runs Temporal alone (`npm run temporal`, `npm run temporal:cluster`);
+ * `npm start` / `npm run start:cluster`: the whole stack on this machine, no Docker (docs/development.md says what
+ * it runs, in which order, and how to roll the worker or the API). PostgreSQL (`DATABASE_URL`, else embedded) and
+ * Temporal (`TEMPORAL_ADDRESS`, the dev server, or with `--cluster` a Temporal Server on PostgreSQL), then the
+ * processes of scripts/lib/stack-definition.ts from `dist/`, each under concurrently and waited for before the next;
+ * stopped in reverse order on Ctrl-C / SIGTERM. The worker and the API are restarted when they exit (at most 5 times
+ * a minute); any other exit stops the stack with exit 1. `--only temporal` runs Temporal alone;
  * `STACK_EXIT_AFTER_READY=1` stops right after the banner.
  */
 import { spawn } from 'node:child_process';

@@ -11,13 +11,13 @@
  *   from the files of workflows/ with the TypeScript parser); and `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
  * - `providers` (docs/configuration.md): every provider of providers/index.ts with its operations, limits and
  *   configuration variables (src/config/provider-config.ts);
- * - `limits` (docs/api.md): request limits (src/common/api-limits.ts, the order, page and cancel schemas' limits, Idempotency-Key
- *   length and retention, the movements page, the cancel wait);
+ * - `limits` (docs/api.md): request limits, a table written as text in docs/tables/limits.md, its values filled
+ *   from the code ({@link templateValues});
  * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts;
  * - `problem-types` (docs/api.md): every registered problem type (`defineProblemTypes`: src/common/problem-details.ts
  *   and each layer's own), with its statuses, extension members, headers and meaning;
- * - `bounds` (docs/guarantees.md): every wait's bound (database session limits, the Update and cancel waits, the
- *   workflow start, history length, claim lease, provider timeout) and what happens when it is reached.
+ * - `bounds` (docs/guarantees.md): every wait's bound and what happens when it is reached, likewise from
+ *   docs/tables/bounds.md.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -141,60 +141,34 @@ function duration(value: ActivityOptions['startToCloseTimeout']): string {
  *   profiles (the retry-profile table would be wrong).
  */
 export function profileUsage(...sources: string[]): Map<string, string[]> {
-  const files = sources.map((source) => ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true));
-  const proxyProfile = new Map<string, string>();
-  const localProfiles = new Set<string>();
-  const usage = new Map<string, Set<string>>();
-
-  const profileOf = (arg: ts.Expression | undefined): string | undefined => {
-    if (arg && ts.isIdentifier(arg)) return arg.text;
-    if (arg && ts.isObjectLiteralExpression(arg)) {
-      for (const prop of arg.properties) {
-        if (ts.isSpreadAssignment(prop) && ts.isIdentifier(prop.expression)) return prop.expression.text;
-      }
+  const proxies = new Map<string, { profile: string; local: boolean }>();
+  const calls: Array<[proxy: string, activity: string]> = [];
+  const visit = (node: ts.Node): void => {
+    const init = ts.isVariableDeclaration(node) && node.initializer;
+    const callee = init && ts.isCallExpression(init) && ts.isIdentifier(init.expression) ? init.expression.text : '';
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && /^proxy(Local)?Activities$/.test(callee)) {
+      const arg = (node.initializer as ts.CallExpression).arguments[0];
+      const spread = arg && ts.isObjectLiteralExpression(arg) ? arg.properties.find(ts.isSpreadAssignment) : undefined;
+      const named = arg && ts.isIdentifier(arg) ? arg : spread?.expression;
+      if (!named || !ts.isIdentifier(named))
+        throw new Error(`proxyActivities for "${node.name.text}" names no retry profile`);
+      const known = proxies.get(node.name.text)?.profile;
+      if (known !== undefined && known !== named.text)
+        throw new Error(`two proxies named "${node.name.text}" have different profiles (${known}, ${named.text})`);
+      proxies.set(node.name.text, { profile: named.text, local: callee === 'proxyLocalActivities' });
     }
-    return undefined;
+    const e = ts.isCallExpression(node) ? node.expression : undefined;
+    if (e && ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression))
+      calls.push([e.expression.text, e.name.text]);
+    ts.forEachChild(node, visit);
   };
-  const findProxies = (node: ts.Node): void => {
-    if (
-      ts.isVariableDeclaration(node) &&
-      ts.isIdentifier(node.name) &&
-      node.initializer &&
-      ts.isCallExpression(node.initializer) &&
-      ts.isIdentifier(node.initializer.expression) &&
-      (node.initializer.expression.text === 'proxyActivities' ||
-        node.initializer.expression.text === 'proxyLocalActivities')
-    ) {
-      const profile = profileOf(node.initializer.arguments[0]);
-      if (!profile) throw new Error(`proxyActivities for "${node.name.text}" names no retry profile`);
-      const known = proxyProfile.get(node.name.text);
-      if (known !== undefined && known !== profile) {
-        throw new Error(`two proxies named "${node.name.text}" have different profiles (${known}, ${profile})`);
-      }
-      proxyProfile.set(node.name.text, profile);
-      if (node.initializer.expression.text === 'proxyLocalActivities') localProfiles.add(profile);
-    }
-    ts.forEachChild(node, findProxies);
-  };
-  const findCalls = (node: ts.Node): void => {
-    if (
-      ts.isCallExpression(node) &&
-      ts.isPropertyAccessExpression(node.expression) &&
-      ts.isIdentifier(node.expression.expression)
-    ) {
-      const profile = proxyProfile.get(node.expression.expression.text);
-      if (profile) {
-        const set = usage.get(profile) ?? new Set<string>();
-        set.add(node.expression.name.text);
-        usage.set(profile, set);
-      }
-    }
-    ts.forEachChild(node, findCalls);
-  };
-  files.forEach(findProxies);
-  files.forEach(findCalls);
-  const suffix = (profile: string) => (localProfiles.has(profile) ? ' (local activity)' : '');
-  return new Map([...usage].map(([profile, set]) => [profile, [...set].sort().map((a) => a + suffix(profile))]));
+  for (const source of sources) visit(ts.createSourceFile('workflow.ts', source, ts.ScriptTarget.ES2022, true));
+  const usage = new Map<string, string[]>();
+  for (const [proxy, activity] of calls) {
+    const p = proxies.get(proxy);
+    if (p) addUsage(usage, p.profile, `${activity}${p.local ? ' (local activity)' : ''}`);
+  }
+  return usage;
 }
 
 /**
@@ -308,153 +282,48 @@ export function renderRetryProfiles(...workflowSources: string[]): string {
   ].join('\n');
 }
 
-/** The `limits` section. */
-export function renderLimits(): string {
-  const defaults = loadConfig({});
-  const kib = JSON_BODY_LIMIT_BYTES / 1024;
-  return table(
-    ['Limit', 'Value', 'Applies to', 'Beyond it'],
-    [
-      [
-        'JSON request body',
-        `${kib} KiB (${JSON_BODY_LIMIT_BYTES} bytes), UTF-8, \`Content-Type: application/json\``,
-        'every request with a body',
-        '413 `body-too-large`; 415 for another media type, charset or encoding',
-      ],
-      [
-        'Nesting of a JSON body',
-        `${JSON_BODY_MAX_DEPTH} levels of arrays and objects; each member name once per object`,
-        'every request with a body',
-        '400, before the body is parsed',
-      ],
-      [
-        'Time to send a request',
-        `headers ${formatDuration(defaults.HTTP_HEADERS_TIMEOUT_MS)}, whole request ${formatDuration(defaults.HTTP_REQUEST_TIMEOUT_MS)} by default (\`HTTP_HEADERS_TIMEOUT_MS\`, \`HTTP_REQUEST_TIMEOUT_MS\`)`,
-        'every request',
-        '408 problem+json, connection closed',
-      ],
-      ['Order lines', `1..${ORDER_LIMITS.maxLines}, each SKU once`, '`POST /orders`', '400'],
-      ['Quantity of a line', `1..${ORDER_LIMITS.maxQuantity}`, '`POST /orders`', '400'],
-      ['SKU', `1..${ORDER_LIMITS.maxSkuLength} characters`, '`POST /orders`', '400'],
-      ['Customer email', `at most ${ORDER_LIMITS.maxEmailLength} characters`, '`POST /orders`', '400'],
-      [
-        'Customer name',
-        `1..${ORDER_LIMITS.maxNameLength} characters after trimming white space at both ends (optional)`,
-        '`POST /orders`',
-        '400',
-      ],
-      ['Page size (`limit`)', `1..${ORDER_PAGE.maxLimit}, default ${ORDER_PAGE.defaultLimit}`, '`GET /orders`', '400'],
-      [
-        '`Idempotency-Key`',
-        `1..${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`,
-        '`POST /orders`, `PUT /inventory/:sku`',
-        '400',
-      ],
-      [
-        '`Idempotency-Key` retention',
-        `${formatDuration(defaults.IDEMPOTENCY_RETENTION_MS)} after completion by default (\`IDEMPOTENCY_RETENTION_MS\`, at least 60 s)`,
-        '`POST /orders`, `PUT /inventory/:sku`',
-        'the key counts as new',
-      ],
-      [
-        'Requests per client',
-        `${defaults.RATE_LIMIT_MAX} per ${formatDuration(defaults.RATE_LIMIT_WINDOW_MS)} by default (\`RATE_LIMIT_MAX\`, \`RATE_LIMIT_WINDOW_MS\`)`,
-        'every route with an API key',
-        '429 with `Retry-After`',
-      ],
-      ['Movements listed', `the ${MOVEMENTS_LIMIT} newest`, '`GET /inventory/:sku/movements`', 'not listed'],
-      ['Cancel reason', `1..${CANCEL_LIMITS.maxReasonLength} characters`, '`POST /orders/:id/cancel`', '400'],
-      [
-        'Reason of a resolve or a close',
-        `1..${RESOLUTION_LIMITS.maxReasonLength} characters`,
-        '`POST /orders/:id/resolve`, `POST /orders/:id/close`',
-        '400',
-      ],
-      [
-        'Cancel wait',
-        `${formatDuration(defaults.CANCEL_WAIT_MS)} by default (\`CANCEL_WAIT_MS\`)`,
-        '`POST /orders/:id/cancel`',
-        '202 with `Location` (outcome still open)',
-      ],
-    ],
-  );
+/**
+ * The values the templates of docs/tables/ name: `{{NAME}}` a constant, `{{GROUP.member}}` a member of a limits
+ * object or of the configuration's defaults (`config`); a name ending in `Ms` or `_MS` is shown as a duration.
+ */
+export function templateValues(): Record<string, unknown> {
+  return {
+    config: loadConfig({}),
+    ...{ ORDER_LIMITS, ORDER_PAGE, CANCEL_LIMITS, RESOLUTION_LIMITS, PG_SESSION_LIMITS, MOVEMENTS_LIMIT },
+    ...{ JSON_BODY_LIMIT_BYTES, JSON_BODY_LIMIT_KIB: JSON_BODY_LIMIT_BYTES / 1024, JSON_BODY_MAX_DEPTH },
+    ...{ HTTP_TIMEOUT_CHECK_INTERVAL_MS, WORKFLOW_START_TIMEOUT_MS, RETRY_UPDATE_TIMEOUT_MS, WORKFLOW_TASK_TIMEOUT_MS },
+    ...{ WORKER_RECOVERY_MS, IDEMPOTENCY_KEY_MAX_LENGTH, REMEMBERED_UPDATES },
+    HISTORY_EVENTS_LIMIT: HISTORY_EVENTS_LIMIT.toLocaleString('en'),
+    COMPENSATION_ATTEMPTS: RETRY_PROFILES.compensation.retry?.maximumAttempts ?? '∞',
+    COMPENSATION_SCHEDULE_TO_CLOSE: duration(RETRY_PROFILES.compensation.scheduleToCloseTimeout),
+  };
 }
 
-/** The `bounds` section: every wait of the service, its bound and what happens at the bound. */
-export function renderBounds(): string {
-  const d = loadConfig({});
-  const s = (ms: number) => formatDuration(ms);
-  return table(
-    ['Wait', 'Bound', 'Set in', 'At the bound'],
-    [
-      [
-        'A statement waiting for a row or table lock',
-        `${s(PG_SESSION_LIMITS.lockTimeoutMs)} (\`lock_timeout\`)`,
-        'every database session (`src/prisma/prisma.ts`)',
-        'SQLSTATE 55P03: the activity attempt fails and retries after its backoff; an API request answers 503',
-      ],
-      [
-        'A running statement',
-        `${s(PG_SESSION_LIMITS.statementTimeoutMs)} (\`statement_timeout\`)`,
-        'every database session',
-        "PostgreSQL cancels it (57014), below the database steps' start-to-close, so a timed-out attempt leaves no query running",
-      ],
-      [
-        'A session idle inside a transaction',
-        `${s(PG_SESSION_LIMITS.idleInTransactionTimeoutMs)} (\`idle_in_transaction_session_timeout\`)`,
-        'every database session',
-        'PostgreSQL ends the session and releases its locks',
-      ],
-      [
-        "A client's request to arrive (headers, then the whole request)",
-        `${s(d.HTTP_HEADERS_TIMEOUT_MS)} and ${s(d.HTTP_REQUEST_TIMEOUT_MS)} (\`HTTP_HEADERS_TIMEOUT_MS\`, \`HTTP_REQUEST_TIMEOUT_MS\`), checked every ${s(HTTP_TIMEOUT_CHECK_INTERVAL_MS)}`,
-        'configuration',
-        "408 problem+json and the connection closes; the API's own time to answer is not counted",
-      ],
-      [
-        "A workflow start (the start dispatcher's, or an order action's for an order not started yet; `POST /orders` never calls Temporal)",
-        s(WORKFLOW_START_TIMEOUT_MS),
-        '`src/temporal/temporal.constants.ts`',
-        'the start intent stays: the dispatcher tries again (at once when Temporal answers again); an action answers 503',
-      ],
-      [
-        'An operator action (`POST /orders/:id/retry`, `/resolve`, `/close`: Updates)',
-        `${s(RETRY_UPDATE_TIMEOUT_MS)}: workflow task timeout ${s(WORKFLOW_TASK_TIMEOUT_MS)} + worker recovery ${s(WORKER_RECOVERY_MS)} + 5 s`,
-        '`src/temporal/temporal.constants.ts`',
-        '503; the same `Idempotency-Key` again is the same Update and gets its answer',
-      ],
-      [
-        'A compensation that keeps failing',
-        `${RETRY_PROFILES.compensation.retry?.maximumAttempts} attempts, ${s(msToNumber(RETRY_PROFILES.compensation.scheduleToCloseTimeout!))} (\`compensation\` profile)`,
-        '`workflows/activity-options.ts`',
-        'the order waits in `attention_required` (`compensation_failed`) for a retry or a resolution; never made final',
-      ],
-      [
-        'A cancel (`POST /orders/:id/cancel`, an Update)',
-        `${s(d.CANCEL_WAIT_MS)} from the request's arrival, lock waits included (\`CANCEL_WAIT_MS\`)`,
-        'configuration',
-        '202 with `Location`: the outcome is still open, the same key again gets it',
-      ],
-      [
-        "One run's history (operator retries that fail again)",
-        `${HISTORY_EVENTS_LIMIT.toLocaleString('en')} events, or when the server suggests it`,
-        '`workflows/order-fulfilment.contract.ts`',
-        `continue-as-new with the order's state and the answers of its latest ${REMEMBERED_UPDATES} retry Updates`,
-      ],
-      [
-        'A side-effect claim whose owner died',
-        `${s(d.CLAIM_LEASE_MS)} lease (\`CLAIM_LEASE_MS\`); at once for an attempt of a later run or a higher attempt`,
-        'configuration',
-        'the next attempt reclaims it (conditional UPDATE on status and claim age) and sends with the same key',
-      ],
-      [
-        'One provider HTTP call',
-        `${s(d.PROVIDER_TIMEOUT_MS)} (\`PROVIDER_TIMEOUT_MS\`)`,
-        'configuration',
-        'an unknown outcome: retried with the same `Idempotency-Key`; after the last attempt, a person decides',
-      ],
-    ],
-  );
+/**
+ * A table written as text in docs/tables/<name>.md (its leading comment dropped), each `{{value}}` filled from
+ * {@link templateValues}.
+ * @throws Error naming a `{{value}}` the code does not provide.
+ */
+export async function renderTemplate(name: string, values = templateValues()): Promise<string> {
+  const text = await readFile(docPath(`docs/tables/${name}.md`), 'utf8');
+  return text
+    .replace(/^<!--[\s\S]*?-->\s*/, '')
+    .trim()
+    .split('\n')
+    .map((row) =>
+      row
+        .split('|')
+        .map((cell) => cell.trim())
+        .join(' | ')
+        .trim(),
+    ) // Prettier's padding dropped
+    .join('\n')
+    .replace(/\{\{([\w.]+)\}\}/g, (_m, key: string) => {
+      const value = key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], values);
+      if (typeof value !== 'string' && typeof value !== 'number')
+        throw new Error(`docs/tables/${name}.md: no value {{${key}}} in templateValues()`);
+      return /(Ms|_MS)$/.test(key) ? formatDuration(Number(value)) : String(value);
+    });
 }
 
 /** The `metrics` section: one row per metric family. */
@@ -512,9 +381,9 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
           .map((f) => readFile(docPath(`workflows/${f}`), 'utf8')),
       )),
     ),
-    limits: renderLimits(),
+    limits: await renderTemplate('limits'),
     'problem-types': renderProblemTypes(),
-    bounds: renderBounds(),
+    bounds: await renderTemplate('bounds'),
     metrics: renderMetrics(),
   };
 }

@@ -1,15 +1,9 @@
 /**
- * The checks behind `npm run check:observability`: the Prometheus rules, their unit tests and the Grafana dashboards
- * of observability/ against promtool and against what the service really serves.
- * 1. promtool: `check config` (prometheus.yml with its rule files), `check rules`, `test rules`.
- * 2. Every PromQL expression (each rule's, each dashboard target's and query variable's, Grafana variables
- *    substituted) parses with promtool; the metric names each reads come from the official PromQL grammar
- *    (@prometheus-io/lezer-promql).
- * 3. Every name is a family of a live scrape of the API or the worker (parse-prometheus-text-format; a histogram's
- *    `_bucket`, `_sum` and `_count` included), a series Prometheus writes itself (`up`, ...), or one of the Temporal
- *    SDK metrics the SDK creates only at their first event ({@link SDK_LAZY_METRICS}), so a typo never passes.
- * 4. Every dashboard panel and target uses the provisioned datasource. (Each alert's labels, annotations and runbook
- *    heading are checked by test/unit/observability-assets.spec.ts.)
+ * The checks behind `npm run check:observability` (docs/operations.md): promtool's `check config`, `check rules` and
+ * `test rules`; every PromQL expression of the rules and the Grafana dashboards parsed by promtool, the metric names it
+ * reads taken from the official grammar (@prometheus-io/lezer-promql) and each found in a live scrape of the API or
+ * the worker (parse-prometheus-text-format), among Prometheus' own series or {@link SDK_LAZY_METRICS}; every panel on
+ * the provisioned datasource.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

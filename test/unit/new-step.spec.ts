@@ -12,7 +12,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify, stripVTControlCharacters } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { StepPhase } from '../../activities/kit/define.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { PROVIDERS } from '../../providers/index.js';
@@ -246,12 +246,17 @@ describe('scaffolded files, in a copy of the working tree', () => {
         'activities/steps/index.ts',
         'providers/index.ts',
       ];
-      await sh('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']);
-      await sh('npx', ['eslint', ...files]);
-      await sh('npx', ['prettier', '--check', ...files]);
-      const battery = await sh('npx', ['vitest', 'run', 'test/conformance/steps.conformance.spec.ts'], {
-        CONFORMANCE_STEPS: 'scaffoldSpecPoints,scaffoldSpecNotice',
-      });
+      // Side by side (each mostly single-threaded; this file is the longest of the suite), the battery on this run's
+      // Temporal server (its global setup then starts none of its own). Each rejects when its command fails.
+      const [, , battery] = await Promise.all([
+        sh('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']),
+        sh('npx', ['eslint', ...files]).then(() => sh('npx', ['prettier', '--check', ...files])),
+        sh('npx', ['vitest', 'run', 'test/conformance/steps.conformance.spec.ts'], {
+          CONFORMANCE_STEPS: 'scaffoldSpecPoints,scaffoldSpecNotice',
+          TEMPORAL_ADDRESS: inject('temporalAddress'),
+          TEMPORAL_UI_URL: inject('temporalUiUrl'),
+        }),
+      ]);
       const output = stripVTControlCharacters(`${battery.stdout}${battery.stderr}`);
       expect(output).toMatch(/Tests\s+\d+ passed/);
       expect(output).toContain('scaffoldSpecNotice: a provider that never answers in time');
