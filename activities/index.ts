@@ -2,7 +2,8 @@
  * The activities of the order workflow, derived from the step registry (activities/steps/index.ts): one activity
  * per step and per compensation (each runs its definition through the kit, ./kit/run.ts), plus the kit's own:
  * `haltOrder` (the fence), `setOrderStatus` (the statuses the workflow writes itself), `planOrder` (the plan of a
- * run started without one), `recordResolution` (an operator's audited decision), and the retention Schedule's
+ * run started without one), `recordResolution` (an operator's audited decision), `eventDeadline` (an event step's
+ * deadline, read before its wait), and the retention Schedule's
  * `purgeExpiredIdempotencyRecords`.
  *
  * Activities are plain functions closed over their dependencies (no `this`), so they run alone under
@@ -33,6 +34,7 @@ import type {
 } from '../workflows/order-activities.contract.js';
 import type { ActivityDeps } from './ports.js';
 import { recordResolution } from './kit/resolutions.js';
+import { eventDeadline, runEventStep } from './kit/events.js';
 import { createRetentionActivities } from './retention.activities.js';
 import { STEPS } from './steps/index.js';
 
@@ -49,7 +51,11 @@ export function createActivities(deps: ActivityDeps, steps: readonly StepDefinit
   const activities: Record<string, (input: never) => Promise<unknown>> = {};
   for (const step of steps) {
     activities[step.name] = (input: StepInput) =>
-      step.kind === 'database' ? runDatabaseStep(step, deps, input) : runProviderStep(step, deps, input);
+      step.kind === 'database'
+        ? runDatabaseStep(step, deps, input)
+        : step.kind === 'event'
+          ? runEventStep(step, deps, input)
+          : runProviderStep(step, deps, input);
     const compensation = step.compensation;
     if (compensation?.kind === 'database') {
       activities[compensation.name] = (input: CompensationInput) => runDatabaseCompensation(compensation, deps, input);
@@ -61,6 +67,7 @@ export function createActivities(deps: ActivityDeps, steps: readonly StepDefinit
   const kit: KitActivities = {
     haltOrder: (input) => haltOrder(steps, deps, input),
     recordResolution: (input) => recordResolution(steps, deps, input),
+    eventDeadline: (input) => eventDeadline(steps, deps, input),
     async setOrderStatus(input) {
       const applied = await writeOrderStatus(
         deps.db,

@@ -8,6 +8,7 @@ import { accounting } from './accounting.provider.js';
 import { carrier } from './carrier.provider.js';
 import { email } from './email.provider.js';
 import type { ProviderDefinition } from './kit/define.js';
+import { warehouse } from './warehouse.provider.js';
 // new:step inserts imports above this line.
 
 /** Every provider, by name. */
@@ -15,6 +16,7 @@ export const PROVIDERS = {
   email,
   carrier,
   accounting,
+  warehouse,
   // new:step inserts providers above this line.
 } as const satisfies Record<string, ProviderDefinition>;
 

@@ -19,7 +19,7 @@ import { firstValueFrom, timeout } from 'rxjs';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { temporalConnectionOptionsFromEnv } from '../src/config/temporal-connection.js';
 import { ORDER_TASK_QUEUE } from '../workflows/order-fulfilment.contract.js';
-import { devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
+import { configureWarehouseCallback, devApiKeysBanner, ensureDevApiKeys } from './lib/dev-api-keys.js';
 import { ensureDatabase, preparePostgres, waitForPostgres, type RunAs } from './lib/embedded-pg.js';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { portsInUse, waitForHttp, waitForTemporal, waitForWorkerPollers } from './lib/processes.js';
@@ -258,6 +258,8 @@ async function main(): Promise<void> {
     return;
   }
   const keys = await ensureDevApiKeys({ databaseUrl });
+  // The simulated warehouse reports orders packed to our API with the warehouse's development key.
+  await configureWarehouseCallback(simulatorUrl, def.localUrl(ports.api), keys);
   const serviceEnv = {
     ...def.serviceEnvironment({
       databaseUrl,

@@ -5,7 +5,8 @@
  * in the Dockerfile.
  *
  * Environment: `SIMULATOR_PORT` (default 4010), `SIMULATOR_HOST` (default 127.0.0.1), and per provider
- * `<NAME>_PROVIDER_API_KEY` (optional: the only bearer token that provider accepts when set).
+ * `<NAME>_PROVIDER_API_KEY` (optional: the only bearer token that provider accepts when set); a provider's simulation
+ * reads its own settings from the environment too (e.g. the warehouse's `WAREHOUSE_PACK_DELAY_MS`).
  * Logs one line `simulators listening on <url> (<names>)`; SIGTERM or SIGINT closes the server and exits 0.
  */
 import { z } from 'zod';
@@ -35,6 +36,7 @@ try {
     host: settings.data.SIMULATOR_HOST,
     port: settings.data.SIMULATOR_PORT,
     apiKeys,
+    settings: process.env,
   });
 } catch (error) {
   console.error(error instanceof Error ? error.message : error);

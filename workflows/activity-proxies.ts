@@ -36,7 +36,8 @@ function providerQueue(provider: string): string {
 export function stepActivity(step: PlannedStep): StepActivity {
   const profile = RETRY_PROFILES[step.retry];
   const cancellationType = ActivityCancellationType.WAIT_CANCELLATION_COMPLETED;
-  if (step.kind === 'database') {
+  // A database step, and an event step's recording of its event: local activities in the workflow task.
+  if (step.kind !== 'provider') {
     return proxyLocalActivities<Record<string, StepActivity>>({
       ...profile,
       cancellationType,

@@ -45,6 +45,8 @@ export const ErrorType = {
   SideEffectUnrecorded: 'SideEffectUnrecordedError',
   /** An operator's resolve or close of an order that does not wait for it (or waits on another step). */
   OrderNotAwaitingResolution: 'OrderNotAwaitingResolutionError',
+  /** A report of an outside event (e.g. `packed`) to an order that does not wait for it and has no step for it. */
+  OrderNotAwaitingEvent: 'OrderNotAwaitingEventError',
 } as const;
 export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 

@@ -15,6 +15,32 @@ export interface StepInput {
   status: string;
   /** Its rank (10 × the step's position in the plan). */
   rank: number;
+  /** An event step's input: the report that ended its wait (recorded by the step). */
+  event?: EventReportInput;
+}
+
+/** An outside event as the order received it (the report Update), e.g. the warehouse's `packed`. */
+export interface EventReportInput {
+  /** The report's id (the Update id, from the reporter's `Idempotency-Key`). */
+  id: string;
+  /** When the workflow received it (ISO 8601). */
+  receivedAt: string;
+  /** Who reported it (the API client). */
+  by: string;
+  /** What the reporter sent (e.g. `{ parcels, note }`). */
+  report: Record<string, unknown>;
+}
+
+/** Input of eventDeadline: the order and the event step about to wait. */
+export interface EventDeadlineInput {
+  orderId: string;
+  step: string;
+}
+
+/** Result of eventDeadline: the step's deadline (ISO 8601) and what it is in words, or null: none. */
+export interface EventDeadlineResult {
+  deadline: string | null;
+  what: string | null;
 }
 
 /** Result of every step's activity. */
@@ -156,4 +182,9 @@ export interface KitActivities {
   planOrder(input: PlanOrderInput): Promise<OrderPlan>;
   /** An operator's audited decision on what an order waits on (`recordResolution`, activities/kit/resolutions.ts). */
   recordResolution(input: RecordResolutionInput): Promise<RecordResolutionResult>;
+  /**
+   * The deadline an event step's wait must not pass (its `deadline` hook, activities/kit/events.ts), read before each
+   * wait; `{ deadline: null }` for a step without one.
+   */
+  eventDeadline(input: EventDeadlineInput): Promise<EventDeadlineResult>;
 }

@@ -120,7 +120,51 @@ export interface OrderResumeState {
    * The answers of the latest operator Updates (retry, resolve), by Update id (at most {@link REMEMBERED_UPDATES}).
    */
   answered: Record<string, OperatorAnswer>;
+  /** The outside events the order received (an event step's report, e.g. `packed`), by event name. From 1.2. */
+  events?: Record<string, ReceivedEvent>;
 }
+
+/** An outside event as the order received it (the report Update), e.g. the warehouse's `packed`. */
+export interface ReceivedEvent {
+  /** The report's id (the Update id, from the reporter's `Idempotency-Key`). */
+  id: string;
+  /** When the workflow received it (ISO 8601). */
+  receivedAt: string;
+  /** Who reported it (the API client). */
+  by: string;
+  /** What the reporter sent (e.g. `{ parcels, note }`). */
+  report: Record<string, unknown>;
+}
+
+/** Argument of an event's report Update (e.g. `reportPacked`). */
+export interface ReportEventInput {
+  /** Who reports it (the API client), 1..200 characters. */
+  by: string;
+  /** What the reporter sends (a JSON object, e.g. `{ parcels, note }`); default `{}`. */
+  report?: Record<string, unknown>;
+}
+
+/** Result of an event's report Update: the first report the order received (a second one answers the same). */
+export interface ReportEventResult {
+  orderId: string;
+  event: string;
+  reportId: string;
+  receivedAt: string;
+  by: string;
+}
+
+/** The name of the Update that reports the event `event` to an order: `report<Event>` (e.g. `reportPacked`). */
+export function reportEventUpdateName(event: string): string {
+  return `report${event.charAt(0).toUpperCase()}${event.slice(1)}`;
+}
+
+/**
+ * Update: the warehouse (or an operator) reports the order packed (POST /orders/:id/packed). Accepted while the order
+ * is not final or stopping and its plan has a `packed` event step not yet done; an early report (before the wait
+ * started) is kept and ends the wait at once; a second report answers the same as the first. Refused otherwise with
+ * `OrderNotAwaitingEventError`. Send it with the Update id from the reporter's Idempotency-Key.
+ */
+export const reportPackedUpdate = defineUpdate<ReportEventResult, [ReportEventInput]>(reportEventUpdateName('packed'));
 
 /** How many retry Update answers an order remembers across runs (a repeated request older than that is a new one). */
 export const REMEMBERED_UPDATES = 100;
@@ -214,6 +258,8 @@ export interface OrderFulfilmentState {
   cancellation: { reason: string; source: 'update' | 'workflow-cancel' } | null;
   /** Why the order failed or needs attention (error type and message); null otherwise. */
   failureReason: string | null;
+  /** Set while an event step waits for its event (from 1.2): which, since when, until when at most. */
+  waitingFor?: { step: string; event: string; since: string; until: string } | null;
 }
 
 /** Query: the current fulfilment state. Name on the wire: `status`. */

@@ -59,8 +59,10 @@ import {
   type OrderFulfilmentResult,
   type OrderFulfilmentState,
   type OrderResumeState,
+  type ReceivedEvent,
 } from './order-fulfilment.contract.js';
 import { describeWait, detailsOf, escapeMarkdown } from './order-details.js';
+import { awaitEvent, cancelDuringEventWait, registerEventHandlers, type EventWaitHost } from './order-event-wait.js';
 import {
   registerOrderHandlers,
   type CancelRequest,
@@ -84,7 +86,7 @@ export async function orderFulfilment(input: OrderFulfilmentInput): Promise<Orde
  * The state and steps of one order's run. The Query and Update handlers (order-handlers.ts) and the compensation
  * (order-compensation.ts) read and change it through the members their host interfaces name.
  */
-class OrderLifecycle implements OrderHandlerHost, CompensationHost {
+class OrderLifecycle implements OrderHandlerHost, CompensationHost, EventWaitHost {
   readonly state: OrderFulfilmentState;
   plan: OrderPlan = { steps: [] };
   /** The cancellable scope of the pre-pivot steps now running, if any. */
@@ -119,6 +121,8 @@ class OrderLifecycle implements OrderHandlerHost, CompensationHost {
   lastStarted = -1;
   /** Answers of the operator Updates this order accepted (this run's and the carried ones), by id, oldest first. */
   readonly answered = new Map<string, OperatorAnswer>();
+  /** The outside events the order received (event steps' reports), by event name. */
+  readonly events = new Map<string, ReceivedEvent>();
   /** Which run of the order this is (1, then 2 after the first continue-as-new, ...). */
   private readonly runNumber: number;
 
@@ -141,6 +145,7 @@ class OrderLifecycle implements OrderHandlerHost, CompensationHost {
       for (const [step, id] of Object.entries(resume.results)) this.results.set(step, id);
       for (const [step, n] of Object.entries(resume.retries)) this.retries.set(step, n);
       for (const [id, answer] of Object.entries(resume.answered)) this.answered.set(id, answer);
+      for (const [name, event] of Object.entries(resume.events ?? {})) this.events.set(name, event);
       this.lastStarted = resume.lastStarted;
       this.visibleStatus = resume.visibleStatus;
     }
@@ -164,6 +169,7 @@ class OrderLifecycle implements OrderHandlerHost, CompensationHost {
       // A cancel meanwhile is honoured by onWorkflowCancel once the plan is known: the order halts and compensates.
       this.plan = await CancellationScope.nonCancellable(() => planning.planOrder({ orderId: this.orderId }));
     } else this.plan = await planning.planOrder({ orderId: this.orderId });
+    registerEventHandlers(this);
     this.showDetails();
 
     const ended = this.state.pivotPassed ? undefined : await this.untilPivot();
@@ -202,8 +208,22 @@ class OrderLifecycle implements OrderHandlerHost, CompensationHost {
     const request: CancelRequest = { reason, source, outcome: null };
     this.cancelRequest = request;
     this.state.cancellation = { reason, source };
+    // During an event wait (plans from 1.2 only) the cancel may first have to ask the provider (e.g. cancel the pick).
+    const waiting = this.state.waitingFor && this.plan.steps.find((s) => s.name === this.state.waitingFor?.step);
+    if (this.prePivot && waiting && waiting.event?.cancelFirst) {
+      void cancelDuringEventWait(this, waiting);
+      return request;
+    }
+    this.proceedWithCancel();
+    return request;
+  }
+
+  /** Goes on with the cancel request being honoured: fences the order at once and cancels the pre-pivot scope. */
+  proceedWithCancel(): void {
+    const request = this.cancelRequest;
+    if (!request) return;
     if (this.prePivot && patched(PATCHES.fenceOnCancel)) {
-      const input = this.fenceInput(`cancelled: ${reason}`);
+      const input = this.fenceInput(`cancelled: ${request.reason}`);
       this.earlyFence = CancellationScope.nonCancellable(() => kit.haltOrder(input));
       this.earlyFence.then(
         (fence) => {
@@ -213,7 +233,11 @@ class OrderLifecycle implements OrderHandlerHost, CompensationHost {
       );
     }
     this.prePivot?.cancel();
-    return request;
+  }
+
+  /** Answers the cancel request being honoured with a refusal (e.g. the warehouse started picking). */
+  refuseCancelRequest(why: string): void {
+    this.refuseCancel(why);
   }
 
   /** haltOrder's input: the plan's provider steps up to and including the pivot, its pivot, and their keys. */
@@ -272,7 +296,10 @@ class OrderLifecycle implements OrderHandlerHost, CompensationHost {
   private async step(step: PlannedStep): Promise<StepResult> {
     this.state.currentStep = step.name;
     this.showDetails();
-    const result = await stepActivity(step)({ orderId: this.orderId, status: step.status, rank: step.rank });
+    const result =
+      step.kind === 'event'
+        ? await awaitEvent(this, step)
+        : await stepActivity(step)({ orderId: this.orderId, status: step.status, rank: step.rank });
     this.results.set(step.name, result.providerId ?? null);
     this.state.completedSteps.push(step.name);
     this.state.currentStep = null;
@@ -518,6 +545,7 @@ class OrderLifecycle implements OrderHandlerHost, CompensationHost {
       lastStarted: this.lastStarted,
       visibleStatus: this.visibleStatus,
       answered: Object.fromEntries(this.answered),
+      ...(this.events.size > 0 ? { events: Object.fromEntries(this.events) } : {}),
     };
     log.info('continuing as new', { orderId: this.orderId, historyLength: info.historyLength, run: resume.run });
     await continueAsNew<typeof orderFulfilment>({ orderId: this.orderId, plan: this.plan, resume });

@@ -25,8 +25,11 @@ export type PlannedRetryProfile = 'localDatabaseStep' | 'databaseStep' | 'provid
 export interface PlannedStep {
   /** Activity name, e.g. `shipOrder`. */
   name: string;
-  /** `database`: a local activity on the order task queue; `provider`: an activity on the provider's task queue. */
-  kind: 'database' | 'provider';
+  /**
+   * `database`: a local activity on the order task queue; `provider`: an activity on the provider's task queue;
+   * `event` (from 1.2): a bounded wait for an outside event, then a local activity that records it.
+   */
+  kind: 'database' | 'provider' | 'event';
   phase: StepPhase;
   /** The status the step writes when it succeeds (the plan's last step writes `completed`). */
   status: string;
@@ -46,6 +49,21 @@ export interface PlannedStep {
   compensation?: { name: string; provider?: string };
   /** What the Temporal UI shows on the activity (user metadata), e.g. `shipment of 3 items`. */
   summary: string;
+  /**
+   * An event step's wait: the event (`packed`), the bound of one wait (ms, from configuration when the order was
+   * placed, e.g. `WAREHOUSE_PACK_TIMEOUT`), how long before a deadline the wait stops (ms), and the bound's variable.
+   */
+  event?: PlannedEvent;
+}
+
+/** An event step's wait, as planned (see {@link PlannedStep.event}). */
+export interface PlannedEvent {
+  name: string;
+  timeoutMs: number;
+  marginMs?: number;
+  timeoutSetting?: string;
+  /** The earlier step whose compensation a cancel during the wait runs first; its definite refusal refuses it. */
+  cancelFirst?: string;
 }
 
 /** The plan of one order. */

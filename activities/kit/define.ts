@@ -228,9 +228,65 @@ export interface ProviderStepDefinition<
   compensation?: Compensation;
 }
 
+/** An outside event as it reached the order (the workflow's report Update), e.g. the warehouse's `packed`. */
+export interface EventReport {
+  /** The report's id: the Update id (from the reporter's `Idempotency-Key`). */
+  id: string;
+  /** When the order received it (ISO 8601, the workflow's clock). */
+  receivedAt: string;
+  /** Who reported it (the API client). */
+  by: string;
+  /** What the reporter sent (e.g. `{ parcels, note }`). */
+  report: Record<string, unknown>;
+}
+
+/** What an event step's `record` gets: the transaction and the report. */
+export interface EventRecordContext extends TransactionContext {
+  event: EventReport;
+}
+
+/**
+ * A step that waits for an outside event (a warehouse reporting an order packed, a person approving): no work of its
+ * own but recording the event. The workflow waits for it without polling, with a bound (`event.timeoutMs`, from
+ * configuration when the plan is built; or earlier: the `deadline` hook minus `event.marginMs`); the bound passed puts
+ * the order in `attention_required` with the reason, and an operator's retry waits again. On arrival the step's local
+ * activity records the event (the `order_events` row and the status) under the order-row lock and the halt fence,
+ * like a database step. Never the pivot.
+ */
+export interface EventStepDefinition extends StepCommon {
+  kind: 'event';
+  event: {
+    /** The event's name, lower-case (`packed`): the Update that reports it is `report<Name>` (e.g. `reportPacked`). */
+    name: string;
+    /** The bound of one wait, ms, unless the plan's configuration sets it (e.g. `WAREHOUSE_PACK_TIMEOUT`). */
+    timeoutMs: number;
+    /** How long before the `deadline` the wait stops, ms (default 0). */
+    marginMs?: number;
+    /** The configuration variable of the bound, for the messages and the docs (e.g. `WAREHOUSE_PACK_TIMEOUT`). */
+    timeoutSetting?: string;
+    /**
+     * The earlier step whose provider compensation a cancel during the wait runs first (the request the event answers,
+     * e.g. `requestPick`): its definite refusal (the warehouse started picking) refuses the cancel and the order goes
+     * on waiting; otherwise the order halts and compensates as usual (that compensation then replays, same key).
+     */
+    cancelFirst?: string;
+  };
+  /**
+   * A deadline the wait must not pass (ISO 8601), read by a kit activity before each wait, e.g. the capture deadline
+   * of the payment authorization; null: none. The bound becomes min(timeout, deadline − margin).
+   */
+  deadline?(ctx: StepContext): Promise<string | null>;
+  /** What the deadline is, in words, for the reason (e.g. `the payment authorization expires`). */
+  deadlineWhat?: string;
+  /** Records the event in the step's own tables too (optional), in the kit's transaction. */
+  record?(ctx: EventRecordContext): Promise<void>;
+  /** None: an event step only records (the step that asked for the event undoes the request). */
+  compensation?: undefined;
+}
+
 /** Any step (`any`: the variance escape hatch, as for providers' AnyOperation). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type StepDefinition = DatabaseStepDefinition | ProviderStepDefinition<any, any>;
+export type StepDefinition = DatabaseStepDefinition | ProviderStepDefinition<any, any> | EventStepDefinition;
 
 /** Declares a database step (an identity function that keeps the types; the registry validates the rest). */
 export function defineDatabaseStep<R>(step: Omit<DatabaseStepDefinition<R>, 'kind'>): DatabaseStepDefinition<R> {
@@ -242,6 +298,11 @@ export function defineProviderStep<P extends ProviderDefinition, K extends keyof
   step: Omit<ProviderStepDefinition<P, K>, 'kind'>,
 ): ProviderStepDefinition<P, K> {
   return { kind: 'provider', ...step };
+}
+
+/** Declares an event step (an identity function that keeps the types; the registry validates the rest). */
+export function defineEventStep(step: Omit<EventStepDefinition, 'kind'>): EventStepDefinition {
+  return { kind: 'event', ...step };
 }
 
 /** Declares a provider compensation (an identity function that keeps the request type of the operation). */
@@ -261,8 +322,10 @@ const RESERVED_NAMES = [
   'setOrderStatus',
   'planOrder',
   'recordResolution',
+  'eventDeadline',
   'purgeExpiredIdempotencyRecords',
 ];
+const EVENT_NAME = /^[a-z][a-z0-9]*$/;
 
 /**
  * Checks a registry: unique activity names (steps and compensations), unique statuses, exactly one pivot (a provider
@@ -286,6 +349,7 @@ export function validateSteps<const S extends readonly StepDefinition[]>(steps: 
   const pivotAt = steps.findIndex((s) => s.phase === StepPhase.Pivot);
   // The halt fence tells a passed pivot by its claim: the pivot is an effect at a provider.
   if (pivotAt >= 0 && steps[pivotAt]!.kind !== 'provider') problems.push('the pivot must be a provider step');
+  const events = new Set<string>();
   steps.forEach((step, i) => {
     taken(step.name, 'step');
     if (!STATUS.test(step.status)) problems.push(`step ${step.name}: status ${step.status} is not snake_case`);
@@ -306,6 +370,21 @@ export function validateSteps<const S extends readonly StepDefinition[]>(steps: 
       }
       if (step.phase !== StepPhase.BeforePivot) {
         problems.push(`step ${step.name}: only a before-pivot step has a compensation (nothing compensates past it)`);
+      }
+    }
+    if (step.kind === 'event') {
+      const { name, timeoutMs, marginMs } = step.event;
+      if (step.phase === StepPhase.Pivot) problems.push(`step ${step.name}: an event step is never the pivot`);
+      if (!EVENT_NAME.test(name)) problems.push(`step ${step.name}: event ${name} is not a lower-case name`);
+      if (events.has(name)) problems.push(`step ${step.name}: event ${name} is awaited by another step`);
+      events.add(name);
+      if (!(timeoutMs > 0) || !((marginMs ?? 0) >= 0)) {
+        problems.push(`step ${step.name}: the event's timeout must be positive and its margin not negative`);
+      }
+      const first = step.event.cancelFirst;
+      const earlier = first === undefined ? undefined : steps.slice(0, i).find((s) => s.name === first);
+      if (first !== undefined && earlier?.compensation?.kind !== 'provider') {
+        problems.push(`step ${step.name}: cancelFirst ${first} is not an earlier step with a provider compensation`);
       }
     }
     if (step.kind === 'provider' && step.provider.operations[step.operation] === undefined) {

@@ -3,17 +3,32 @@
  * placed (stored in `orders.plan` and passed in the workflow's input), or by the `planOrder` activity for a run
  * started without one.
  */
-import { RANK_STEP, type OrderFacts, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
+import {
+  RANK_STEP,
+  type OrderFacts,
+  type OrderPlan,
+  type PlannedEvent,
+  type PlannedStep,
+} from '../../workflows/order-plan.js';
 import { plainLine } from '../../workflows/display-text.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
 import type { StepDefinition } from './define.js';
 
+/** Options of {@link buildPlan}. */
+export interface PlanOptions {
+  /**
+   * The configured bound and deadline margin of each event (by event name, ms), e.g. `packed` from
+   * `WAREHOUSE_PACK_TIMEOUT`; an event not named keeps its step's defaults.
+   */
+  events?: Readonly<Record<string, { timeoutMs?: number; marginMs?: number }>>;
+}
+
 /**
  * The plan of an order over `steps`: each step with its rank (10 × its 1-based position), the status it writes (the
  * last step writes `completed`), its retry profile, its provider, its idempotency key for the order (provider steps),
- * its compensation, and its summary for `order`.
+ * its compensation, its summary for `order`, and an event step's wait (its bound from `options.events`).
  */
-export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts): OrderPlan {
+export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts, options: PlanOptions = {}): OrderPlan {
   return {
     steps: steps.map((step, i): PlannedStep => {
       const last = i === steps.length - 1;
@@ -24,7 +39,7 @@ export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts): 
         phase: step.phase,
         status: last ? OrderStatus.Completed : step.status,
         rank: (i + 1) * RANK_STEP,
-        retry: step.retry ?? (step.kind === 'database' ? 'localDatabaseStep' : 'providerCall'),
+        retry: step.retry ?? (step.kind === 'provider' ? 'providerCall' : 'localDatabaseStep'),
         ...(step.kind === 'provider' ? { provider: step.provider.name } : {}),
         ...(step.kind === 'provider' && order.orderId !== '' ? { key: step.key(order.orderId) } : {}),
         ...(compensation
@@ -36,6 +51,7 @@ export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts): 
             }
           : {}),
         summary: truncate(step.summary?.(order) ?? step.label),
+        ...(step.kind === 'event' ? { event: plannedEvent(step.event, options) } : {}),
       };
     }),
   };
@@ -50,6 +66,19 @@ export function registryPlan(steps: readonly StepDefinition[]): OrderPlan {
     steps.map((s) => ({ ...s, summary: undefined })),
     { orderId: '', customerEmail: '', customerName: null, currency: '', totalMinor: 0, lines: [] },
   );
+}
+
+/** An event step's wait with the configured bound and margin, when configured. */
+function plannedEvent(event: PlannedEvent, options: PlanOptions): PlannedEvent {
+  const configured = options.events?.[event.name];
+  const marginMs = configured?.marginMs ?? event.marginMs;
+  return {
+    name: event.name,
+    timeoutMs: configured?.timeoutMs ?? event.timeoutMs,
+    ...(marginMs === undefined ? {} : { marginMs }),
+    ...(event.timeoutSetting ? { timeoutSetting: event.timeoutSetting } : {}),
+    ...(event.cancelFirst ? { cancelFirst: event.cancelFirst } : {}),
+  };
 }
 
 /**

@@ -7,7 +7,9 @@
  * See docs/extending.md.
  */
 import { validateSteps } from '../kit/define.js';
+import { awaitPacking } from './await-packing.step.js';
 import { createInvoice } from './create-invoice.step.js';
+import { requestPick } from './request-pick.step.js';
 import { reserveInventory } from './reserve-inventory.step.js';
 import { sendOrderConfirmation } from './send-order-confirmation.step.js';
 import { shipOrder } from './ship-order.step.js';
@@ -19,6 +21,8 @@ export const STEPS = validateSteps([
   reserveInventory,
   createInvoice,
   sendOrderConfirmation,
+  requestPick,
+  awaitPacking,
   shipOrder,
   syncInvoiceToAccounting,
   // new:step inserts steps above this line (or next to the step of --before/--after).

@@ -33,6 +33,26 @@ export interface SimulateContext<Req> {
   newId(prefix: string): string;
   /** `length` random characters of `alphabet` (default upper-case letters and digits). */
   randomText(length: number, alphabet?: string): string;
+  /**
+   * The simulator's settings: its process environment overlaid with `POST /<name>/_sim/settings` (e.g. the warehouse's
+   * `WAREHOUSE_PACK_DELAY_MS`). Absent where no simulator process runs (the test fakes).
+   */
+  settings?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Runs `task` in the simulator process after `delayMs` (e.g. a warehouse reporting back by calling our API), unless
+   * the provider is reset or the simulator closes first. Absent in the test fakes: they never call back.
+   */
+  later?(delayMs: number, task: () => Promise<void>): void;
+}
+
+/**
+ * An action of the provider's own side that the service never calls (e.g. the warehouse starting to pick an order),
+ * offered by its simulator at `POST /<name>/_sim/actions/<action>` for tests and drills.
+ */
+export interface SimulatorAction {
+  description: string;
+  /** Acts on the provider's state; a {@link SimulatedRefusal} answers as its problem. */
+  run(ctx: { body: unknown; state: Map<string, unknown> }): { status: number; body: unknown };
 }
 
 /**
@@ -188,6 +208,8 @@ export interface ProviderDefinition<Ops extends Record<string, AnyOperation> = R
   limits: ProviderLimits;
   /** Extra settings by the name the client passes to `withSettings` (e.g. `from`). */
   settings?: Record<string, ProviderSetting>;
+  /** The simulator's actions of the provider's own side, by name ({@link SimulatorAction}). */
+  simulatorActions?: Record<string, SimulatorAction>;
 }
 
 /** The request type of an operation. */

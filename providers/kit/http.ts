@@ -37,10 +37,20 @@ export interface ProviderResponse {
 /**
  * Classifies an HTTP status per ports.ts: 5xx/408/425/429 → `unavailable`, 409 → `conflict`,
  * 401/403 → `unauthorized`, other 4xx → `rejected`. Anything else that is not 2xx (1xx/3xx) is treated as
- * `unavailable`: unexpected, and retrying with the same key is safe.
+ * `unavailable`: unexpected, and retrying with the same key is safe. A 409 problem (RFC 9457) of a type of its own (not
+ * `about:blank`) other than the key in flight (`…/idempotency-key-in-flight`) is a definite refusal of the resource's state, `rejected` (e.g.
+ * the warehouse's `picking-started`: the pick can no longer be cancelled).
+ * @param problemType the `type` of the answer's problem document, when it has one.
  */
-export function classifyStatus(status: number): ProviderFailureKind {
-  if (status === 409) return 'conflict';
+export function classifyStatus(status: number, problemType?: string): ProviderFailureKind {
+  if (status === 409) {
+    const definite =
+      problemType !== undefined &&
+      problemType !== '' &&
+      problemType !== 'about:blank' &&
+      !problemType.endsWith('idempotency-key-in-flight');
+    return definite ? 'rejected' : 'conflict';
+  }
   if (status === 401 || status === 403) return 'unauthorized';
   if (status === 408 || status === 425 || status === 429) return 'unavailable';
   if (status >= 400 && status < 500) return 'rejected';
@@ -117,8 +127,19 @@ export async function callProvider(options: ProviderHttpOptions, request: Provid
       );
     }
   }
-  const kind = classifyStatus(status);
+  const kind = classifyStatus(status, problemType(text, contentType));
   throw new ProviderError(`${what} → ${status} (${kind}): ${problemDetail(text, contentType)}`, kind, status);
+}
+
+/** The problem's `type` from an RFC 9457 body, when it has one. */
+function problemType(text: string, contentType: string): string | undefined {
+  if (!/json/i.test(contentType) && !text.startsWith('{')) return undefined;
+  try {
+    const type = (JSON.parse(text) as { type?: unknown } | null)?.type;
+    return typeof type === 'string' ? type : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The problem's `detail` (else `title`) from an RFC 9457 body, else the body text, truncated. */

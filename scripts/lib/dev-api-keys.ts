@@ -1,6 +1,7 @@
 /**
  * The development API clients and keys of `npm start`: two customer-facing clients (`dev-shop-a`, `dev-shop-b`:
- * orders:write, orders:read, orders:cancel) and one operator (`dev-ops`: operator). Their keys (`of_dev_…`) are
+ * orders:write, orders:read, orders:cancel), one operator (`dev-ops`: operator) and the warehouse (`dev-warehouse`:
+ * warehouse; the simulated warehouse reports orders packed with it). Their keys (`of_dev_…`) are
  * kept in `.data/api-keys.json` (mode 0600; the demo, the bench and the README's curl lines read it) and reused on
  * the next start; a key missing from the database (a fresh one) is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
  */
@@ -55,6 +56,7 @@ export const DEV_CLIENTS: readonly { client: string; name: string; scopes: reado
   { client: 'dev-shop-a', name: 'Development shop A', scopes: CLIENT_SCOPES },
   { client: 'dev-shop-b', name: 'Development shop B', scopes: CLIENT_SCOPES },
   { client: 'dev-ops', name: 'Development operators', scopes: [Scope.Operator] },
+  { client: 'dev-warehouse', name: 'Development warehouse (the simulator reports packed)', scopes: [Scope.Warehouse] },
 ];
 
 /**
@@ -127,4 +129,31 @@ export function devApiKeysBanner(apiUrl: string, keys: readonly DevApiKey[], bol
   );
   if (ops) lines.push(`  Every order (operator):  curl -s ${apiUrl}/orders -H 'Authorization: Bearer ${ops.key}'`);
   return lines;
+}
+
+/**
+ * Points the simulated warehouse (on the simulator process at `simulatorUrl`) at our API: it reports orders packed to
+ * `apiUrl` with the warehouse's development key (`POST /warehouse/_sim/settings`: `WAREHOUSE_CALLBACK_URL`,
+ * `WAREHOUSE_CALLBACK_API_KEY`), so `npm start`'s orders complete on their own. Settings already in the simulator's
+ * environment win (e.g. another API URL): nothing is overridden then.
+ * @throws Error when there is no warehouse key or the simulator refuses.
+ */
+export async function configureWarehouseCallback(
+  simulatorUrl: string,
+  apiUrl: string,
+  keys: readonly DevApiKey[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
+  const key = keys.find((k) => k.scopes.includes(Scope.Warehouse))?.key;
+  if (!key) throw new Error('no development key with scope warehouse');
+  const settings = {
+    ...(env.WAREHOUSE_CALLBACK_URL?.trim() ? {} : { WAREHOUSE_CALLBACK_URL: apiUrl }),
+    ...(env.WAREHOUSE_CALLBACK_API_KEY?.trim() ? {} : { WAREHOUSE_CALLBACK_API_KEY: key }),
+  };
+  const res = await fetch(`${simulatorUrl.replace(/\/+$/, '')}/warehouse/_sim/settings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(settings),
+  });
+  if (!res.ok) throw new Error(`the warehouse simulator refused its settings: ${res.status} ${await res.text()}`);
 }

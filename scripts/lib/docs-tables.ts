@@ -178,7 +178,7 @@ export function profileUsage(...sources: string[]): Map<string, string[]> {
 export function registryProfileUsage(steps: readonly StepDefinition[]): Map<string, string[]> {
   const usage = new Map<string, string[]>();
   for (const planned of registryPlan(steps).steps) {
-    addUsage(usage, planned.retry, planned.kind === 'database' ? `${planned.name} (local activity)` : planned.name);
+    addUsage(usage, planned.retry, planned.kind !== 'provider' ? `${planned.name} (local activity)` : planned.name);
     if (planned.compensation) addUsage(usage, 'compensation', planned.compensation.name);
   }
   return usage;
@@ -199,13 +199,17 @@ export function renderSteps(steps: readonly StepDefinition[] = STEPS): string {
       const runsAs =
         step.kind === 'provider'
           ? `\`${step.provider.name}\` provider call (\`${step.operation}\`), task queue \`${providerTaskQueue('<queue>', step.provider.name)}\``
-          : 'database transaction (local activity)';
+          : step.kind === 'event'
+            ? `bounded wait for the \`${step.event.name}\` event (${step.event.timeoutSetting ? `\`${step.event.timeoutSetting}\`` : `${step.event.timeoutMs} ms`}), then a local activity records it`
+            : 'database transaction (local activity)';
       const idempotency =
         step.kind === 'provider'
           ? `claim first, key \`${step.key('<orderId>')}\``
-          : step.idempotency === 'recorded'
-            ? 'result recorded once (`order_step_results`)'
-            : `by nature: ${step.idempotency.byNature}`;
+          : step.kind === 'event'
+            ? 'the first report recorded once (`order_events`)'
+            : step.idempotency === 'recorded'
+              ? 'result recorded once (`order_step_results`)'
+              : `by nature: ${step.idempotency.byNature}`;
       return [
         String(i + 1),
         `\`${step.name}\``,

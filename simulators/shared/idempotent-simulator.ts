@@ -80,6 +80,8 @@ export interface LedgerEffect {
 export interface ProviderSimulatorOptions {
   /** When set, the only bearer token accepted; otherwise any non-empty bearer token is accepted. */
   apiKey?: string;
+  /** The settings its operations read (`SimulateContext.settings`), e.g. the process environment. */
+  settings?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Read access to the effect ledger. */
@@ -106,6 +108,13 @@ export interface ProviderSimulatorControl {
   inFlightKeys(): string[];
   /** The simulated provider's records (e.g. shipments by id), as its operations stored them. */
   state(): ReadonlyMap<string, unknown>;
+  /**
+   * Overrides settings its operations read, like `POST /_sim/settings` (kept across a reset); an empty string unsets
+   * an override. @returns the settings in force.
+   */
+  configure(settings: Readonly<Record<string, string>>): Record<string, string | undefined>;
+  /** Runs one of the provider's {@link ProviderDefinition.simulatorActions}, like `POST /_sim/actions/<name>`. */
+  act(name: string, body: unknown): { status: number; body: unknown };
 }
 /** Idempotency record of one key. */
 type KeyRecord =
@@ -186,11 +195,47 @@ export function createProviderSimulator(
   const clearFaults = (): void => {
     faults = [];
   };
+  const overrides: Record<string, string> = {};
+  const settings = (): Record<string, string | undefined> => ({ ...(options.settings ?? {}), ...overrides });
+  const configure = (changes: Readonly<Record<string, string>>): Record<string, string | undefined> => {
+    for (const [name, value] of Object.entries(changes)) {
+      if (value === '') delete overrides[name];
+      else overrides[name] = value;
+    }
+    return settings();
+  };
+  /** Tasks scheduled with `later`, cancelled by a reset or when the simulator closes. */
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (delayMs: number, task: () => Promise<void>): void => {
+    if (closing.aborted) return;
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (closing.aborted) return;
+      task().catch((error: unknown) => console.error(`${provider.name} simulator: a scheduled task failed:`, error));
+    }, delayMs);
+    timers.add(timer);
+  };
+  closing.addEventListener('abort', () => {
+    for (const timer of timers) clearTimeout(timer);
+    timers.clear();
+  });
+  const act = (name: string, body: unknown): { status: number; body: unknown } => {
+    const action = Object.hasOwn(provider.simulatorActions ?? {}, name) ? provider.simulatorActions![name] : undefined;
+    if (!action) throw new HttpProblem(404, 'not-found', 'Not found', `${provider.name} has no action "${name}".`);
+    try {
+      return action.run({ body, state });
+    } catch (error) {
+      if (error instanceof SimulatedRefusal) throw refusalProblem(error);
+      throw error;
+    }
+  };
   const reset = (): void => {
     records.clear();
     ledger.length = 0;
     state.clear();
     clearFaults();
+    for (const timer of timers) clearTimeout(timer);
+    timers.clear();
   };
 
   /** Takes one use of the first queued fault matching `key`, if any. */
@@ -240,6 +285,18 @@ export function createProviderSimulator(
   control.post('/reset', (_req, res) => {
     reset();
     res.status(204).end();
+  });
+  control.post('/settings', (req, res) => {
+    const parsed = z.record(z.string().regex(/^[A-Z][A-Z0-9_]*$/), z.string().max(2000)).safeParse(req.body ?? {});
+    if (!parsed.success) {
+      sendProblem(res, problem(400, 'invalid-settings', 'Invalid settings', z.prettifyError(parsed.error)));
+      return;
+    }
+    res.json({ settings: configure(parsed.data) });
+  });
+  control.post('/actions/:action', (req, res) => {
+    const result = act(String(req.params.action), req.body ?? {});
+    res.status(result.status).json(result.body);
   });
   router.use('/_sim', control);
 
@@ -360,6 +417,8 @@ export function createProviderSimulator(
           state,
           newId,
           randomText,
+          settings: settings(),
+          later,
         };
         result = operation.simulate(context);
       } catch (error) {
@@ -403,6 +462,8 @@ export function createProviderSimulator(
       reset,
       inFlightKeys: () => [...records].filter(([, r]) => r.state === 'processing').map(([key]) => key),
       state: () => state,
+      configure,
+      act,
     },
   };
 }

@@ -30,6 +30,11 @@ export interface SimulatorsOptions {
   port?: number;
   /** Bearer token each provider accepts, by provider name; a provider without one accepts any bearer token. */
   apiKeys?: Readonly<Record<string, string | undefined>>;
+  /**
+   * The settings the providers' simulations read (`SimulateContext.settings`, e.g. `WAREHOUSE_PACK_DELAY_MS`): the
+   * process environment in simulators/main.ts; none by default (a test sets what it needs, or `configure`s it).
+   */
+  settings?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The simulator process's server: every provider under `/<name>`. */
@@ -77,7 +82,11 @@ export async function startSimulators(
   });
   for (const provider of providers) {
     const apiKey = options.apiKeys?.[provider.name];
-    const sim = createProviderSimulator(provider, apiKey === undefined ? {} : { apiKey }, closing.signal);
+    const sim = createProviderSimulator(
+      provider,
+      { ...(apiKey === undefined ? {} : { apiKey }), ...(options.settings ? { settings: options.settings } : {}) },
+      closing.signal,
+    );
     app.use(`/${provider.name}`, sim.router);
     controls.push(sim.control);
   }

@@ -13,6 +13,11 @@ export const Scope = {
   OrdersCancel: 'orders:cancel',
   /** `PUT /inventory/:sku` and `GET /inventory/:sku/movements`: set stock and read the ledger. */
   InventoryWrite: 'inventory:write',
+  /**
+   * `POST /orders/:id/packed`: a warehouse reports orders packed (any client's order; nothing else). An API key with
+   * this scope rather than a signed webhook: see docs/api.md, "The warehouse reports back".
+   */
+  Warehouse: 'warehouse',
   /** Everything: every client's orders, operator retries, cancelling any order, health details. */
   Operator: 'operator',
 } as const;

@@ -25,6 +25,16 @@ import {
 } from './provider-config.js';
 
 const port = z.coerce.number().int().min(1).max(65535);
+/** A duration: milliseconds (`90000`), or a number with a unit (`500ms`, `90s`, `30m`, `4h`, `2d`); ms after parsing. */
+const duration = z
+  .string()
+  .trim()
+  .regex(/^\d+(\.\d+)?(ms|s|m|h|d)?$/, 'a duration: ms, or a number with ms, s, m, h or d (e.g. 4h)')
+  .transform((v) => {
+    const [, n, unit] = /^([\d.]+)(ms|s|m|h|d)?$/.exec(v)!;
+    const factor = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[unit ?? 'ms'] ?? 1;
+    return Math.round(Number(n) * factor);
+  });
 const url = z.string().url();
 /** `true`/`false` (also `1`/`0`, `yes`/`no`), case-insensitive. */
 const flag = z
@@ -96,6 +106,33 @@ export const configSchema = z.object({
    * {@link CANCEL_WAIT_MS}, 30 s).
    */
   CANCEL_WAIT_MS: z.coerce.number().int().min(100).max(120_000).default(CANCEL_WAIT_MS),
+  /**
+   * How long an order waits for the warehouse to report it packed (awaitPacking, an event step) before it waits for
+   * an operator in `attention_required`: a duration (`4h`, `30m`, `90s` or ms), at least 1 s, written into each new
+   * order's plan when it is placed (running orders keep theirs). Default 4 h.
+   */
+  WAREHOUSE_PACK_TIMEOUT: duration
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(1_000)
+        .max(30 * 86_400_000),
+    )
+    .default(4 * 3_600_000),
+  /**
+   * How long before a deadline of the wait for packing (the payment authorization's capture deadline) the order stops
+   * waiting and goes to `attention_required`: a duration, default 10 min.
+   */
+  WAREHOUSE_PACK_DEADLINE_MARGIN: duration
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(0)
+        .max(7 * 86_400_000),
+    )
+    .default(10 * 60_000),
   /**
    * Retention of `Idempotency-Key` records (`POST /orders`, `PUT /inventory/:sku`), ms (default 24 h, at least
    * 1 min), counted from the request's completion: a record still `processing` never expires. A retry with the

@@ -145,3 +145,32 @@ export const closeOrderSchema = z
 
 /** A validated close body. */
 export type CloseOrderRequest = z.output<typeof closeOrderSchema>;
+
+/** `POST /orders/:id/packed` body (optional): what the warehouse says of the parcel(s). Unknown keys are refused. */
+export const reportPackedSchema = z
+  .strictObject({
+    parcels: z.int().min(1).max(100).optional().meta({ description: 'How many parcels', example: 1 }),
+    note: storableText().trim().min(1).max(500).optional().meta({ description: 'A note from the warehouse' }),
+  })
+  .optional()
+  .meta({ id: 'ReportPackedRequest', examples: [{ parcels: 1 }] });
+
+/** A validated packed report (undefined when none was sent). */
+export type ReportPackedRequest = z.output<typeof reportPackedSchema>;
+
+/** `POST /orders/:id/packed` response (200): the first report the order received, and the order. */
+export const packedViewSchema = z
+  .object({
+    orderId: z.uuid(),
+    event: z.literal('packed'),
+    reportId: z
+      .string()
+      .meta({ description: "The first report's id (its Update id); a later report answers the same" }),
+    receivedAt: z.iso.datetime({ offset: true }).meta({ description: 'When the order received the first report' }),
+    by: z.string().meta({ description: 'The API client that sent the first report' }),
+    order: orderViewSchema,
+  })
+  .meta({ id: 'PackedReport', description: ORDER_AFTER_ACTION });
+
+/** The 200 body of `POST /orders/:id/packed`. */
+export type PackedView = z.infer<typeof packedViewSchema>;

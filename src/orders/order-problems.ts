@@ -88,6 +88,19 @@ export const OrderProblemTypes = defineProblemTypes({
       closable: false,
     },
   },
+  OrderNotAwaitingPacking: {
+    uri: `${PROBLEM_TYPE_BASE}order-not-awaiting-packing`,
+    title: 'Order does not wait for packing',
+    statuses: [409],
+    description:
+      'A packed report for an order that does not wait for one: its plan has no packing step (placed before the ' +
+      'warehouse wait existed), it is final, or it is being cancelled; `orderStatus` is its status.',
+    extensions: { orderStatus: orderStatusSchema },
+    example: {
+      detail: 'Order 3f0c… does not wait for packing: the order is already cancelled',
+      orderStatus: 'cancelled',
+    },
+  },
   OrderNotCancellable: {
     uri: `${PROBLEM_TYPE_BASE}order-not-cancellable`,
     title: 'Order cannot be cancelled',

@@ -8,14 +8,16 @@ import { Module } from '@nestjs/common';
 import { IdempotencyModule } from '../idempotency/idempotency.module.js';
 import { OrderIdempotency, OrdersController } from './orders.controller.js';
 import { OrderActionsService } from './order-actions.service.js';
+import { OrderPackingController } from './order-packing.controller.js';
+import { OrderPackingService } from './order-packing.service.js';
 import { OrdersService } from './orders.service.js';
 import { StepsController } from './steps.controller.js';
 import { OrderWorkflowModule } from './workflow/order-workflow.module.js';
 
 @Module({
   imports: [IdempotencyModule, OrderWorkflowModule],
-  controllers: [OrdersController, StepsController],
-  providers: [OrdersService, OrderActionsService, OrderIdempotency],
+  controllers: [OrdersController, OrderPackingController, StepsController],
+  providers: [OrdersService, OrderActionsService, OrderPackingService, OrderIdempotency],
   exports: [OrdersService],
 })
 export class OrdersModule {}

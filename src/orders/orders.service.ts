@@ -138,14 +138,26 @@ export class OrdersService {
       const workflowId = orderWorkflowId(id);
       // The plan this order runs: the registry's steps now (stored, and passed to its workflow by the starter).
       const plan = {
-        ...buildPlan(STEPS, {
-          orderId: id,
-          customerEmail: request.customer.email,
-          customerName: request.customer.name ?? null,
-          currency: currencies[0]!,
-          totalMinor,
-          lines: lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
-        }),
+        ...buildPlan(
+          STEPS,
+          {
+            orderId: id,
+            customerEmail: request.customer.email,
+            customerName: request.customer.name ?? null,
+            currency: currencies[0]!,
+            totalMinor,
+            lines: lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+          },
+          {
+            // Event steps' bounds from configuration, fixed in the plan (a running order keeps its own).
+            events: {
+              packed: {
+                timeoutMs: this.config.WAREHOUSE_PACK_TIMEOUT,
+                marginMs: this.config.WAREHOUSE_PACK_DEADLINE_MARGIN,
+              },
+            },
+          },
+        ),
         // How it reads in the Temporal UI (the starter sets it as the workflow's summary and details).
         display: orderDisplay(
           {

@@ -21,7 +21,9 @@ export const stepsViewSchema = z
         label: z.string().meta({ example: 'Shipped' }),
         description: z.string(),
         phase: stepPhaseSchema,
-        kind: z.enum(['database', 'provider']),
+        kind: z.enum(['database', 'provider', 'event']).meta({
+          description: '`event`: a bounded wait for an outside event (e.g. the warehouse reporting the order packed)',
+        }),
         provider: z.string().nullable().meta({ description: 'The provider a provider step calls', example: 'email' }),
         status: orderStatusSchema,
         compensation: z.string().nullable().meta({ description: 'The compensation’s activity name, if any' }),

@@ -280,7 +280,18 @@ export function runActivity<I, R>(fn: (input: I) => Promise<R>, input: I, info: 
 /** The activity input of the plan's step at `index`: the order, and the status and rank the plan gives it. */
 export function stepInput(order: PlacedOrder, index: number): StepInput {
   const planned = order.plan.steps[index]!;
-  return { orderId: order.orderId, status: planned.status, rank: planned.rank };
+  // An event step records the report that ended its wait: the battery reports it as the workflow would.
+  const event = planned.event
+    ? {
+        event: {
+          id: `conformance:${planned.event.name}:${order.orderId}`,
+          receivedAt: '2026-12-02T12:00:00.000Z',
+          by: 'conformance',
+          report: { parcels: 1 },
+        },
+      }
+    : {};
+  return { orderId: order.orderId, status: planned.status, rank: planned.rank, ...event };
 }
 
 /** The natural activity id of the plan's step at `index` (the workflow numbers its activities from 1). */
@@ -306,7 +317,7 @@ export function runStep(
   return runActivity(
     fn,
     stepInput(order, index),
-    activityInfoOf(order, planned.name, exec, planned.retry, planned.kind === 'database'),
+    activityInfoOf(order, planned.name, exec, planned.retry, planned.kind !== 'provider'),
   );
 }
 

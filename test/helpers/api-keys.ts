@@ -4,7 +4,8 @@
  * - `shop` (the default of {@link api}, `startTestStack().http` and `ApiSuite.http()`): orders:write, orders:read,
  *   orders:cancel, inventory:write;
  * - `otherShop`: orders:write, orders:read, orders:cancel (a second customer-facing client);
- * - `operator`: operator.
+ * - `operator`: operator;
+ * - `warehouse`: warehouse (the simulated warehouse's key).
  */
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
@@ -26,6 +27,8 @@ export interface TestApiKeys {
   shop: TestApiKey;
   otherShop: TestApiKey;
   operator: TestApiKey;
+  /** Scope `warehouse`: reports orders packed (the test stack's simulated warehouse uses it). */
+  warehouse: TestApiKey;
 }
 
 /** Creates the test clients and keys in the database at `url` (the template). */
@@ -41,6 +44,7 @@ export async function createTestApiKeys(url: string): Promise<TestApiKeys> {
       shop: await make('test-shop', [...CLIENT_SCOPES, Scope.InventoryWrite]),
       otherShop: await make('test-other-shop', CLIENT_SCOPES),
       operator: await make('test-ops', [Scope.Operator]),
+      warehouse: await make('test-warehouse', [Scope.Warehouse]),
     };
   } finally {
     await prisma.$disconnect();

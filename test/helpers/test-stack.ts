@@ -6,6 +6,8 @@
  */
 import { isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -46,6 +48,8 @@ export interface TestStack {
   email: RunningSimulator;
   accounting: RunningSimulator;
   carrier: RunningSimulator;
+  /** The warehouse simulator: it reports picks packed to this stack's API (`configure` its settings). */
+  warehouse: RunningSimulator;
   api: NestExpressApplication;
   http: ReturnType<typeof authedApi>;
   /** An agent with the `operator` test key (operator retries, any client's order). */
@@ -61,7 +65,10 @@ export interface TestStack {
 export interface TestStackOptions {
   /** Configuration overrides (e.g. RECONCILE_INTERVAL_MS), as environment strings. */
   overrides?: Partial<Record<keyof AppConfig, string>>;
-  /** Run a Worker in this process (default true). Fault tests run theirs as child processes. */
+  /**
+   * Run a Worker in this process (default true). Fault tests run theirs as child processes. The simulated warehouse
+   * reports every pick packed after 200 ms (`warehouse.configure({ WAREHOUSE_PACK_DELAY_MS: '0' })` turns it off).
+   */
   worker?: boolean;
   /** The step registry the worker's activities run (default: the registry); the API plans with the registry. */
   steps?: readonly StepDefinition[];
@@ -111,6 +118,15 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 
   const api = await createApiApp({ config, shutdownHooks: false });
   await api.init();
+  // The simulated warehouse reports orders packed over real HTTP: a server of its own on a free port serves the API's
+  // app for it (the app's own listen stays free for the suites that call it).
+  const callbackServer = createServer(api.getHttpAdapter().getInstance());
+  await new Promise<void>((resolve) => callbackServer.listen(0, '127.0.0.1', resolve));
+  sims.provider('warehouse').configure({
+    WAREHOUSE_CALLBACK_URL: `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`,
+    WAREHOUSE_CALLBACK_API_KEY: testKeys().warehouse.key,
+    WAREHOUSE_PACK_DELAY_MS: '200',
+  });
   const http = authedApi(api);
   const operator = authedApi(api, testKeys().operator.key);
   const client = new Client({ connection: await Connection.connect({ address: config.TEMPORAL_ADDRESS }) });
@@ -123,6 +139,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     email: sims.provider('email'),
     accounting: sims.provider('accounting'),
     carrier: sims.provider('carrier'),
+    warehouse: sims.provider('warehouse'),
     api,
     http,
     ops: operator,
@@ -139,6 +156,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       }
     },
     async close() {
+      callbackServer.closeAllConnections();
+      await new Promise((resolve) => callbackServer.close(resolve));
       await api.close();
       workers?.shutdown();
       await running;

@@ -47,6 +47,9 @@ import {
   type RetryStepInput,
   type RetryStepResult,
   retryStepUpdate,
+  reportEventUpdateName,
+  type ReportEventInput,
+  type ReportEventResult,
 } from '../../../workflows/order-fulfilment.contract.js';
 import {
   isTemporalUnavailable,
@@ -216,6 +219,42 @@ export class OrderWorkflowActions {
     return this.operatorUpdate(orderId, (handle) =>
       handle.executeUpdate(closeOrderUpdate, { args: [input], updateId }),
     );
+  }
+
+  /**
+   * Reports an outside event (`packed`) to the order's workflow: the `report<Event>` Update with `updateId`, bounded by
+   * {@link RETRY_UPDATE_TIMEOUT_MS}. `refused`: `OrderNotAwaitingEventError` or `ValidationError`, or the workflow has
+   * no such Update (its plan has no step for the event: `failure.type` is `UpdateHandlerMissing`).
+   * @throws the client's error for anything not listed in {@link OperatorActionOutcome}.
+   */
+  async reportEvent(
+    orderId: string,
+    event: string,
+    input: ReportEventInput,
+    updateId: string,
+  ): Promise<OperatorActionOutcome<ReportEventResult>> {
+    const update = reportEventUpdateName(event);
+    const handle = this.client.workflow.getHandle(orderWorkflowId(orderId));
+    const unreachable = await this.checkRunning(handle);
+    if (unreachable) return unreachable;
+    try {
+      const result = await this.client.withDeadline(Date.now() + RETRY_UPDATE_TIMEOUT_MS, () =>
+        handle.executeUpdate<ReportEventResult, [ReportEventInput]>(update, { args: [input], updateId }),
+      );
+      return { kind: 'done', result };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return { kind: 'timeout' };
+      if (isUpdateHandlerMissing(err)) {
+        const missing = updateFailureOf(err)!;
+        return { kind: 'refused', failure: { ...missing, type: 'UpdateHandlerMissing' }, state: null };
+      }
+      const failure = updateFailureOf(err);
+      if (failure?.type === ErrorType.OrderNotAwaitingEvent || failure?.type === ErrorType.Validation) {
+        return { kind: 'refused', failure, state: null };
+      }
+      if (failure) return { kind: 'not-recorded', failure };
+      return this.classifyUnreachable(err, handle);
+    }
   }
 
   /** One resolve or close Update, classified. */

@@ -19,6 +19,9 @@ const FINAL = new Set(['completed', 'failed', 'cancelled', 'closed']);
 let registry = { steps: [], statuses: [] };
 const labelOf = (status) => registry.statuses.find((s) => s.status === status)?.label ?? status;
 const cancellableStatuses = () => registry.statuses.filter((s) => s.cancellable).map((s) => s.status);
+/** The statuses of an order waiting for an event (the status of the step before each event step), e.g. packing. */
+const awaitingEventStatuses = () =>
+  registry.steps.flatMap((s, i) => (s.kind === 'event' && i > 0 ? [registry.steps[i - 1].status] : []));
 
 /** Loads the registry (once it answered, it stays: it does not change while the API runs). */
 async function loadRegistry() {
@@ -387,6 +390,22 @@ async function cancelOrder(order, input, button) {
   }
 }
 
+async function markPacked(order, button) {
+  busy.add(order.id);
+  button.disabled = true;
+  button.textContent = 'Marking…';
+  try {
+    const res = await api('POST', `/orders/${order.id}/packed`, { body: {}, key: newKey() });
+    if (res.status === 200) notify(`Order ${order.id.slice(0, 8)} marked packed.`);
+    else notify(`Mark packed refused: ${problemText(res)}`, 'error');
+  } catch (err) {
+    notify(`Could not reach the API: ${err.message}`, 'error');
+  } finally {
+    busy.delete(order.id);
+    await Promise.all([refreshOrders(), refreshQueues()]).catch(() => undefined);
+  }
+}
+
 function renderAttention(orders) {
   $('#attention-count').textContent = String(orders.length);
   $('#attention-list').replaceChildren(
@@ -428,7 +447,11 @@ function renderCancellable() {
           input.value = typed.get(order.id)?.value ?? '';
           const button = el('button', { type: 'button', class: 'danger', disabled: busy.has(order.id) }, 'Cancel');
           button.addEventListener('click', () => cancelOrder(order, input, button));
-          return queueItem(order, [input, button]);
+          if (!awaitingEventStatuses().includes(order.status)) return queueItem(order, [input, button]);
+          // Waiting for the warehouse: an operator may mark it packed (POST /orders/:id/packed).
+          const packed = el('button', { type: 'button', disabled: busy.has(order.id) }, 'Mark packed');
+          packed.addEventListener('click', () => markPacked(order, packed));
+          return queueItem(order, [packed, input, button]);
         })
       : [el('li', { class: 'muted' }, 'No order can be cancelled right now.')]),
   );
