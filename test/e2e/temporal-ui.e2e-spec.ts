@@ -218,7 +218,9 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the Temporal UI in
     expect(await details.locator(`a[href$="/orders/${waitingId}"]`).count()).toBe(1);
 
     const currentText = await current.locator('body').innerText();
-    expect(currentText).toContain('Waiting for an operator at syncInvoiceToAccounting (invoice of 19.99 EUR to accounting)');
+    expect(currentText).toContain(
+      'Waiting for an operator at syncInvoiceToAccounting (invoice of 19.99 EUR to accounting)',
+    );
     expect(currentText).toContain('the accounting provider refused it (HTTP 422)');
     expect(currentText).toContain(`POST /orders/${waitingId}/retry`);
     // One line per step of the order's plan (whatever the registry held when it was placed), done up to syncInvoiceToAccounting (after the pivot, a refusal waits for a person).
@@ -235,7 +237,9 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the Temporal UI in
         expect.stringMatching(/^\[x\] createInvoice: invoice of 19\.99 EUR/),
         expect.stringMatching(/^\[x\] sendOrderConfirmation: confirmation to g…@example\.com(?! \(point)/),
         expect.stringMatching(/^\[x\] shipOrder: shipment of 1 item \(point of no return\)/),
-        expect.stringMatching(/^\[ \] syncInvoiceToAccounting: invoice of 19\.99 EUR to accounting \(waiting for an operator\)/),
+        expect.stringMatching(
+          /^\[ \] syncInvoiceToAccounting: invoice of 19\.99 EUR to accounting \(waiting for an operator\)/,
+        ),
       ]),
     );
     // Each activity's summary, in the list of events with metadata.
