@@ -15,7 +15,6 @@ import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STEPS } from '../../activities/index.js';
 import { buildPlan } from '../../activities/kit/plan.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
@@ -28,6 +27,7 @@ import {
   type RetryStepResult,
 } from '../../workflows/order-fulfilment.contract.js';
 import { StepPhase } from '../../workflows/order-plan.js';
+import { SHIPPED_STEPS as STEPS } from '../helpers/shipped-steps.js';
 import { startWorkflowWorkers, type WorkflowWorkers } from '../helpers/workflow-workers.js';
 
 /** 250: at least 3 continue-as-new switches (a run holds ~66 retries); HISTORY_RETRIES sets more for a longer proof. */
