@@ -21,9 +21,9 @@ import { startFirstRequestProxy, type FirstRequestProxy } from '../helpers/first
 import { stockOf } from '../helpers/fixtures.js';
 import { SHIPPED_STEPS } from '../helpers/shipped-steps.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+import { sleep, until } from '../helpers/poll.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The confirmation's body is built between its claim and its call: held there while `hold` is pending. */
 let hold: Promise<void> | null = null;
@@ -80,17 +80,6 @@ async function placeOrder(sku = 'MUG-WHT', quantity = 1): Promise<string> {
     .send({ customer: { email: 'grace@example.com' }, lines: [{ sku, quantity }] })
     .expect(202);
   return res.body.id as string;
-}
-
-/** Polls `read` every 25 ms until `done` holds (at most `timeoutMs`); returns the last value. */
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 45_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(25);
-    value = await read();
-  }
-  return value;
 }
 
 const getOrder = async (id: string) => (await stack.ops.get(`/orders/${id}`).expect(200)).body as Order;

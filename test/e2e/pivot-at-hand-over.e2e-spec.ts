@@ -12,9 +12,9 @@ import { STEPS } from '../../activities/steps/index.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { stockOf } from '../helpers/fixtures.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+import { sleep, until } from '../helpers/poll.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Steps whose request is held (built between claim and call) while their promise is pending, by step name. */
 const holds = new Map<string, Promise<void>>();
@@ -53,17 +53,6 @@ async function placeOrder(sku = 'MUG-WHT', quantity = 2): Promise<string> {
     .send({ customer: { email: 'grace@example.com', name: 'Grace' }, lines: [{ sku, quantity }] })
     .expect(202);
   return res.body.id as string;
-}
-
-/** Polls `read` every 25 ms until `done` holds (at most `timeoutMs`); returns the last value. */
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 45_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!done(value) && Date.now() < deadline) {
-    await sleep(25);
-    value = await read();
-  }
-  return value;
 }
 
 const claim = (key: string) => stack.db.prisma.sideEffectClaim.findUnique({ where: { key } });
