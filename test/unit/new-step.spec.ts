@@ -38,7 +38,7 @@ beforeEach(async () => {
   }
 });
 afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
+  await rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
 });
 
 /** Every file of the temporary checkout, by path, with its content. */
@@ -261,7 +261,7 @@ describe('scaffolded files, in a copy of the working tree', () => {
       expect(output).toMatch(/Tests\s+\d+ passed/);
       expect(output).toContain('scaffoldSpecNotice: a provider that never answers in time');
     } finally {
-      await rm(copy, { recursive: true, force: true });
+      await rm(copy, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
     }
   }, 600_000);
 });
