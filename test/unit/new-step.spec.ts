@@ -248,7 +248,9 @@ describe('scaffolded files, in a copy of the working tree', () => {
       ];
       // Side by side (each mostly single-threaded; this file is the longest of the suite), the battery on this run's
       // Temporal server (its global setup then starts none of its own). Each rejects when its command fails.
-      const [, , battery] = await Promise.all([
+      // All settle before the copy is removed (a check still running writes into it), and a failure shows what the
+      // command printed (tsc reports on stdout).
+      const settled = await Promise.allSettled([
         sh('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']),
         sh('npx', ['eslint', ...files]).then(() => sh('npx', ['prettier', '--check', ...files])),
         sh('npx', ['vitest', 'run', 'test/conformance/steps.conformance.spec.ts'], {
@@ -257,6 +259,13 @@ describe('scaffolded files, in a copy of the working tree', () => {
           TEMPORAL_UI_URL: inject('temporalUiUrl'),
         }),
       ]);
+      const failures = settled.flatMap((r) => {
+        if (r.status === 'fulfilled') return [];
+        const err = r.reason as Error & { stdout?: string; stderr?: string };
+        return [`${err.message.split('\n')[0]}\n${err.stdout ?? ''}${err.stderr ?? ''}`.slice(0, 4000)];
+      });
+      expect(failures).toEqual([]);
+      const battery = (settled[2] as PromiseFulfilledResult<{ stdout: string; stderr: string }>).value;
       const output = stripVTControlCharacters(`${battery.stdout}${battery.stderr}`);
       expect(output).toMatch(/Tests\s+\d+ passed/);
       expect(output).toContain('scaffoldSpecNotice: a provider that never answers in time');
