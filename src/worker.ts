@@ -35,7 +35,7 @@ import { describeConnectionOptions, temporalConnectionOptions } from './config/t
 import { baseLoggerOptions } from './logging/logging.js';
 import { createOrderWorkers, ensureSearchAttributes } from './worker/order-worker.js';
 import { ensureRetentionSchedule } from './worker/retention-schedule.js';
-import { recordSideEffectClaims, workerMetricsOptions } from './worker/worker-observability.js';
+import { recordEventWaits, recordSideEffectClaims, workerMetricsOptions } from './worker/worker-observability.js';
 import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
 
 const temporalLevels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
@@ -72,6 +72,7 @@ async function main(): Promise<void> {
       : undefined,
   });
   recordSideEffectClaims(Runtime.instance().metricMeter);
+  recordEventWaits(Runtime.instance().metricMeter);
 
   const connection = await NativeConnection.connect(connectionOptions);
   // Without its search attributes every workflow start fails (INVALID_ARGUMENT): stop here with one clear error.

@@ -31,7 +31,8 @@ export async function runEventStep(
   const { orderId, status, rank, event } = input;
   if (!event) throw new Error(`${step.name}: no ${step.event.name} event in the input`);
   const { db } = deps;
-  return db.$transaction(async (tx) => {
+  let waited: EventWaitObservation | undefined;
+  const result = await db.$transaction(async (tx) => {
     const order = await lockOrder(tx, orderId);
     const [recorded] = await tx.$queryRaw<Array<{ report_id: string }>>`
       SELECT report_id FROM order_events WHERE order_id = ${orderId}::uuid AND event = ${step.event.name}`;
@@ -41,6 +42,12 @@ export async function runEventStep(
       return { step: step.name, performed: false, data: { reportId: recorded.report_id } };
     }
     refuseUnlessOpen(order, orderId, step.name);
+    const [since] = await tx.$queryRaw<Array<{ updated_at: Date }>>`
+      SELECT updated_at FROM orders WHERE id = ${orderId}::uuid`;
+    if (since) {
+      const seconds = (Date.parse(event.receivedAt) - since.updated_at.getTime()) / 1000;
+      waited = { event: step.event.name, step: step.name, seconds: Math.max(0, seconds) };
+    }
     await tx.$executeRaw`
       INSERT INTO order_events (order_id, event, report_id, reported_by, report, received_at)
       VALUES (${orderId}::uuid, ${step.event.name}, ${event.id}, ${event.by}, ${JSON.stringify(event.report)}::jsonb,
@@ -49,6 +56,41 @@ export async function runEventStep(
     await step.record?.({ orderId, db, tx, answers: earlierAnswers(tx, orderId), event });
     return { step: step.name, performed: true, data: { reportId: event.id } };
   });
+  if (waited) reportEventWait(waited);
+  return result;
+}
+
+/** An event that ended a wait, as {@link observeEventWaits} reports it. */
+export interface EventWaitObservation {
+  /** The event's name (e.g. `packed`). */
+  event: string;
+  /** The event step that waited. */
+  step: string;
+  /**
+   * Seconds from the order's last status write before the report (the step before the wait wrote it, or the wait's
+   * attention write when an operator retried it) to the report's `receivedAt`; never negative.
+   */
+  seconds: number;
+}
+
+let eventWaitObserver: ((observation: EventWaitObservation) => void) | undefined;
+
+/**
+ * Installs the process-wide observer of ended waits (one at a time; `undefined` removes it): the worker records the
+ * `order_fulfilment_event_wait_seconds` histogram here, so this module never imports metrics code. It runs once per
+ * order and event, after the transaction that recorded the first report committed; an observer that throws is
+ * ignored.
+ */
+export function observeEventWaits(observer: ((observation: EventWaitObservation) => void) | undefined): void {
+  eventWaitObserver = observer;
+}
+
+function reportEventWait(observation: EventWaitObservation): void {
+  try {
+    eventWaitObserver?.(observation);
+  } catch {
+    // Observability must never change what the activity does.
+  }
 }
 
 /**

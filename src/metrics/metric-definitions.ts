@@ -88,6 +88,12 @@ export const ACTIVITY_DURATION_BUCKETS_SECONDS = [
 /** Bounds of attempt numbers: the retry profiles allow 5, 10, 15 and 60 attempts. */
 export const ACTIVITY_ATTEMPT_BUCKETS = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 60] as const;
 
+/**
+ * Bounds of the time an order waited for an outside event (the warehouse's packed report), seconds: from the
+ * simulator's few seconds to past the default 4 h bound (WAREHOUSE_PACK_TIMEOUT).
+ */
+export const EVENT_WAIT_BUCKETS_SECONDS = [5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 28800] as const;
+
 /** Bounds of HTTP request durations, seconds: from a cached read to the 30 s cancel wait. */
 export const HTTP_DURATION_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] as const;
 
@@ -194,5 +200,13 @@ export const METRICS = {
     labels: ['kind', 'how'],
     help: 'Side-effect claim decisions (claim first, act second) by effect kind and how the claim was taken: new, done, cancelled, after_failure, retry_takeover, lease_reclaimed, in_progress.',
     process: 'worker',
+  },
+  eventWait: {
+    name: `${METRIC_PREFIX}event_wait_seconds`,
+    type: 'histogram',
+    labels: ['event'],
+    help: 'How long an order waited for an outside event that ended its wait (e.g. packed: from the last status write before the wait, normally the pick request, to the report), seconds, by event; observed once per order and event, when the report is recorded.',
+    process: 'worker',
+    buckets: EVENT_WAIT_BUCKETS_SECONDS,
   },
 } as const satisfies Record<string, MetricDefinition>;

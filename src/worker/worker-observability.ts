@@ -10,6 +10,8 @@
  *   log line of the activity (the SDK adds workflowId, workflowRunId, activityType, activityId, attempt...).
  * - {@link recordSideEffectClaims}: counts claim decisions through the observer hook of
  *   activities/side-effect-claims.ts.
+ * - {@link recordEventWaits}: the time orders waited for an outside event, through the observer hook of
+ *   activities/kit/events.ts.
  * - {@link workerMetricsOptions}: the SDK runtime's Prometheus exporter options, with this service's buckets.
  */
 import type { Context as ActivityContext } from '@temporalio/activity';
@@ -22,6 +24,7 @@ import {
 } from '@temporalio/common';
 import type { ActivityInterceptorsFactory, MetricsExporterConfig } from '@temporalio/worker';
 import { observeSideEffectClaims, type ClaimObservation } from '../../activities/kit/claims.js';
+import { observeEventWaits } from '../../activities/kit/events.js';
 import { STEPS } from '../../activities/index.js';
 import { ErrorType, PERMANENT_ERROR_TYPES } from '../../workflows/errors.js';
 
@@ -63,6 +66,7 @@ export function workerMetricsOptions(port: number, host = '0.0.0.0'): MetricsExp
       histogramBucketOverrides: {
         [METRICS.activityDuration.name]: [...METRICS.activityDuration.buckets],
         [METRICS.activityAttempts.name]: [...METRICS.activityAttempts.buckets],
+        [METRICS.eventWait.name]: [...METRICS.eventWait.buckets],
       },
     },
   };
@@ -241,4 +245,15 @@ export function recordSideEffectClaims(meter: MetricMeter, kinds: readonly strin
     claims.add(1, tags);
   });
   return () => observeSideEffectClaims(undefined);
+}
+
+/**
+ * Records how long orders waited for an outside event (`order_fulfilment_event_wait_seconds{event}`, once per order
+ * and event; installs the observer of activities/kit/events.ts).
+ * @returns a function that removes the observer again.
+ */
+export function recordEventWaits(meter: MetricMeter): () => void {
+  const waits = meter.createHistogram(METRICS.eventWait.name, 'float', 's', METRICS.eventWait.help);
+  observeEventWaits(({ event, seconds }) => waits.record(seconds, { event }));
+  return () => observeEventWaits(undefined);
 }

@@ -187,6 +187,10 @@ describe('observability', () => {
     expect(sample(worker, METRICS.activityRuns.name, { activity: 'shipOrder', outcome: 'success' })).toBe(1);
     expect(sample(worker, METRICS.sideEffectClaims.name, { kind: 'shipOrder', how: 'lease_reclaimed' })).toBe(0);
     expect(sample(worker, 'temporal_workflow_completed')).toBe(1);
+    // The completed order waited once for its packed report (the test warehouse reports after 200 ms): one
+    // observation, well under a minute; the failed order never reached the wait.
+    expect(sample(worker, `${METRICS.eventWait.name}_count`, { event: 'packed' })).toBe(1);
+    expect(sample(worker, `${METRICS.eventWait.name}_bucket`, { event: 'packed', le: '60' })).toBe(1);
   });
 
   it('ties every activity log line to its order, workflow run, activity and attempt, without the email', () => {
