@@ -35,6 +35,7 @@ import {
   closeOrderUpdate,
   orderStatusQuery,
   orderWorkflowId,
+  reportPackedUpdate,
   resolveStepUpdate,
   retryStepUpdate,
   type OrderResumeState,
@@ -44,16 +45,23 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 
 type Activity = (arg: { orderId: string }) => Promise<unknown>;
 
-/** A plan of the registry for a recorded order (as the API builds it when the order is placed). */
-function planOf(orderId: string): OrderPlan {
-  return buildPlan(STEPS, {
-    orderId,
-    customerEmail: 'ada@example.com',
-    customerName: 'Ada',
-    currency: 'EUR',
-    totalMinor: 2499,
-    lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
-  });
+/**
+ * A plan of the registry for a recorded order (as the API builds it when the order is placed).
+ * @param packTimeoutMs the packing wait's bound (WAREHOUSE_PACK_TIMEOUT), ms; default the step's own (4 h).
+ */
+function planOf(orderId: string, packTimeoutMs?: number): OrderPlan {
+  return buildPlan(
+    STEPS,
+    {
+      orderId,
+      customerEmail: 'ada@example.com',
+      customerName: 'Ada',
+      currency: 'EUR',
+      totalMinor: 2499,
+      lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+    },
+    packTimeoutMs === undefined ? {} : { events: { packed: { timeoutMs: packTimeoutMs } } },
+  );
 }
 
 /**
@@ -77,6 +85,7 @@ const results: Record<string, unknown> = {
   haltOrder: { outcome: 'halted' },
   setOrderStatus: { applied: true },
   recordResolution: { recorded: true, claim: null },
+  eventDeadline: { deadline: null, what: null },
   planOrder: planOf('00000000-0000-4000-8000-000000000212'),
 };
 
@@ -94,6 +103,28 @@ interface Scenario {
   resume?: OrderResumeState;
   /** Workflow task timeout of the start (a shorter one lets a cancel reach a workflow task a local activity holds). */
   workflowTaskTimeout?: Duration;
+  /**
+   * Whether the recorder reports the order packed (the `reportPacked` Update, id `packed-1`) as the warehouse would,
+   * once it waits for packing (status `pick_requested`); default true. False: `drive` reports it, or nobody does.
+   */
+  packs?: boolean;
+  /** The packing wait's bound in the order's plan, ms (default the step's own, 4 h). */
+  packTimeoutMs?: number;
+}
+
+/** The recorded warehouse's report. */
+const PACKED_REPORT = { by: 'recorder-warehouse', report: { parcels: 1 } };
+
+/** Reports the order packed once it waits for packing; returns when reported or when the workflow has closed. */
+async function packWhenWaiting(handle: WorkflowHandle): Promise<void> {
+  for (;;) {
+    if ((await handle.describe()).status.name !== 'RUNNING') return;
+    if ((await handle.query(orderStatusQuery)).status === 'pick_requested') {
+      await handle.executeUpdate(reportPackedUpdate, { args: [PACKED_REPORT], updateId: 'packed-1' });
+      return;
+    }
+    await sleep(50);
+  }
 }
 
 const rejected = (message: string, type: string, details?: unknown) => () => {
@@ -113,8 +144,16 @@ const slow = (ms: number, result: unknown) => async () => {
   }
 };
 
+/**
+ * Waits until the order's status is `status`.
+ * @throws Error when the workflow closes first (the scenario no longer describes the code).
+ */
 async function until(handle: WorkflowHandle, status: string): Promise<void> {
-  while ((await handle.query(orderStatusQuery)).status !== status) await sleep(50);
+  while ((await handle.query(orderStatusQuery)).status !== status) {
+    const { status: run } = await handle.describe();
+    if (run.name !== 'RUNNING') throw new Error(`the workflow ended (${run.name}) before status ${status}`);
+    await sleep(50);
+  }
 }
 
 /**
@@ -398,6 +437,48 @@ const scenarios: Scenario[] = [
       await handle.cancel();
     },
   },
+  {
+    // The customer cancels while the order waits for the warehouse: the pick request is cancelled first, then the
+    // other compensations run newest first (the warehouse wait, issue 23).
+    name: 'cancelled-while-waiting-for-packing',
+    orderId: id(21),
+    packs: false,
+    drive: async (handle) => {
+      await until(handle, 'pick_requested');
+      await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] });
+    },
+  },
+  {
+    // The warehouse has started picking: it refuses the pick's cancel (409), the cancel is refused and the order
+    // goes on; the warehouse reports it packed and it completes.
+    name: 'cancel-refused-picking-started',
+    orderId: id(22),
+    packs: false,
+    behave: {
+      cancelPick: rejected('warehouse: picking started', ErrorType.ProviderRejected, {
+        status: 409,
+        mayHaveActed: false,
+      }),
+    },
+    drive: async (handle) => {
+      await until(handle, 'pick_requested');
+      await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] }).catch(() => undefined);
+      await handle.executeUpdate(reportPackedUpdate, { args: [PACKED_REPORT], updateId: 'packed-1' });
+    },
+  },
+  {
+    // Nobody reports packed within the bound: the order waits for an operator, whose retry waits again, and the
+    // warehouse's report then completes it.
+    name: 'packing-wait-bound-retried',
+    orderId: id(23),
+    packs: false,
+    packTimeoutMs: 1_500,
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-1' });
+      await handle.executeUpdate(reportPackedUpdate, { args: [PACKED_REPORT], updateId: 'packed-1' });
+    },
+  },
 ];
 
 const { values: flags, positionals: only } = parseArgs({
@@ -412,6 +493,7 @@ if (!/^[\w.-]+$/.test(label)) throw new Error(`--label ${label}: letters, digits
 const chosen = only.length ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
 const byOrder = new Map(chosen.map((s) => [s.orderId, s]));
 const calls = new Map<string, number>();
+const failed: string[] = [];
 
 const activities: Record<string, Activity> = Object.fromEntries(
   Object.keys(results).map((name) => [
@@ -427,11 +509,12 @@ const activities: Record<string, Activity> = Object.fromEntries(
 
 const executable = await temporalServerExecutable();
 if (executable.type !== 'existing-path') throw new Error('recording needs a Temporal CLI (see README, Temporal)');
+const cliPath = executable.path;
 const env = await TestWorkflowEnvironment.createLocal({
   server: { executable, searchAttributes: Object.values(SEARCH_ATTRIBUTES) },
 });
+const taskQueue = 'record-histories';
 try {
-  const taskQueue = 'record-histories';
   const worker = await createOrderWorkers({
     connection: env.nativeConnection,
     namespace: 'default',
@@ -440,45 +523,63 @@ try {
   });
   await worker.runUntil(async () => {
     for (const s of chosen) {
-      const handle = await env.client.workflow.start(ORDER_WORKFLOW_TYPE, {
-        taskQueue,
-        workflowId: orderWorkflowId(s.orderId),
-        args: [
-          s.withoutPlan
-            ? { orderId: s.orderId }
-            : { orderId: s.orderId, plan: planOf(s.orderId), ...(s.resume ? { resume: s.resume } : {}) },
-        ],
-        ...(s.workflowTaskTimeout ? { workflowTaskTimeout: s.workflowTaskTimeout } : {}),
-        // As the API's starter (src/orders/workflow/order-workflow-starter.service.ts) starts an order.
-        typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },
-          { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
-        ],
+      await record(s).catch((err: unknown) => {
+        failed.push(s.name);
+        console.error(`${s.name}: not recorded: ${err instanceof Error ? err.message : String(err)}`);
       });
-      await s.drive?.(handle);
-      await handle.result().catch(() => undefined);
-      // The CLI writes the proto3 JSON form that Worker.runReplayHistories reads (historyFromJSON).
-      const { stdout } = await promisify(execFile)(executable.path, [
-        'workflow',
-        'show',
-        '--workflow-id',
-        handle.workflowId,
-        '--address',
-        env.address,
-        '--output',
-        'json',
-      ]);
-      const history = JSON.parse(stdout) as { events: unknown[] };
-      const file = fileURLToPath(new URL(`./histories/${label}/order-fulfilment-${s.name}.json`, import.meta.url));
-      await mkdir(path.dirname(file), { recursive: true });
-      if (!flags.overwrite && existsSync(file)) {
-        console.log(`kept ${file} (exists; --overwrite to record it again)`);
-        continue;
-      }
-      await writeFile(file, JSON.stringify(history, null, 2) + '\n');
-      console.log(`recorded ${file} (${history.events.length} events)`);
     }
   });
 } finally {
   await env.teardown();
+}
+if (failed.length > 0) {
+  console.error(`not recorded (the scenario no longer describes the code, or it broke): ${failed.join(', ')}`);
+  process.exitCode = 1;
+}
+
+/** Runs scenario `s` on the recorder's worker and writes its history (kept when it exists, unless --overwrite). */
+async function record(s: Scenario): Promise<void> {
+  const handle = await env.client.workflow.start(ORDER_WORKFLOW_TYPE, {
+    taskQueue,
+    workflowId: orderWorkflowId(s.orderId),
+    args: [
+      s.withoutPlan
+        ? { orderId: s.orderId }
+        : {
+            orderId: s.orderId,
+            plan: planOf(s.orderId, s.packTimeoutMs),
+            ...(s.resume ? { resume: s.resume } : {}),
+          },
+    ],
+    ...(s.workflowTaskTimeout ? { workflowTaskTimeout: s.workflowTaskTimeout } : {}),
+    // As the API's starter (src/orders/workflow/order-workflow-starter.service.ts) starts an order.
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.OrderId, value: s.orderId },
+      { key: SEARCH_ATTRIBUTES.OrderStatus, value: 'received' },
+    ],
+  });
+  const packing = s.packs === false ? undefined : packWhenWaiting(handle);
+  await s.drive?.(handle);
+  await packing;
+  await handle.result().catch(() => undefined);
+  // The CLI writes the proto3 JSON form that Worker.runReplayHistories reads (historyFromJSON).
+  const { stdout } = await promisify(execFile)(cliPath, [
+    'workflow',
+    'show',
+    '--workflow-id',
+    handle.workflowId,
+    '--address',
+    env.address,
+    '--output',
+    'json',
+  ]);
+  const history = JSON.parse(stdout) as { events: unknown[] };
+  const file = fileURLToPath(new URL(`./histories/${label}/order-fulfilment-${s.name}.json`, import.meta.url));
+  await mkdir(path.dirname(file), { recursive: true });
+  if (!flags.overwrite && existsSync(file)) {
+    console.log(`kept ${file} (exists; --overwrite to record it again)`);
+    return;
+  }
+  await writeFile(file, JSON.stringify(history, null, 2) + '\n');
+  console.log(`recorded ${file} (${history.events.length} events)`);
 }
