@@ -2,9 +2,16 @@
  * Seeds the demo catalogue: a few products with stock. Idempotent: existing products are left as they
  * are (their stock is never reset), and each product's opening stock is recorded once as the
  * `seed:<sku>` movement of the inventory ledger, in the same transaction as the product row.
+ *
+ * With `SEED_SIMULATOR_API_KEY` set (an `of_dev_…` key; docker-compose.yml sets one, the simulators'
+ * `SIMULATOR_CALLBACK_API_KEY`), the seed also registers that key for the client `dev-warehouse` (scope `warehouse`)
+ * unless it already works, so the simulated warehouse's packed reports are accepted; never under NODE_ENV=production. `npm start` does not need it: it makes its own keys (scripts/lib/dev-api-keys.ts).
  * Run: `DATABASE_URL=... npx tsx prisma/seed.ts` (npm start runs it after the migrations).
  */
-import { createPrismaClient } from '../src/prisma/prisma.js';
+import { ApiKeyEnv, isApiKeyFormat } from '../src/auth/api-key.js';
+import { ApiKeyStore } from '../src/auth/api-key.store.js';
+import { Scope } from '../src/auth/scopes.js';
+import { createPrismaClient, type PrismaClient } from '../src/prisma/prisma.js';
 
 /** The demo catalogue. Prices in integer minor units (cents), stock in units. */
 export const CATALOGUE = [
@@ -38,9 +45,39 @@ async function main(): Promise<void> {
       });
     }
     console.log(`seed: ${created} product(s) created, ${CATALOGUE.length - created} already present`);
+    const simulatorKey = process.env.SEED_SIMULATOR_API_KEY?.trim();
+    if (simulatorKey && process.env.NODE_ENV === 'production') {
+      console.log('seed: SEED_SIMULATOR_API_KEY ignored under NODE_ENV=production (no development key is seeded)');
+    } else if (simulatorKey) {
+      await seedSimulatorKey(prisma, simulatorKey);
+    }
   } finally {
     await prisma.$disconnect();
   }
+}
+
+/**
+ * Registers `key` for the development warehouse client (scope `warehouse`) unless it already authenticates.
+ * @throws Error when `key` is not an `of_dev_…` key (a live key is never seeded from the environment).
+ */
+async function seedSimulatorKey(prisma: PrismaClient, key: string): Promise<void> {
+  if (!isApiKeyFormat(key) || !key.startsWith('of_dev_')) {
+    throw new Error('SEED_SIMULATOR_API_KEY is not a development key (of_dev_ and 43 letters, digits, - or _)');
+  }
+  const store = new ApiKeyStore(prisma);
+  if (await store.authenticate(key)) {
+    console.log("seed: the simulators' callback key is registered already");
+    return;
+  }
+  await store.createKey({
+    clientId: 'dev-warehouse',
+    clientName: 'Development warehouse (the simulator reports packed)',
+    scopes: [Scope.Warehouse],
+    env: ApiKeyEnv.Dev,
+    label: 'docker compose (development)',
+    key,
+  });
+  console.log('seed: registered the warehouse key of SEED_SIMULATOR_API_KEY (client dev-warehouse)');
 }
 
 main().catch((err: unknown) => {

@@ -11,7 +11,8 @@
  * In development the simulator plays it. Its settings (the simulator's environment, or `POST /warehouse/_sim/settings`):
  * - `WAREHOUSE_PACK_DELAY_MS` (default 3000): after it, the simulator reports the pick packed (0 or negative: never);
  * - `WAREHOUSE_CALLBACK_URL`, `WAREHOUSE_CALLBACK_API_KEY`: where it reports (our API's base URL) and with which key
- *   (scope `warehouse`); without them it never reports;
+ *   (scope `warehouse`); unset, the simulator process's `SIMULATOR_CALLBACK_URL` and `SIMULATOR_CALLBACK_API_KEY`
+ *   (docker-compose.yml sets those, naming no provider); without either it never reports;
  * - `WAREHOUSE_PICKING_STARTS_MS` (default 0: never by time): after it, picking has started and a cancel is refused.
  * The action `POST /warehouse/_sim/actions/startPicking` `{ reference }` starts picking an order's pick at once (a
  * test's switch). A report that fails (network, 5xx) is retried a few times, each failure logged.
@@ -123,8 +124,8 @@ export const warehouse = defineProvider({
         state.set(pick.id, pick);
         state.set(`ref:${pick.reference}`, pick.id);
         const delay = numberSetting(settings ?? {}, 'WAREHOUSE_PACK_DELAY_MS', DEFAULT_PACK_DELAY_MS);
-        const url = settings?.WAREHOUSE_CALLBACK_URL?.trim();
-        const apiKey = settings?.WAREHOUSE_CALLBACK_API_KEY?.trim();
+        const url = settings?.WAREHOUSE_CALLBACK_URL?.trim() || settings?.SIMULATOR_CALLBACK_URL?.trim();
+        const apiKey = settings?.WAREHOUSE_CALLBACK_API_KEY?.trim() || settings?.SIMULATOR_CALLBACK_API_KEY?.trim();
         if (delay > 0 && url && apiKey && later) later(delay, () => reportPacked(pick, url, apiKey));
         return { status: 201, body: { id: pick.id, status: pick.status }, effect: 'pick.requested' };
       },

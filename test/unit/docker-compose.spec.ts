@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../providers/index.js';
+import { isApiKeyFormat } from '../../src/auth/api-key.js';
 import { envPrefix } from '../../providers/kit/define.js';
 import { PROMETHEUS_VERSION } from '../../scripts/lib/promtool.js';
 import { DEFAULT_PORTS, STACK_PROCESSES } from '../../scripts/lib/stack-definition.js';
@@ -85,6 +86,16 @@ describe('docker-compose.yml and the Dockerfile name no provider (adding one edi
     for (const service of ['worker', 'worker-cluster']) {
       expect(serviceBlock(compose, service), service).toMatch(/simulators:\n\s+condition: service_healthy/);
     }
+  });
+
+  it("seeds the simulators' callback key it gives them: one development key, registered by migrate", () => {
+    const key = /^x-simulator-callback-key: &simulator-callback-key (\S+)$/m.exec(compose)?.[1];
+    expect(key !== undefined && isApiKeyFormat(key) && key.startsWith('of_dev_'), String(key)).toBe(true);
+    expect(serviceBlock(compose, 'migrate')).toContain('SEED_SIMULATOR_API_KEY: *simulator-callback-key');
+    expect(serviceBlock(compose, 'migrate')).toContain('NODE_ENV: ${NODE_ENV:-development}');
+    const simulators = serviceBlock(compose, 'simulators');
+    expect(simulators).toContain('SIMULATOR_CALLBACK_API_KEY: *simulator-callback-key');
+    expect(simulators).toContain('SIMULATOR_CALLBACK_URL: ${SIMULATOR_CALLBACK_URL:-http://api:3000}');
   });
 
   it('copies providers/ into the build (the simulator process and the worker are compiled from it)', () => {
