@@ -20,7 +20,11 @@ import { spawnStackProcess, stop, waitForHttp, waitForWorkerPollers, type Proc }
 import * as def from '../../scripts/lib/stack-definition.js';
 import { ensureTemporalCli, startDevServer } from '../../scripts/lib/temporal-cli.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
+import { Scope } from '../../src/auth/scopes.js';
 import { ORDER_TASK_QUEUE } from '../../workflows/order-fulfilment.contract.js';
+
+/** The simulated warehouse's packing time in the service arms, ms (npm start's default is 3000). */
+const BENCH_PACK_DELAY_MS = '100';
 
 export const ROOT = repoRoot();
 const NAMESPACE = 'default';
@@ -210,7 +214,17 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         stops.push(() => stop(child));
         return child;
       };
-      const sims = spawn(def.STACK_PROCESSES.simulators, def.simulatorEnvironment({ port: simPort, providerApiKeys }));
+      // The simulated warehouse reports every order packed to this API after 100 ms (npm start: 3 s), with the
+      // warehouse's development key (or BENCH_API_KEY, which then needs scope warehouse or operator).
+      const callbackKey = keys.find((k) => k.scopes.includes(Scope.Warehouse))?.key ?? env.apiKey;
+      const sims = spawn(def.STACK_PROCESSES.simulators, {
+        ...def.simulatorEnvironment({
+          port: simPort,
+          providerApiKeys,
+          ...(callbackKey ? { callback: { url: env.apiUrl, apiKey: callbackKey } } : {}),
+        }),
+        WAREHOUSE_PACK_DELAY_MS: BENCH_PACK_DELAY_MS,
+      });
       meters.push(treeMeter('sims', () => sims.pid));
       await waitForHttp(`${env.simulatorUrl}/_sim/health`, { child: sims });
       const serviceEnv = {

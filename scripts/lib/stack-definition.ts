@@ -158,16 +158,24 @@ export function serviceEnvironment(opts: ServiceEnvironmentOptions): Record<stri
   };
 }
 
-/** The environment of the simulator process: its port and each provider's accepted bearer token. */
+/**
+ * The environment of the simulator process: its port, each provider's accepted bearer token and, with `callback`,
+ * where simulated providers report back (`SIMULATOR_CALLBACK_URL`: our API's base URL; `SIMULATOR_CALLBACK_API_KEY`:
+ * a key with scope `warehouse` or `operator`), so orders that wait for a report (packed) complete on their own.
+ */
 export function simulatorEnvironment(opts: {
   port: number;
   host?: string;
   providerApiKeys?: Readonly<Record<string, string>>;
+  callback?: { url: string; apiKey: string };
 }): Record<string, string> {
   return {
     SIMULATOR_PORT: String(opts.port),
     ...(opts.host ? { SIMULATOR_HOST: opts.host } : {}),
     ...apiKeyVariables(opts.providerApiKeys),
+    ...(opts.callback
+      ? { SIMULATOR_CALLBACK_URL: opts.callback.url, SIMULATOR_CALLBACK_API_KEY: opts.callback.apiKey }
+      : {}),
   };
 }
 

@@ -222,7 +222,8 @@ async function main(): Promise<Row[]> {
   if (existsSync(path.join(ROOT, 'prisma', 'seed.ts'))) {
     await runToCompletion('npx', ['tsx', 'prisma/seed.ts'], { DATABASE_URL: databaseUrl });
   }
-  auth = { authorization: `Bearer ${await createRunKey(databaseUrl)}` };
+  const runKey = await createRunKey(databaseUrl);
+  auth = { authorization: `Bearer ${runKey}` };
 
   try {
     // The simulator process (every provider under /<name>), and the services' environment from the stack
@@ -231,9 +232,12 @@ async function main(): Promise<Row[]> {
     const providerApiKeys = def.devProviderApiKeys(PROVIDER_LIST);
     const simulatorPort = await getPort();
     const simulatorUrl = def.localUrl(simulatorPort);
+    const apiPorts = [await getPort(), await getPort()];
+    // The simulated warehouse reports every order packed to the first API, with the run's operator key.
+    const callback = { url: def.localUrl(apiPorts[0]!), apiKey: runKey };
     const sims = start(def.STACK_PROCESSES.simulators.name, def.STACK_PROCESSES.simulators, {
       ...inherited,
-      ...def.simulatorEnvironment({ port: simulatorPort, providerApiKeys }),
+      ...def.simulatorEnvironment({ port: simulatorPort, providerApiKeys, callback }),
     });
     await waitForHttp(`${simulatorUrl}/_sim/health`, { child: sims.child });
     say(`simulators: ${simulatorUrl} (${PROVIDER_LIST.map((p) => `/${p.name}`).join(', ')})`);
@@ -258,7 +262,6 @@ async function main(): Promise<Row[]> {
     row('workers polling one task queue', 2);
     row('search attributes registered by', registeredBy.join(', ') || '(already registered)');
 
-    const apiPorts = [await getPort(), await getPort()];
     const apis = apiPorts.map((port, i) =>
       start(`api-${i + 1}`, def.STACK_PROCESSES.api, {
         ...serviceEnv,
