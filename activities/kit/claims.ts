@@ -29,6 +29,7 @@
  *     and claim age; exactly one reclaimer wins. A dead worker never means zero emails.
  *  7. Otherwise someone else is sending right now: throw the retryable `ClaimInProgressError`.
  */
+import { observerSlot } from './observer.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ErrorType } from '../../workflows/errors.js';
@@ -117,7 +118,8 @@ export interface ClaimObservation {
   outcome: ClaimOutcome | { state: 'in-progress' };
 }
 
-let claimObserver: ((observation: ClaimObservation) => void) | undefined;
+const claimObserver = observerSlot<ClaimObservation>();
+const report = (observation: ClaimObservation): void => claimObserver.report(observation);
 
 /**
  * Installs the process-wide observer of claim decisions (one at a time; `undefined` removes it). The worker
@@ -126,15 +128,7 @@ let claimObserver: ((observation: ClaimObservation) => void) | undefined;
  * reported too); an observer that throws is ignored.
  */
 export function observeSideEffectClaims(observer: ((observation: ClaimObservation) => void) | undefined): void {
-  claimObserver = observer;
-}
-
-function report(observation: ClaimObservation): void {
-  try {
-    claimObserver?.(observation);
-  } catch {
-    // Observability must never change what the activity does.
-  }
+  claimObserver.set(observer);
 }
 
 /**

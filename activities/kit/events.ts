@@ -13,6 +13,7 @@ import type { ActivityDeps } from '../ports.js';
 import { earlierAnswers } from './answers.js';
 import type { EventStepDefinition, StepDefinition } from './define.js';
 import { notFound } from './failures.js';
+import { observerSlot } from './observer.js';
 import { lockOrder, refuseUnlessOpen, writeOrderStatus } from './order-guards.js';
 
 /**
@@ -56,7 +57,7 @@ export async function runEventStep(
     await step.record?.({ orderId, db, tx, answers: earlierAnswers(tx, orderId), event });
     return { step: step.name, performed: true, data: { reportId: event.id } };
   });
-  if (waited) reportEventWait(waited);
+  if (waited) eventWaitObserver.report(waited);
   return result;
 }
 
@@ -73,7 +74,7 @@ export interface EventWaitObservation {
   seconds: number;
 }
 
-let eventWaitObserver: ((observation: EventWaitObservation) => void) | undefined;
+const eventWaitObserver = observerSlot<EventWaitObservation>();
 
 /**
  * Installs the process-wide observer of ended waits (one at a time; `undefined` removes it): the worker records the
@@ -82,15 +83,7 @@ let eventWaitObserver: ((observation: EventWaitObservation) => void) | undefined
  * ignored.
  */
 export function observeEventWaits(observer: ((observation: EventWaitObservation) => void) | undefined): void {
-  eventWaitObserver = observer;
-}
-
-function reportEventWait(observation: EventWaitObservation): void {
-  try {
-    eventWaitObserver?.(observation);
-  } catch {
-    // Observability must never change what the activity does.
-  }
+  eventWaitObserver.set(observer);
 }
 
 /**
