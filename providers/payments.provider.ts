@@ -125,7 +125,11 @@ export const payments = defineProvider({
         };
         state.set(payment.id, payment);
         const { id, status, amountMinor, currency, captureBefore } = payment;
-        return { status: 201, body: { id, status, amountMinor, currency, captureBefore }, effect: 'payment.authorized' };
+        return {
+          status: 201,
+          body: { id, status, amountMinor, currency, captureBefore },
+          effect: 'payment.authorized',
+        };
       },
       example: {
         request: { amountMinor: 2500, currency: 'EUR', method: 'pm_card_ok', reference: 'ord_42' },
@@ -236,7 +240,12 @@ export const payments = defineProvider({
           );
         }
         payment.refundedMinor += request.amountMinor;
-        const refund = { id: newId('re'), paymentId: payment.id, amountMinor: request.amountMinor, status: 'succeeded' };
+        const refund = {
+          id: newId('re'),
+          paymentId: payment.id,
+          amountMinor: request.amountMinor,
+          status: 'succeeded',
+        };
         state.set(refund.id, refund);
         return { status: 201, body: refund, effect: 'payment.refunded' };
       },

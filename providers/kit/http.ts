@@ -143,7 +143,9 @@ function problemDocument(text: string, contentType: string): Record<string, unkn
   if (!/json/i.test(contentType) && !text.startsWith('{')) return undefined;
   try {
     const doc = JSON.parse(text) as unknown;
-    return doc !== null && typeof doc === 'object' && !Array.isArray(doc) ? (doc as Record<string, unknown>) : undefined;
+    return doc !== null && typeof doc === 'object' && !Array.isArray(doc)
+      ? (doc as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
