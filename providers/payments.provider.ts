@@ -250,8 +250,8 @@ export const payments = defineProvider({
         return { status: 201, body: refund, effect: 'payment.refunded' };
       },
       example: {
-        after: ['authorize', 'capture'],
-        requestFrom: (earlier) => ({ paymentId: String(earlier.authorize.id), amountMinor: 1000 }),
+        after: ['capture'],
+        requestFrom: (earlier) => ({ paymentId: String(earlier.capture.id), amountMinor: 1000 }),
         answer: {
           status: 201,
           body: {
