@@ -173,14 +173,21 @@ describe('card payments', () => {
     expect(stack.payments.ledger.count(`payment-capture:${id}`)).toBe(0);
   });
 
-  it('a lost answer of the authorization: the retry with the same key, one authorization', async () => {
+  it('duplicates: a repeated POST, lost answers of the authorization and the capture: one effect per key', async () => {
     callBack();
     stack.payments.injectFault({ mode: 'drop-response', keyPrefix: 'payment-authorization:' });
-    const id = (await placeOrder(stack, 'pm_card_ok')).id as string;
+    stack.payments.injectFault({ mode: 'drop-response', keyPrefix: 'payment-capture:' });
+    const key = randomUUID();
+    const first = await stack.http.post('/orders').set('Idempotency-Key', key).send(orderBody('pm_card_ok'));
+    const again = await stack.http.post('/orders').set('Idempotency-Key', key).send(orderBody('pm_card_ok'));
+    expect([first.status, again.status]).toEqual([202, 202]);
+    expect(again.body.id).toBe(first.body.id);
+    const id = first.body.id as string;
     const order = await stack.waitForOrder(id);
     expect(order.status).toBe('completed');
     expect(stack.payments.ledger.count(`payment-authorization:${id}`)).toBe(1);
     expect(stack.payments.ledger.count(`payment-capture:${id}`)).toBe(1);
+    expect(order.payment).toMatchObject({ status: 'captured', capturedMinor: order.totalMinor });
   });
 
   it('an order on account: no card steps, payment null, nothing at the payments provider', async () => {
