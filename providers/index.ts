@@ -8,6 +8,7 @@ import { accounting } from './accounting.provider.js';
 import { carrier } from './carrier.provider.js';
 import { email } from './email.provider.js';
 import type { ProviderDefinition } from './kit/define.js';
+import { payments } from './payments.provider.js';
 import { warehouse } from './warehouse.provider.js';
 // new:step inserts imports above this line.
 
@@ -17,6 +18,7 @@ export const PROVIDERS = {
   carrier,
   accounting,
   warehouse,
+  payments,
   // new:step inserts providers above this line.
 } as const satisfies Record<string, ProviderDefinition>;
 

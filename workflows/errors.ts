@@ -45,6 +45,11 @@ export const ErrorType = {
   SideEffectUnrecorded: 'SideEffectUnrecordedError',
   /** An operator's resolve or close of an order that does not wait for it (or waits on another step). */
   OrderNotAwaitingResolution: 'OrderNotAwaitingResolutionError',
+  /**
+   * A provider's definite refusal that a step declares the customer's business (e.g. a card declined: the step's
+   * `refused`). Its message starts `<public failure code>: <reason or ->; `. Permanent.
+   */
+  Refused: 'RefusedError',
   /** A report of an outside event (e.g. `packed`) to an order that does not wait for it and has no step for it. */
   OrderNotAwaitingEvent: 'OrderNotAwaitingEventError',
 } as const;

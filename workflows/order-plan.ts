@@ -93,6 +93,11 @@ export interface OrderFacts {
   /** Minor units. */
   totalMinor: number;
   lines: Array<{ sku: string; quantity: number }>;
+  /**
+   * How the order is paid: by card with the customer's payment-method token, or null (or absent: orders placed before
+   * 1.2) on account. Read by steps' `when` (only a card order authorizes a payment); never shown: mask it.
+   */
+  payment?: { method: string } | null;
 }
 
 /** Rank distance between two consecutive steps' statuses. */

@@ -120,6 +120,13 @@ interface StepCommon {
    */
   retry?: PlannedRetryProfile;
   /**
+   * Whether an order has this step, from what is known when it is placed (e.g. only orders paid by card authorize a
+   * payment). Evaluated once, when the order's plan is built (activities/kit/plan.ts): the plan is stored and passed
+   * in the workflow's input, so a running order (and its replay) keeps the steps it started with. Default: every
+   * order. A conditional step is never the pivot, and no event step's `cancelFirst` names one.
+   */
+  when?(order: OrderFacts): boolean;
+  /**
    * What the Temporal UI shows on the step's activity, from the order (e.g. `shipment of 3 items`). Customer
    * data here is visible to every operator: mask it (see docs/operations.md). Default: the label.
    */
@@ -173,6 +180,11 @@ export interface ProviderCompensation<
    * sends the identical body).
    */
   request(ctx: CompensationRequestContext): RequestOf<P['operations'][K]> | Promise<RequestOf<P['operations'][K]>>;
+  /**
+   * Records the answer in the step's own tables (e.g. the payment `voided`), in the transaction that marks the
+   * compensation's claim `sent` (optional). Absolute writes: must tolerate a second run.
+   */
+  record?(ctx: RecordContext<RequestOf<P['operations'][K]>, ResponseOf<P['operations'][K]>>): Promise<void>;
 }
 
 /** Either kind of compensation (`any`: the variance escape hatch, as for {@link StepDefinition}). */
@@ -225,7 +237,36 @@ export interface ProviderStepDefinition<
    * completes once, but write with ON CONFLICT anyway).
    */
   record?(ctx: RecordContext<RequestOf<P['operations'][K]>, ResponseOf<P['operations'][K]>>): Promise<void>;
+  /**
+   * A definite refusal of the provider that is the customer's business, not a fault (e.g. a card declined): the order
+   * ends `failed` with the public failure {@link BusinessRefusal.failure} and the reason the provider gave (safe for
+   * the customer), instead of `provider_failed`. Compensated like any failure before the pivot.
+   */
+  refused?: BusinessRefusal;
   compensation?: Compensation;
+}
+
+/** A provider step's business refusal ({@link ProviderStepDefinition.refused}). */
+export interface BusinessRefusal {
+  /**
+   * The provider's problem types that are this refusal: the last segment of the problem document's `type` URI
+   * (e.g. `card-declined`), answered with a 4xx that says the provider did not act.
+   */
+  problems: readonly string[];
+  /** The public failure code the order ends with (src/orders/public-failure.ts), snake_case, e.g. `payment_declined`. */
+  failure: string;
+  /** What the customer reads, one sentence without the final stop, e.g. `The payment was declined`. */
+  message: string;
+  /**
+   * The member of the problem document that says why, a code safe for the customer (e.g. `declineCode`: the
+   * provider's `insufficient_funds`); a value that is not `[a-z0-9_]{1,64}` is not kept.
+   */
+  reasonMember?: string;
+  /**
+   * Records the refusal in the step's own tables (e.g. the payment `declined` with its code), in a transaction of its
+   * own under the order-row lock, before the step fails. Absolute writes: harmless when run twice.
+   */
+  record?(ctx: TransactionContext & { reason: string | null }): Promise<void>;
 }
 
 /** An outside event as it reached the order (the workflow's report Update), e.g. the warehouse's `packed`. */
@@ -390,7 +431,20 @@ export function validateSteps<const S extends readonly StepDefinition[]>(steps: 
     if (step.kind === 'provider' && step.provider.operations[step.operation] === undefined) {
       problems.push(`step ${step.name}: provider ${step.provider.name} has no operation ${step.operation}`);
     }
+    if (step.when && step.phase === StepPhase.Pivot) problems.push(`step ${step.name}: the pivot is never conditional`);
+    if (step.kind === 'event' && step.event.cancelFirst !== undefined) {
+      if (steps.find((s) => s.name === step.event.cancelFirst)?.when && !step.when) {
+        problems.push(`step ${step.name}: cancelFirst ${step.event.cancelFirst} is conditional (its plan may lack it)`);
+      }
+    }
+    if (step.kind === 'provider' && step.refused) {
+      if (!STATUS.test(step.refused.failure)) problems.push(`step ${step.name}: refused.failure is not snake_case`);
+      if (step.refused.problems.length === 0) problems.push(`step ${step.name}: refused names no problem type`);
+    }
   });
   if (problems.length > 0) throw new Error(`Invalid step registry:\n  ${problems.join('\n  ')}`);
+  // The plan of an order for which no conditional step applies must hold by the same rules (buildPlan checks each
+  // order's own plan with them too).
+  if (steps.some((s) => s.when)) validateSteps(steps.filter((s) => !s.when));
   return steps;
 }

@@ -8,6 +8,7 @@ import { ApplicationFailure, CancelledFailure, type RetryPolicy } from '@tempora
 import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { ProviderError } from '../../providers/kit/errors.js';
+import type { BusinessRefusal } from './define.js';
 
 /** A permanent "record not found" failure, e.g. `notFound('order', id)`. */
 export function notFound(what: string, id: string): ApplicationFailure {
@@ -133,4 +134,42 @@ export function rethrowProviderError(
     }
   }
   throw mayHaveActed === undefined ? err : withDoubt(err, mayHaveActed);
+}
+
+/** A reason a business refusal may echo to the customer: a provider's code, lower-case words. */
+const REFUSAL_REASON = /^[a-z0-9_]{1,64}$/;
+
+/**
+ * The business refusal `err` is for a step that declares `refused`: a definite refusal (`rejected`, the provider did
+ * not act) whose problem type's last segment is one of `refused.problems`, with the reason from
+ * `refused.reasonMember` when it is a safe code.
+ * @returns null when `err` is not that refusal (it is then a provider failure like any other).
+ */
+export function businessRefusal(
+  refused: BusinessRefusal | undefined,
+  err: unknown,
+): { failure: string; reason: string | null } | null {
+  if (!refused || !(err instanceof ProviderError) || err.kind !== 'rejected' || err.mayHaveActed) return null;
+  const slug = err.problemType?.split('/').at(-1) ?? '';
+  if (!refused.problems.includes(slug)) return null;
+  const value = refused.reasonMember === undefined ? undefined : err.problem?.[refused.reasonMember];
+  return { failure: refused.failure, reason: typeof value === 'string' && REFUSAL_REASON.test(value) ? value : null };
+}
+
+/**
+ * The non-retryable `RefusedError` of a business refusal: its message starts with the public failure code and the
+ * reason (`payment_declined: insufficient_funds; …`), which src/orders/public-failure.ts reads; details
+ * `{ status, mayHaveActed: false, failure, reason }`.
+ */
+export function refusalFailure(
+  refusal: { failure: string; reason: string | null },
+  provider: string,
+  err: ProviderError,
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: `${refusal.failure}: ${refusal.reason ?? '-'}; ${provider}: ${err.message}`,
+    type: ErrorType.Refused,
+    nonRetryable: true,
+    details: [{ status: err.status, mayHaveActed: false, failure: refusal.failure, reason: refusal.reason }],
+  });
 }

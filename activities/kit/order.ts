@@ -41,6 +41,8 @@ export interface StepOrder extends OrderFacts {
   createdAt: string;
   /** Its invoice, or null before `createInvoice` ran. */
   invoice: StepOrderInvoice | null;
+  /** The customer's payment method (a card order), or null: paid on account. Never log or show it. */
+  payment: { method: string } | null;
 }
 
 interface OrderRow {
@@ -48,6 +50,7 @@ interface OrderRow {
   customer_name: string | null;
   currency: string;
   total_minor: number;
+  payment_method: string | null;
   created_at: Date;
   lines: StepOrderLine[] | null;
   invoice_id: string | null;
@@ -65,7 +68,7 @@ interface OrderRow {
  */
 export async function readOrder(db: SqlQueries, orderId: string): Promise<StepOrder> {
   const [row] = await db.$queryRaw<OrderRow[]>`
-    SELECT o.customer_email, o.customer_name, o.currency, o.total_minor, o.created_at,
+    SELECT o.customer_email, o.customer_name, o.currency, o.total_minor, o.payment_method, o.created_at,
            (SELECT json_agg(json_build_object('sku', l.sku, 'quantity', l.quantity,
                                               'unitPriceMinor', l.unit_price_minor, 'name', p.name)
                             ORDER BY l.line_no)
@@ -81,6 +84,7 @@ export async function readOrder(db: SqlQueries, orderId: string): Promise<StepOr
     customerName: row.customer_name,
     currency: row.currency,
     totalMinor: row.total_minor,
+    payment: row.payment_method === null ? null : { method: row.payment_method },
     createdAt: row.created_at.toISOString(),
     lines: row.lines ?? [],
     invoice:

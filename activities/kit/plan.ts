@@ -12,7 +12,7 @@ import {
 } from '../../workflows/order-plan.js';
 import { plainLine } from '../../workflows/display-text.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import type { StepDefinition } from './define.js';
+import { validateSteps, type StepDefinition } from './define.js';
 
 /** Options of {@link buildPlan}. */
 export interface PlanOptions {
@@ -24,11 +24,19 @@ export interface PlanOptions {
 }
 
 /**
- * The plan of an order over `steps`: each step with its rank (10 × its 1-based position), the status it writes (the
+ * The plan of an order over the registry's steps that apply to it (a step with `when` only when it says so): each step with its rank (10 × its 1-based position), the status it writes (the
  * last step writes `completed`), its retry profile, its provider, its idempotency key for the order (provider steps),
  * its compensation, its summary for `order`, and an event step's wait (its bound from `options.events`).
  */
-export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts, options: PlanOptions = {}): OrderPlan {
+export function buildPlan(
+  registry: readonly StepDefinition[],
+  order: OrderFacts,
+  options: PlanOptions = {},
+): OrderPlan {
+  // The order's own steps: a conditional step only when it applies (the registry's rules hold for the subset too).
+  const steps = registry.some((s) => s.when)
+    ? validateSteps(registry.filter((s) => !s.when || s.when(order)))
+    : registry;
   return {
     steps: steps.map((step, i): PlannedStep => {
       const last = i === steps.length - 1;
@@ -63,7 +71,7 @@ export function buildPlan(steps: readonly StepDefinition[], order: OrderFacts, o
  */
 export function registryPlan(steps: readonly StepDefinition[]): OrderPlan {
   return buildPlan(
-    steps.map((s) => ({ ...s, summary: undefined })),
+    steps.map((s) => ({ ...s, summary: undefined, when: undefined })),
     { orderId: '', customerEmail: '', customerName: null, currency: '', totalMinor: 0, lines: [] },
   );
 }

@@ -10,6 +10,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ErrorType } from '../../workflows/errors.js';
 import type { ProviderAnswer, ProviderClient } from '../../providers/kit/define.js';
+import type { ProviderError } from '../../providers/kit/errors.js';
 import type {
   CompensationInput,
   CompensationResult,
@@ -35,7 +36,7 @@ import type {
 } from './define.js';
 import { earlierAnswers } from './answers.js';
 import { startCall, settleFailedCall } from './calls.js';
-import { rethrowProviderError, withDoubt } from './failures.js';
+import { businessRefusal, refusalFailure, rethrowProviderError, withDoubt } from './failures.js';
 import { readOrder } from './order.js';
 import {
   cancellationRequested,
@@ -174,6 +175,18 @@ export async function runProviderStep(
     // Definitely not performed: the claim may be taken again, and a halt may tombstone it. Otherwise it stays
     // `sending`: the provider may have acted, and only a retry with the same key (or a person) can tell.
     const doubt = await settleFailedCall(db, { key, owner, claim, call, err });
+    const refusal = doubt ? null : businessRefusal(step.refused, err);
+    if (refusal) {
+      // The customer's business (e.g. a card declined): recorded, then the order fails with its public failure.
+      const record = step.refused?.record;
+      if (record) {
+        await db.$transaction(async (tx) => {
+          await lockOrder(tx, orderId);
+          await record({ orderId, db, tx, answers: earlierAnswers(tx, orderId), reason: refusal.reason });
+        });
+      }
+      throw refusalFailure(refusal, step.provider.title, err as ProviderError);
+    }
     rethrowProviderError(err, step.provider.title, retryTiming(), doubt);
   }
 
@@ -286,7 +299,22 @@ export async function runProviderCompensation(
     rethrowProviderError(err, compensation.provider.title, retryTiming(), doubt);
   }
   try {
-    const providerId = await completeSideEffect(db, key, answer.providerId);
+    const record = compensation.record;
+    const providerId = record
+      ? await db.$transaction(async (tx) => {
+          const stored = await completeSideEffect(tx, key, answer.providerId);
+          await record({
+            orderId,
+            db,
+            tx,
+            answers: earlierAnswers(tx, orderId),
+            key,
+            request: call.request as never,
+            answer,
+          });
+          return stored;
+        })
+      : await completeSideEffect(db, key, answer.providerId);
     return { compensation: compensation.name, performed: true, providerId };
   } catch (err) {
     throw withDoubt(err, true);

@@ -3,6 +3,8 @@
  * step, bounded by `WAREHOUSE_PACK_TIMEOUT` (the order then waits for an operator in `attention_required`; a retry
  * waits again). A cancel during the wait first asks the warehouse to cancel the pick (requestPick's compensation): its
  * refusal (picking started) refuses the cancel. The report is recorded in `order_events` with the status `packed`.
+ * A card order's wait also stops `WAREHOUSE_PACK_DEADLINE_MARGIN` before its payment authorization's capture deadline
+ * (the `deadline` hook): the order then waits for an operator instead of shipping on an expiring hold.
  */
 import { defineEventStep, StepPhase } from '../kit/define.js';
 
@@ -25,4 +27,14 @@ export const awaitPacking = defineEventStep({
     cancelFirst: 'requestPick',
   },
   summary: () => 'waits for the warehouse to report the order packed',
+  /**
+   * The capture deadline of the order's payment authorization while it is held (card orders): the wait stops the
+   * margin before it, so an order never ships on an expired authorization. Null for an order paid on account.
+   */
+  async deadline({ db, orderId }) {
+    const [row] = await db.$queryRaw<Array<{ capture_before: Date | null }>>`
+      SELECT capture_before FROM payments WHERE order_id = ${orderId}::uuid AND status = 'authorized'`;
+    return row?.capture_before ? row.capture_before.toISOString() : null;
+  },
+  deadlineWhat: 'the payment authorization expires',
 });

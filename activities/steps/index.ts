@@ -7,7 +7,9 @@
  * See docs/extending.md.
  */
 import { validateSteps } from '../kit/define.js';
+import { authorizePayment } from './authorize-payment.step.js';
 import { awaitPacking } from './await-packing.step.js';
+import { capturePayment } from './capture-payment.step.js';
 import { createInvoice } from './create-invoice.step.js';
 import { requestPick } from './request-pick.step.js';
 import { reserveInventory } from './reserve-inventory.step.js';
@@ -18,12 +20,14 @@ import { syncInvoiceToAccounting } from './sync-invoice-to-accounting.step.js';
 
 /** Every step, in the order an order runs them. */
 export const STEPS = validateSteps([
+  authorizePayment,
   reserveInventory,
   createInvoice,
   sendOrderConfirmation,
   requestPick,
   awaitPacking,
   shipOrder,
+  capturePayment,
   syncInvoiceToAccounting,
   // new:step inserts steps above this line (or next to the step of --before/--after).
 ]);

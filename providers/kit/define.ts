@@ -81,11 +81,13 @@ export class SimulatedRefusal extends Error {
    * @param status 4xx status, e.g. 404 or 422.
    * @param slug last segment of the problem `type`, e.g. `external-id-mismatch`.
    * @param detail what is wrong with this request.
+   * @param extensions extra members of the problem document (RFC 9457 §3.2), e.g. a payment's `declineCode`.
    */
   constructor(
     readonly status: number,
     readonly slug: string,
     readonly detail: string,
+    readonly extensions: Record<string, unknown> = {},
   ) {
     super(detail);
     this.name = 'SimulatedRefusal';

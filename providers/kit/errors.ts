@@ -39,6 +39,13 @@ export function mayHaveActed(status: number | undefined, kind: ProviderFailureKi
 export class ProviderError extends Error {
   /** See {@link mayHaveActed}. */
   readonly mayHaveActed: boolean;
+  /** The `type` of the provider's problem document (RFC 9457), when it answered with one. */
+  readonly problemType?: string;
+  /**
+   * The provider's problem document (RFC 9457: `type`, `title`, `detail` and extension members such as a payment's
+   * `declineCode`), when it answered with one: what a step's business refusal reads (activities/kit/define.ts).
+   */
+  readonly problem?: Readonly<Record<string, unknown>>;
 
   /**
    * @param message names the provider, method, path and status.
@@ -46,15 +53,20 @@ export class ProviderError extends Error {
    * @param status HTTP status, when there was a response.
    * @param options.notSent true when the request was never sent, so the provider cannot have acted (see
    *   {@link mayHaveActed}).
+   * @param options.problem the provider's problem document, when it answered with one.
    */
   constructor(
     message: string,
     readonly kind: ProviderFailureKind,
     readonly status?: number,
-    options: { notSent?: boolean } = {},
+    options: { notSent?: boolean; problem?: Readonly<Record<string, unknown>> } = {},
   ) {
     super(message);
     this.name = 'ProviderError';
     this.mayHaveActed = mayHaveActed(status, kind, options.notSent ?? false);
+    if (options.problem) {
+      this.problem = options.problem;
+      if (typeof options.problem.type === 'string') this.problemType = options.problem.type;
+    }
   }
 }

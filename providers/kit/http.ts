@@ -127,16 +127,25 @@ export async function callProvider(options: ProviderHttpOptions, request: Provid
       );
     }
   }
-  const kind = classifyStatus(status, problemType(text, contentType));
-  throw new ProviderError(`${what} → ${status} (${kind}): ${problemDetail(text, contentType)}`, kind, status);
+  const problem = problemDocument(text, contentType);
+  const type = typeof problem?.type === 'string' ? problem.type : undefined;
+  const kind = classifyStatus(status, type);
+  throw new ProviderError(
+    `${what} → ${status} (${kind}): ${problemDetail(text, contentType)}`,
+    kind,
+    status,
+    problem ? { problem } : {},
+  );
 }
 
-/** The problem's `type` from an RFC 9457 body, when it has one. */
-function problemType(text: string, contentType: string): string | undefined {
+/** The RFC 9457 problem document of an answer (a JSON object), when it is one. */
+function problemDocument(text: string, contentType: string): Record<string, unknown> | undefined {
   if (!/json/i.test(contentType) && !text.startsWith('{')) return undefined;
   try {
-    const type = (JSON.parse(text) as { type?: unknown } | null)?.type;
-    return typeof type === 'string' ? type : undefined;
+    const doc = JSON.parse(text) as unknown;
+    return doc !== null && typeof doc === 'object' && !Array.isArray(doc)
+      ? (doc as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

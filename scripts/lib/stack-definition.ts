@@ -191,6 +191,14 @@ export function calledProviders(steps: readonly StepDefinition[] = STEPS): Provi
 }
 
 /**
+ * The providers every order calls: those of the steps without a `when` condition (a card order's payments steps are
+ * conditional, so an order on account never calls `payments`). What the ledger checks require a key of every order at.
+ */
+export function providersEveryOrderCalls(steps: readonly StepDefinition[] = STEPS): ProviderDefinition[] {
+  return calledProviders(steps.filter((s) => !s.when));
+}
+
+/**
  * The task queues a worker process polls: the order task queue (workflows and the database steps) and
  * `<taskQueue>.<provider>` of each provider a step or a compensation calls (src/worker/order-worker.ts).
  */

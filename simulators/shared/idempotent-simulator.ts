@@ -151,8 +151,15 @@ function validate(operation: OperationDefinition, body: unknown): unknown {
 
 /** A {@link SimulatedRefusal} as the problem it answers with. */
 function refusalProblem(error: SimulatedRefusal): HttpProblem {
-  const title = error.status === 404 ? 'Not found' : error.status === 422 ? 'Validation failed' : 'Request refused';
-  return new HttpProblem(error.status, error.slug, title, error.detail);
+  const title =
+    error.status === 404
+      ? 'Not found'
+      : error.status === 422
+        ? 'Validation failed'
+        : error.status === 402
+          ? 'Payment refused'
+          : 'Request refused';
+  return new HttpProblem(error.status, error.slug, title, error.detail, error.extensions);
 }
 
 /**

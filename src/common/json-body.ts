@@ -15,6 +15,9 @@
  * commas): it decodes member names (`"a"` and `"\u0061"` are one name) and reports every object and array as it
  * opens, so the depth check stops the scan at the limit, whatever the depth of the text. A body that is not valid
  * JSON is left to `JSON.parse`, which answers it 400 `malformed-json` as before.
+ *
+ * - **No card numbers**: a body carrying a card-number-like value anywhere (13–19 digits, spaces or dashes allowed,
+ *   passing Luhn) is answered 422 `card-number-refused` before it is parsed, so it reaches no log, record or handler.
  */
 import { visit } from 'jsonc-parser';
 import { JSON_BODY_MAX_DEPTH } from './api-limits.js';
@@ -113,6 +116,48 @@ export function verifyJsonBody(_req: unknown, _res: unknown, body: Buffer, encod
       detail: `Send the body as UTF-8 JSON (RFC 8259 §8.1); got charset ${encoding}`,
     });
   }
-  const fault = scanJsonBody(body.toString('utf8'));
+  const text = body.toString('utf8');
+  if (carriesCardNumber(text)) {
+    // The value itself is never echoed, stored or logged: the problem names no path and no digits.
+    throw new ProblemException({
+      status: 422,
+      type: ProblemType.CardNumberRefused,
+      detail:
+        'The body carries a value that looks like a card number; this service never takes card numbers. Send a ' +
+        'payment-method token (pm_…) instead.',
+    });
+  }
+  const fault = scanJsonBody(text);
   if (fault) throw jsonBodyProblem(fault);
+}
+
+/**
+ * Runs of 13 to 19 digits, single spaces or dashes allowed between them, not part of a longer run (a digit, or a
+ * separator and a digit, on either side ends the candidate: a UUID of digits is not a card number).
+ */
+const CARD_CANDIDATE = /(?<![0-9]|[0-9][ -])[0-9](?:[ -]?[0-9]){12,18}(?![0-9]|[ -][0-9])/g;
+
+/** Whether `digits` passes the Luhn check (ISO/IEC 7812-1). */
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48;
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+/**
+ * Whether a JSON text carries a card-number-like value anywhere (a string or a number): 13 to 19 digits, spaces or
+ * dashes allowed between them, passing the Luhn check.
+ */
+export function carriesCardNumber(text: string): boolean {
+  for (const match of text.matchAll(CARD_CANDIDATE)) {
+    if (luhnValid(match[0].replace(/[ -]/g, ''))) return true;
+  }
+  return false;
 }

@@ -167,6 +167,22 @@ export const ProblemTypes = defineProblemTypes({
       },
     ],
   },
+  CardNumberRefused: {
+    uri: `${PROBLEM_TYPE_BASE}card-number-refused`,
+    title: 'Card numbers are not accepted',
+    statuses: [422],
+    description:
+      'The body carries a value that looks like a payment card number (13 to 19 digits, spaces or dashes allowed, ' +
+      'passing the Luhn check), anywhere in it. This service never takes card numbers: pay with a payment-method ' +
+      'token from the payments provider (`payment: { method: "pm_…" }`). Checked on the raw body before it is ' +
+      'parsed; the value is neither stored nor logged, and nothing was changed.',
+    example: {
+      detail:
+        'The body carries a value that looks like a card number; this service never takes card numbers. Send a ' +
+        'payment-method token (pm_…) instead.',
+    },
+    appliesTo: [{ operations: 'with-body', description: 'The body carries a card-number-like value' }],
+  },
   UnsupportedMediaType: {
     uri: `${PROBLEM_TYPE_BASE}unsupported-media-type`,
     title: 'Unsupported media type',

@@ -7,6 +7,9 @@
  *   PostgreSQL when Prometheus scrapes (one grouped query, shared by the three gauges);
  * - `order_fulfilment_compensation_failed_orders{compensation}`: the orders that wait because a compensation failed
  *   for good, read from PostgreSQL when Prometheus scrapes;
+ * - `order_fulfilment_payments{outcome,decline_code}` and `order_fulfilment_payment_authorization_seconds_to_deadline`:
+ *   card payments by outcome and decline code, and the soonest capture deadline of a held authorization, read from
+ *   PostgreSQL when Prometheus scrapes;
  * - prom-client's default Node.js process metrics (`process_*`, `nodejs_*`).
  * Definitions (names, help, labels): src/metrics/metric-definitions.ts.
  *
@@ -38,6 +41,8 @@ export interface OrderStatusSnapshot {
 /** Every status an order can have (from the step registry), so every series exists from the start. */
 const ALL_STATUSES: readonly string[] = ORDER_STATUSES;
 const OPEN_STATUSES = ALL_STATUSES.filter((s) => !isTerminalStatus(s));
+/** The outcomes of a card payment (`payments.status`): every one present from the start. */
+const PAYMENT_OUTCOMES = ['authorized', 'captured', 'voided', 'declined'] as const;
 
 @Injectable()
 export class ApiMetrics {
@@ -123,6 +128,30 @@ export class ApiMetrics {
         }
       },
     });
+    const paymentSnapshot = () => this.paymentSnapshot();
+    new Gauge({
+      name: METRICS.payments.name,
+      help: METRICS.payments.help,
+      labelNames: METRICS.payments.labels,
+      registers: [this.registry],
+      async collect() {
+        const snap = await paymentSnapshot();
+        this.reset();
+        if (!snap) return;
+        for (const outcome of PAYMENT_OUTCOMES) this.set({ outcome, decline_code: 'none' }, 0);
+        for (const row of snap.rows) this.set({ outcome: row.outcome, decline_code: row.declineCode }, row.count);
+      },
+    });
+    new Gauge({
+      name: METRICS.paymentCaptureDeadline.name,
+      help: METRICS.paymentCaptureDeadline.help,
+      registers: [this.registry],
+      async collect() {
+        const snap = await paymentSnapshot();
+        this.reset();
+        if (snap?.secondsToDeadline != null) this.set(snap.secondsToDeadline);
+      },
+    });
     new Gauge({
       name: METRICS.longestInStatus.name,
       help: METRICS.longestInStatus.help,
@@ -199,6 +228,37 @@ export class ApiMetrics {
       return new Map(rows.map((r) => [r.compensation ?? 'unknown', Number(r.count)]));
     } catch (err) {
       this.logger.warn({ err }, 'Could not read compensation failures for /metrics');
+      return undefined;
+    }
+  }
+
+  /**
+   * Card payments by outcome and decline code, and the seconds to the soonest capture deadline of a held
+   * authorization (null when none is held).
+   * @returns undefined when the database could not be read (logged; the gauges are left out of the scrape).
+   */
+  private async paymentSnapshot(): Promise<
+    | { rows: Array<{ outcome: string; declineCode: string; count: number }>; secondsToDeadline: number | null }
+    | undefined
+  > {
+    try {
+      const rows = await this.prisma.$queryRaw<Array<{ status: string; decline_code: string | null; count: number }>>`
+        SELECT status, decline_code, count(*)::int AS count FROM payments GROUP BY status, decline_code`;
+      const [deadline] = await this.prisma.$queryRaw<Array<{ seconds: number | null }>>`
+        SELECT EXTRACT(EPOCH FROM (min(capture_before) - now()))::float8 AS seconds
+        FROM payments WHERE status = 'authorized'`;
+      return {
+        rows: rows.map((r) => ({
+          outcome: r.status,
+          // A closed label set: the provider's codes are lower-case words; anything else is `other`.
+          declineCode:
+            r.decline_code === null ? 'none' : /^[a-z0-9_]{1,64}$/.test(r.decline_code) ? r.decline_code : 'other',
+          count: Number(r.count),
+        })),
+        secondsToDeadline: deadline?.seconds == null ? null : Number(deadline.seconds),
+      };
+    } catch (err) {
+      this.logger.warn({ err }, 'Could not read payments for /metrics');
       return undefined;
     }
   }

@@ -157,6 +157,20 @@ export const METRICS = {
     help: 'Orders halted whose compensation failed for good and that wait for an operator (attention_required, compensation_failed: stock may stay reserved, an invoice issued), by the compensation that failed (read from PostgreSQL at scrape time; every compensation is present, 0 when none). The "compensation failed" alert reads it.',
     process: 'api',
   },
+  payments: {
+    name: `${METRIC_PREFIX}payments`,
+    type: 'gauge',
+    labels: ['outcome', 'decline_code'],
+    help: 'Card payments by outcome (authorized, captured, voided, declined) and decline code (none unless declined), read from PostgreSQL at scrape time; every outcome is present, 0 when none.',
+    process: 'api',
+  },
+  paymentCaptureDeadline: {
+    name: `${METRIC_PREFIX}payment_authorization_seconds_to_deadline`,
+    type: 'gauge',
+    labels: [],
+    help: 'Seconds left before the soonest capture deadline among the held (authorized, not captured) payment authorizations, read from PostgreSQL at scrape time; negative once passed; no sample when none is held. The "authorization near its capture deadline" alert reads it.',
+    process: 'api',
+  },
   idempotencyOutcomes: {
     name: `${METRIC_PREFIX}idempotency_outcomes_total`,
     type: 'counter',

@@ -32,7 +32,28 @@ export const createOrderLineSchema = z.strictObject({
     .meta({ description: 'Units ordered (whole number)', example: 2 }),
 });
 
-/** The `POST /orders` body: `{ customer: { email, name? }, lines: [{ sku, quantity }] }`. */
+/** A payment-method token of the payments provider (`pm_…`): the only card data this service takes. */
+export const PAYMENT_METHOD = /^pm_[A-Za-z0-9_]{1,64}$/;
+
+/**
+ * How the order is paid by card: the payment-method token. Any string is accepted here, so that a malformed token is
+ * answered 422 `payment-method-invalid` (not a generic 400) by the service before anything is stored.
+ */
+export const orderPaymentSchema = z
+  .strictObject({
+    method: z
+      .string()
+      .max(1000)
+      .meta({
+        description:
+          'Payment-method token of the payments provider, `^pm_[A-Za-z0-9_]{1,64}$` (a malformed one is answered ' +
+          '422 `payment-method-invalid`); never a card number. Stored for the order only, never returned.',
+        example: 'pm_card_ok',
+      }),
+  })
+  .meta({ id: 'OrderPayment' });
+
+/** The `POST /orders` body: `{ customer: { email, name? }, lines: [{ sku, quantity }], payment?: { method } }`. */
 export const createOrderSchema = z
   .strictObject({
     customer: z.strictObject({
@@ -44,6 +65,11 @@ export const createOrderSchema = z
       .min(1)
       .max(ORDER_LIMITS.maxLines)
       .meta({ description: `1 to ${ORDER_LIMITS.maxLines} lines, each SKU at most once` }),
+    payment: orderPaymentSchema.optional().meta({
+      description:
+        'Pay by card: the order authorizes its total first and captures it at the hand-over to the carrier. ' +
+        'Without it the order is paid on account (invoice terms).',
+    }),
   })
   .superRefine((order, ctx) => {
     const seen = new Set<string>();

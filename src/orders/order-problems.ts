@@ -47,6 +47,19 @@ export const OrderProblemTypes = defineProblemTypes({
     description: 'The order total does not fit the stored integer range.',
     example: { detail: 'The order total 3000000000 (minor units) exceeds 2147483647' },
   },
+  PaymentMethodInvalid: {
+    uri: `${PROBLEM_TYPE_BASE}payment-method-invalid`,
+    title: 'Payment method is not valid',
+    statuses: [422],
+    description:
+      '`payment.method` is not a payment-method token of the payments provider (`^pm_[A-Za-z0-9_]{1,64}$`). ' +
+      'Nothing was stored: send a token from the payments provider (never a card number).',
+    extensions: { errors: validationErrorsSchema },
+    example: {
+      detail: 'payment.method is not a payment-method token (pm_…)',
+      errors: [{ path: 'payment.method', message: 'Expected a payment-method token matching ^pm_[A-Za-z0-9_]{1,64}$' }],
+    },
+  },
   OrderNotAwaitingRetry: {
     uri: `${PROBLEM_TYPE_BASE}order-not-awaiting-retry`,
     title: 'Order is not awaiting a retry',

@@ -86,9 +86,38 @@ const orderSummaryShape = {
 
 /** An order in lists (no lines). */
 export const orderSummaryViewSchema = z.object(orderSummaryShape).meta({ id: 'OrderSummary' });
+/**
+ * A card order's payment at the payments provider (never the payment-method token). Amounts in minor units of
+ * `currency`. `pending` until the authorization is answered.
+ */
+export const orderPaymentViewSchema = z
+  .object({
+    status: z.enum(['pending', 'authorized', 'captured', 'voided', 'declined']).meta({
+      description:
+        '`pending` (not authorized yet), `authorized` (held), `captured` (charged at the hand-over), `voided` (the ' +
+        'hold released: cancelled or failed) or `declined`',
+    }),
+    currency: z.string().meta({ example: 'EUR' }),
+    authorizedMinor: z.int().meta({ description: 'The amount authorized (held); 0 unless authorized' }),
+    capturedMinor: z.int().meta({ description: 'The amount captured' }),
+    voidedMinor: z.int().meta({ description: 'The amount whose hold was released' }),
+    captureBefore: z.iso.datetime().nullable().meta({ description: 'When the authorization expires, if held' }),
+    declineCode: z
+      .string()
+      .nullable()
+      .meta({ description: 'The provider’s decline code of a declined payment', example: 'insufficient_funds' }),
+  })
+  .meta({ id: 'OrderPaymentView' });
+
 /** An order with its lines (`GET /orders/:id`, `POST /orders`). */
 export const orderViewSchema = z
-  .object({ ...orderSummaryShape, lines: z.array(orderLineViewSchema) })
+  .object({
+    ...orderSummaryShape,
+    lines: z.array(orderLineViewSchema),
+    payment: orderPaymentViewSchema
+      .nullable()
+      .meta({ description: 'The card payment; null for an order paid on account (no `payment` when placed)' }),
+  })
   .meta({ id: 'Order' });
 /** A page of `GET /orders`: `nextCursor` is null on the last page. */
 export const orderPageViewSchema = z
@@ -98,4 +127,5 @@ export const orderPageViewSchema = z
 export type OrderLineView = z.infer<typeof orderLineViewSchema>;
 export type OrderSummaryView = z.infer<typeof orderSummaryViewSchema>;
 export type OrderView = z.infer<typeof orderViewSchema>;
+export type OrderPaymentView = z.infer<typeof orderPaymentViewSchema>;
 export type OrderPageView = z.infer<typeof orderPageViewSchema>;

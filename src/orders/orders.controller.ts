@@ -129,6 +129,7 @@ export class OrdersController {
     headers: { Location: LOCATION_HEADER, [IDEMPOTENT_REPLAYED_HEADER]: REPLAYED_HEADER },
   })
   @ApiProblems(
+    OrderProblemTypes.PaymentMethodInvalid,
     OrderProblemTypes.UnknownSku,
     OrderProblemTypes.CurrencyMismatch,
     OrderProblemTypes.TotalTooLarge,

@@ -12,7 +12,7 @@ import { APP_CONFIG, type AppConfig, isProduction } from '../config/config.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { OrderStartDispatcher } from './workflow/order-start-dispatcher.service.js';
-import type { CreateOrderRequest } from './create-order.dto.js';
+import { PAYMENT_METHOD, type CreateOrderRequest } from './create-order.dto.js';
 import type { ListOrdersQuery } from './list-orders.dto.js';
 import { type OrderAccess, orderAccessWhere } from './order-access.js';
 import { encodeOrderCursor } from './order-cursor.js';
@@ -20,13 +20,43 @@ import { publicFailure } from './public-failure.js';
 import { isCancellable, stepTrack } from './order-steps.js';
 import { orderDisplay } from './order-display.js';
 import { OrderProblemType } from './order-problems.js';
-import type { OrderPageView, OrderSummaryView, OrderView } from './order-response.dto.js';
+import type { OrderPageView, OrderPaymentView, OrderSummaryView, OrderView } from './order-response.dto.js';
+
+/**
+ * A card order's payment as `GET /orders/:id` shows it (never the token): its `payments` row, or `pending` before
+ * the authorization was answered; null for an order paid on account.
+ */
+function paymentView(order: Pick<OrderRow, 'paymentMethod' | 'payment' | 'currency'>): OrderPaymentView | null {
+  const row = order.payment;
+  if (row === null) {
+    if (order.paymentMethod === null) return null;
+    return {
+      status: 'pending',
+      currency: order.currency,
+      authorizedMinor: 0,
+      capturedMinor: 0,
+      voidedMinor: 0,
+      captureBefore: null,
+      declineCode: null,
+    };
+  }
+  return {
+    status: row.status as OrderPaymentView['status'],
+    currency: row.currency,
+    authorizedMinor: row.status === 'declined' ? 0 : row.amountMinor,
+    capturedMinor: row.capturedMinor,
+    voidedMinor: row.voidedMinor,
+    captureBefore: row.status === 'authorized' ? (row.captureBefore?.toISOString() ?? null) : null,
+    declineCode: row.declineCode,
+  };
+}
 
 /** Largest `total_minor` the INTEGER column holds. */
 const MAX_TOTAL_MINOR = 2_147_483_647;
 
 const orderInclude = {
   lines: { orderBy: { lineNo: 'asc' } },
+  payment: true,
   invoice: { select: { number: true } },
   accountingSync: { select: { accountingId: true } },
 } as const satisfies Prisma.OrderInclude;
@@ -78,6 +108,21 @@ export class OrdersService {
    *   `total-too-large`; nothing is stored then.
    */
   async create(request: CreateOrderRequest, options: CreateOrderOptions): Promise<OrderView> {
+    const method = request.payment?.method;
+    if (method !== undefined && !PAYMENT_METHOD.test(method)) {
+      // The value is not echoed: it may be something a customer should not have sent.
+      throw new ProblemException({
+        status: 422,
+        type: OrderProblemType.PaymentMethodInvalid,
+        detail: 'payment.method is not a payment-method token (pm_…)',
+        extensions: {
+          errors: [
+            { path: 'payment.method', message: 'Expected a payment-method token matching ^pm_[A-Za-z0-9_]{1,64}$' },
+          ],
+        },
+      });
+    }
+    const paymentMethod = method ?? null;
     const id = randomUUID();
     // Read before the transaction (under READ COMMITTED it would see the same committed prices inside it), so the
     // transaction holds its connection for its writes only.
@@ -147,6 +192,7 @@ export class OrdersService {
             currency: currencies[0]!,
             totalMinor,
             lines: lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+            payment: paymentMethod === null ? null : { method: paymentMethod },
           },
           {
             // Event steps' bounds from configuration, fixed in the plan (a running order keeps its own).
@@ -185,6 +231,7 @@ export class OrdersService {
         plan: plan as unknown as OrderRow['plan'],
         currency: currencies[0]!,
         totalMinor,
+        paymentMethod,
         clientId: options.clientId,
         workflowId,
         workflowStartedAt: null,
@@ -194,14 +241,15 @@ export class OrdersService {
         lines: lines.map((l) => ({ ...l, orderId: id })),
         invoice: null,
         accountingSync: null,
+        payment: null,
       };
       await tx.$executeRaw`
         WITH placed AS (
-          INSERT INTO orders (id, customer_email, customer_name, status, status_step, currency, total_minor, client_id,
-                              workflow_id, plan, created_at, updated_at)
+          INSERT INTO orders (id, customer_email, customer_name, status, status_step, currency, total_minor,
+                              payment_method, client_id, workflow_id, plan, created_at, updated_at)
           VALUES (${id}::uuid, ${order.customerEmail}, ${order.customerName}, ${order.status}, ${order.statusStep},
-                  ${order.currency}, ${totalMinor}, ${order.clientId}, ${workflowId}, ${JSON.stringify(plan)}::jsonb,
-                  ${now}, ${now})
+                  ${order.currency}, ${totalMinor}, ${paymentMethod}, ${order.clientId}, ${workflowId},
+                  ${JSON.stringify(plan)}::jsonb, ${now}, ${now})
           RETURNING id),
         placed_lines AS (
           INSERT INTO order_lines (id, order_id, line_no, sku, quantity, unit_price_minor)
@@ -302,6 +350,7 @@ export class OrdersService {
         quantity: l.quantity,
         unitPriceMinor: l.unitPriceMinor,
       })),
+      payment: paymentView(order),
     };
   }
 

@@ -17,6 +17,8 @@ import { STEPS } from '../../activities/index.js';
 export const FailureCode = {
   /** Some lines asked for more than was available; nothing was reserved. */
   InsufficientStock: 'insufficient_stock',
+  /** The payment was declined (the card's decline code in the message); nothing was reserved, invoiced or emailed. */
+  PaymentDeclined: 'payment_declined',
   /** Cancelled before the order shipped (through the API or by an operator); compensated. */
   Cancelled: 'cancelled',
   /** A service the order depends on (a provider of providers/index.ts) refused or failed for good; compensated. */
@@ -39,7 +41,9 @@ export interface PublicFailure {
 /** What every compensated failure adds: the customer is not left with a reservation or an invoice. */
 const COMPENSATED = 'Nothing was shipped; reserved stock was released and any invoice voided.';
 
-const MESSAGES: Readonly<Record<Exclude<FailureCode, 'insufficient_stock' | 'cancelled'>, string>> = {
+const MESSAGES: Readonly<
+  Record<Exclude<FailureCode, 'insufficient_stock' | 'cancelled' | 'payment_declined'>, string>
+> = {
   closed: 'Our staff closed the order before it was complete; nothing more will happen to it.',
   provider_failed: `The order could not be fulfilled because a partner service failed. ${COMPENSATED}`,
   internal_error: `The order could not be fulfilled because of an internal error. ${COMPENSATED}`,
@@ -103,8 +107,28 @@ export function publicFailure(status: string, failureReason: string | null): Pub
   }
 }
 
+/**
+ * The steps' business refusals (`refused` of a provider step, e.g. authorizePayment's `payment_declined`), by public
+ * failure code: what the customer reads.
+ */
+const REFUSALS: ReadonlyMap<string, string> = new Map(
+  STEPS.flatMap((s) => (s.kind === 'provider' && s.refused ? [[s.refused.failure, s.refused.message] as const] : [])),
+);
+
+/** `RefusedError: <code>: <reason or ->; …` as activities/kit/failures.ts `refusalFailure` writes it. */
+const REFUSED = new RegExp(`^${ErrorType.Refused}: ([a-z][a-z0-9_]*): ([a-z0-9_]{1,64}|-);`);
+
+/** What failed for good before anything was reserved, invoiced or emailed (a business refusal of the first step). */
+const NOTHING_DONE = 'Nothing was reserved, invoiced or charged.';
+
 function failedOrder(reason: string): PublicFailure {
   const type = /^([A-Za-z]+): /.exec(reason)?.[1] ?? '';
+  const refused = REFUSED.exec(reason);
+  const refusalMessage = refused ? REFUSALS.get(refused[1]!) : undefined;
+  if (refused && refusalMessage !== undefined && isFailureCode(refused[1]!)) {
+    const why = refused[2] === '-' ? '' : ` (${refused[2]})`;
+    return { code: refused[1], message: `${refusalMessage}${why}. ${NOTHING_DONE}` };
+  }
   if (type === ErrorType.InsufficientStock) {
     const prefix = `${ErrorType.InsufficientStock}: insufficient stock for `;
     const items = reason.startsWith(prefix)
@@ -121,4 +145,9 @@ function failedOrder(reason: string): PublicFailure {
   }
   if (PROVIDER_TYPES.includes(type)) return { code: FailureCode.ProviderFailed, message: MESSAGES.provider_failed };
   return { code: FailureCode.InternalError, message: MESSAGES.internal_error };
+}
+
+/** Whether `code` is one of the public failure codes. */
+function isFailureCode(code: string): code is FailureCode {
+  return (Object.values(FailureCode) as string[]).includes(code);
 }

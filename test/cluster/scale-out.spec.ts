@@ -9,7 +9,7 @@
  * 2. burst: SCALE_OUT_ORDERS orders at once over both APIs, plus SCALE_OUT_DUPLICATES repeats of earlier
  *    Idempotency-Keys sent to the other API; worker 1 is SIGKILLed after a third of the burst, started again after
  *    two thirds;
- * 3. drain: SCALE_OUT_DRAIN orders more while the first provider a step calls answers in 3 s, then SIGTERM to worker
+ * 3. drain: SCALE_OUT_DRAIN orders more while the first provider every order calls answers in 3 s, then SIGTERM to worker
  *    2 while its activities wait on it: it must finish them and exit 0 within its shutdownGraceTime (20 s) + 5 s.
  * Then every order must be `completed`, one per Idempotency-Key; in Temporal one run per order, all Completed; in
  * every provider's ledger exactly one effect per key and a key for every order (scripts/lib/ledgers.ts). Env:
@@ -396,7 +396,7 @@ async function main(): Promise<Row[]> {
 
     // 3. Drain: SIGTERM worker 2 while its activities wait on a slow provider (every call of the first provider a
     // step calls answers after 3 s); it must finish them and exit 0 within its grace time.
-    const slow = def.calledProviders()[0]!;
+    const slow = def.providersEveryOrderCalls()[0]!;
     const faults = `${def.simulatedProviderUrl(simulatorUrl, slow.name)}/_sim/faults`;
     const fault = await fetch(faults, {
       method: 'POST',
@@ -498,7 +498,7 @@ async function main(): Promise<Row[]> {
       );
       row(
         `${c.provider} ledger: orders with an effect`,
-        `${c.ordersCovered} of ${ids.length}${c.coverageRequired ? '' : ' (no step calls it)'}`,
+        `${c.ordersCovered} of ${ids.length}${c.coverageRequired ? '' : ' (not every order calls it)'}`,
         !c.coverageRequired || c.ordersCovered === ids.length,
       );
     }

@@ -199,14 +199,19 @@ export interface PlacedOrder {
   runId: string;
 }
 
+/** The payment method of the battery's orders: a card order, so that every conditional (card) step is planned. */
+export const BATTERY_PAYMENT_METHOD = 'pm_card_ok';
+
 /**
- * Places an order as the API does: status `received` with its lines ({@link ORDER_LINES}), and its plan, built
- * from the lane's registry with the order's facts, stored on the order.
+ * Places an order as the API does: status `received` with its lines ({@link ORDER_LINES}), paid by card
+ * ({@link BATTERY_PAYMENT_METHOD}: every step of the registry applies to it), and its plan, built from the lane's
+ * registry with the order's facts, stored on the order.
  */
 export async function placeOrder(lane: Lane): Promise<PlacedOrder> {
   const orderId = await insertOrder(lane.db.prisma, ORDER_LINES);
-  const row = await lane.db.prisma.order.findUniqueOrThrow({
+  const row = await lane.db.prisma.order.update({
     where: { id: orderId },
+    data: { paymentMethod: BATTERY_PAYMENT_METHOD },
     include: { lines: { orderBy: { lineNo: 'asc' } } },
   });
   const plan = buildPlan(lane.registry, {
@@ -216,6 +221,7 @@ export async function placeOrder(lane: Lane): Promise<PlacedOrder> {
     currency: row.currency,
     totalMinor: row.totalMinor,
     lines: row.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+    payment: { method: BATTERY_PAYMENT_METHOD },
   });
   await lane.db.prisma.order.update({ where: { id: orderId }, data: { plan: plan as object } });
   return { orderId, plan, runId: randomUUID() };

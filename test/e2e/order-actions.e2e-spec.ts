@@ -307,7 +307,8 @@ describe('OpenAPI', () => {
   it('documents the action routes, their statuses and problem types', async () => {
     const res = await http().get('/docs-json').expect(200);
     const cancel = res.body.paths['/orders/{id}/cancel'].post;
-    // 413 and 415: every operation with a body; 401/403/429: authentication (their definitions' `appliesTo`).
+    // 413, 415 and 422 (`card-number-refused`): every operation with a body; 401/403/429: authentication (their
+    // definitions' `appliesTo`).
     expect(Object.keys(cancel.responses).sort()).toEqual([
       '200',
       '202',
@@ -318,6 +319,7 @@ describe('OpenAPI', () => {
       '409',
       '413',
       '415',
+      '422',
       '429',
       '503',
     ]);
@@ -338,6 +340,7 @@ describe('OpenAPI', () => {
       '409',
       '413',
       '415',
+      '422',
       '429',
       '503',
     ]);

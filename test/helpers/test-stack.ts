@@ -50,6 +50,8 @@ export interface TestStack {
   carrier: RunningSimulator;
   /** The warehouse simulator: it reports picks packed to this stack's API (`configure` its settings). */
   warehouse: RunningSimulator;
+  /** The payments simulator (test tokens `pm_card_ok`, `pm_card_declined`, …). */
+  payments: RunningSimulator;
   api: NestExpressApplication;
   http: ReturnType<typeof authedApi>;
   /** An agent with the `operator` test key (operator retries, any client's order). */
@@ -140,6 +142,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     accounting: sims.provider('accounting'),
     carrier: sims.provider('carrier'),
     warehouse: sims.provider('warehouse'),
+    payments: sims.provider('payments'),
     api,
     http,
     ops: operator,

@@ -14,7 +14,7 @@ import {
   type StepDefinition,
 } from '../../../activities/kit/define.js';
 import { jitteredDelayMs, rethrowProviderError, type RetryTiming } from '../../../activities/kit/failures.js';
-import { buildPlan } from '../../../activities/kit/plan.js';
+import { buildPlan, registryPlan } from '../../../activities/kit/plan.js';
 import { STEPS } from '../../../activities/steps/index.js';
 import { carrier } from '../../../providers/carrier.provider.js';
 import { email } from '../../../providers/email.provider.js';
@@ -306,12 +306,32 @@ describe('buildPlan', () => {
   });
 
   it("plans the registry: its steps in order, the pivot's statuses, completed last", () => {
-    const plan = buildPlan(STEPS, SAMPLE_FACTS);
+    const card = { ...SAMPLE_FACTS, payment: { method: 'pm_card_secret_token' } };
+    const plan = buildPlan(STEPS, card);
     expect(plan.steps.map((s) => s.name)).toEqual(STEPS.map((s) => s.name));
     expect(plan.steps.map((s) => s.status)).toEqual([...STEPS.slice(0, -1).map((s) => s.status), 'completed']);
     expect(plan.steps.map((s) => s.rank)).toEqual(STEPS.map((_, i) => (i + 1) * 10));
-    // The summaries mask the customer's address (docs/operations.md).
+    // The summaries mask the customer's address (docs/operations.md) and the payment-method token.
     expect(JSON.stringify(plan)).not.toContain(SAMPLE_FACTS.customerEmail);
+    expect(JSON.stringify(plan)).not.toContain('secret_token');
+  });
+
+  it('plans a conditional step only for the orders it applies to (an order on account has no card steps)', () => {
+    const onAccount = buildPlan(STEPS, { ...SAMPLE_FACTS, payment: null });
+    const unconditional = STEPS.filter((s) => !s.when);
+    expect(onAccount.steps.map((s) => s.name)).toEqual(unconditional.map((s) => s.name));
+    expect(onAccount.steps.map((s) => s.name)).not.toContain('authorizePayment');
+    expect(onAccount.steps.map((s) => s.rank)).toEqual(unconditional.map((_, i) => (i + 1) * 10));
+    expect(buildPlan(STEPS, SAMPLE_FACTS).steps).toEqual(onAccount.steps); // no `payment` at all: on account
+    // The registry's plan (docs, orders stored without a plan) lists every step.
+    expect(registryPlan(STEPS).steps.map((s) => s.name)).toEqual(STEPS.map((s) => s.name));
+  });
+
+  it('refuses a conditional pivot, and a registry whose plan without its conditional steps breaks the rules', () => {
+    const pivot = STEPS.find((s) => s.phase === StepPhase.Pivot)!;
+    expect(() => validateSteps(STEPS.map((s) => (s === pivot ? { ...s, when: () => true } : s)))).toThrow(
+      /the pivot is never conditional/,
+    );
   });
 });
 

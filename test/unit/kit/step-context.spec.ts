@@ -99,6 +99,7 @@ describe('ctx.order: the order, read once per attempt', () => {
         { sku: 'MUG-WHT', quantity: 1, unitPriceMinor: 1250, name: TEST_CATALOGUE['MUG-WHT'][0] },
       ],
       invoice: null,
+      payment: null,
     });
     await bed.step(createInvoice.name, orderId);
     const invoice = await tdb.prisma.invoice.findUniqueOrThrow({ where: { orderId } });
