@@ -48,8 +48,9 @@ type Activity = (arg: { orderId: string }) => Promise<unknown>;
 /**
  * A plan of the registry for a recorded order (as the API builds it when the order is placed).
  * @param packTimeoutMs the packing wait's bound (WAREHOUSE_PACK_TIMEOUT), ms; default the step's own (4 h).
+ * @param card a card order (`payment: { method }`: the plan has the payments steps), else one paid on account.
  */
-function planOf(orderId: string, packTimeoutMs?: number): OrderPlan {
+function planOf(orderId: string, packTimeoutMs?: number, card = false): OrderPlan {
   return buildPlan(
     STEPS,
     {
@@ -59,6 +60,7 @@ function planOf(orderId: string, packTimeoutMs?: number): OrderPlan {
       currency: 'EUR',
       totalMinor: 2499,
       lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+      ...(card ? { payment: { method: 'pm_card_ok' } } : {}),
     },
     packTimeoutMs === undefined ? {} : { events: { packed: { timeoutMs: packTimeoutMs } } },
   );
@@ -110,6 +112,8 @@ interface Scenario {
   packs?: boolean;
   /** The packing wait's bound in the order's plan, ms (default the step's own, 4 h). */
   packTimeoutMs?: number;
+  /** A card order (its plan authorizes first and captures after the shipment); default on account. */
+  card?: boolean;
 }
 
 /** The recorded warehouse's report. */
@@ -479,6 +483,48 @@ const scenarios: Scenario[] = [
       await handle.executeUpdate(reportPackedUpdate, { args: [PACKED_REPORT], updateId: 'packed-1' });
     },
   },
+  // Card orders (issue 23): the plan authorizes first, voids among the compensations, captures after the shipment.
+  { name: 'card-completed', orderId: id(24), card: true },
+  {
+    name: 'card-cancelled-while-waiting-for-packing',
+    orderId: id(25),
+    card: true,
+    packs: false,
+    drive: async (handle) => {
+      await until(handle, 'pick_requested');
+      await handle.executeUpdate(cancelOrderUpdate, { args: [{ reason: 'customer asked' }] });
+    },
+  },
+  {
+    name: 'card-declined',
+    orderId: id(26),
+    card: true,
+    behave: {
+      // As activities/kit/failures.ts refusalFailure writes a decline.
+      authorizePayment: rejected('payment_declined: generic_decline; payments: card declined', ErrorType.Refused, {
+        status: 402,
+        mayHaveActed: false,
+        failure: 'payment_declined',
+        reason: 'generic_decline',
+      }),
+    },
+  },
+  {
+    // The capture fails for good after the hand-over: the order waits for an operator, whose retry captures.
+    name: 'card-capture-retried',
+    orderId: id(27),
+    card: true,
+    behave: {
+      capturePayment: onceThen(
+        rejected('payments: 503', ErrorType.ProviderUnavailable, { status: 503, mayHaveActed: false }),
+        results.capturePayment,
+      ),
+    },
+    drive: async (handle) => {
+      await until(handle, 'attention_required');
+      await handle.executeUpdate(retryStepUpdate, { args: [{}], updateId: 'retry-1' });
+    },
+  },
 ];
 
 const { values: flags, positionals: only } = parseArgs({
@@ -547,7 +593,7 @@ async function record(s: Scenario): Promise<void> {
         ? { orderId: s.orderId }
         : {
             orderId: s.orderId,
-            plan: planOf(s.orderId, s.packTimeoutMs),
+            plan: planOf(s.orderId, s.packTimeoutMs, s.card),
             ...(s.resume ? { resume: s.resume } : {}),
           },
     ],
