@@ -60,32 +60,6 @@ export const orderStepViewSchema = z
   })
   .meta({ id: 'OrderStep' });
 
-const orderSummaryShape = {
-  id: z.uuid(),
-  clientId: z.string().meta({ description: 'The API client that placed the order (owner)', example: 'shop-a' }),
-  status: orderStatusSchema,
-  failure: orderFailureViewSchema.nullable().meta({
-    description: 'Set for `failed`, `cancelled` and `attention_required` orders; null otherwise',
-  }),
-  customer: z.object({ email: z.string(), name: z.string().nullable() }),
-  currency: z.string().meta({ description: 'ISO 4217 code', example: 'EUR' }),
-  totalMinor: z.int().meta({ description: 'Sum of quantity × unitPriceMinor, minor units' }),
-  invoiceNumber: z.string().nullable().meta({ example: 'INV-000042' }),
-  accountingId: z.string().nullable(),
-  workflowId: z.string().meta({ example: 'order-4b1c…' }),
-  temporalUiUrl: z.string().meta({ description: 'Link to the workflow in the Temporal Web UI' }),
-  workflowStartedAt: z.iso.datetime().nullable().meta({ description: 'null until the workflow is started' }),
-  createdAt: z.iso.datetime(),
-  updatedAt: z.iso.datetime(),
-  completedAt: z.iso.datetime().nullable(),
-  steps: z.array(orderStepViewSchema).meta({ description: 'The order’s plan, step by step, and where each stands' }),
-  cancellable: z.boolean().meta({
-    description: 'True while a cancel can still be honoured (before the point of no return, not waiting, not final)',
-  }),
-};
-
-/** An order in lists (no lines). */
-export const orderSummaryViewSchema = z.object(orderSummaryShape).meta({ id: 'OrderSummary' });
 /**
  * A card order's payment at the payments provider (never the payment-method token). Amounts in minor units of
  * `currency`. `pending` until the authorization is answered.
@@ -109,14 +83,41 @@ export const orderPaymentViewSchema = z
   })
   .meta({ id: 'OrderPaymentView' });
 
+const orderSummaryShape = {
+  id: z.uuid(),
+  clientId: z.string().meta({ description: 'The API client that placed the order (owner)', example: 'shop-a' }),
+  status: orderStatusSchema,
+  failure: orderFailureViewSchema.nullable().meta({
+    description: 'Set for `failed`, `cancelled` and `attention_required` orders; null otherwise',
+  }),
+  customer: z.object({ email: z.string(), name: z.string().nullable() }),
+  currency: z.string().meta({ description: 'ISO 4217 code', example: 'EUR' }),
+  totalMinor: z.int().meta({ description: 'Sum of quantity × unitPriceMinor, minor units' }),
+  invoiceNumber: z.string().nullable().meta({ example: 'INV-000042' }),
+  accountingId: z.string().nullable(),
+  workflowId: z.string().meta({ example: 'order-4b1c…' }),
+  temporalUiUrl: z.string().meta({ description: 'Link to the workflow in the Temporal Web UI' }),
+  workflowStartedAt: z.iso.datetime().nullable().meta({ description: 'null until the workflow is started' }),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+  completedAt: z.iso.datetime().nullable(),
+  steps: z.array(orderStepViewSchema).meta({ description: 'The order’s plan, step by step, and where each stands' }),
+  cancellable: z.boolean().meta({
+    description: 'True while a cancel can still be honoured (before the point of no return, not waiting, not final)',
+  }),
+  payment: orderPaymentViewSchema
+    .nullable()
+    .meta({ description: 'The card payment; null for an order paid on account (no `payment` when placed)' }),
+};
+
+/** An order in lists (no lines; its payment, never the token). */
+export const orderSummaryViewSchema = z.object(orderSummaryShape).meta({ id: 'OrderSummary' });
+
 /** An order with its lines (`GET /orders/:id`, `POST /orders`). */
 export const orderViewSchema = z
   .object({
     ...orderSummaryShape,
     lines: z.array(orderLineViewSchema),
-    payment: orderPaymentViewSchema
-      .nullable()
-      .meta({ description: 'The card payment; null for an order paid on account (no `payment` when placed)' }),
   })
   .meta({ id: 'Order' });
 /** A page of `GET /orders`: `nextCursor` is null on the last page. */

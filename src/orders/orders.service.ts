@@ -26,7 +26,7 @@ import type { OrderPageView, OrderPaymentView, OrderSummaryView, OrderView } fro
  * A card order's payment as `GET /orders/:id` shows it (never the token): its `payments` row, or `pending` before
  * the authorization was answered; null for an order paid on account.
  */
-function paymentView(order: Pick<OrderRow, 'paymentMethod' | 'payment' | 'currency'>): OrderPaymentView | null {
+function paymentView(order: Pick<OrderSummaryRow, 'paymentMethod' | 'payment' | 'currency'>): OrderPaymentView | null {
   const row = order.payment;
   if (row === null) {
     if (order.paymentMethod === null) return null;
@@ -62,6 +62,7 @@ const orderInclude = {
 } as const satisfies Prisma.OrderInclude;
 
 const summaryInclude = {
+  payment: true,
   invoice: { select: { number: true } },
   accountingSync: { select: { accountingId: true } },
 } as const satisfies Prisma.OrderInclude;
@@ -338,6 +339,7 @@ export class OrdersService {
       completedAt: order.completedAt?.toISOString() ?? null,
       steps: stepTrack(order),
       cancellable: isCancellable(order),
+      payment: paymentView(order),
     };
   }
 
@@ -350,7 +352,6 @@ export class OrdersService {
         quantity: l.quantity,
         unitPriceMinor: l.unitPriceMinor,
       })),
-      payment: paymentView(order),
     };
   }
 

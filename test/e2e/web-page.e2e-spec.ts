@@ -167,6 +167,22 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
     await expect(name.textContent()).resolves.toBe('Ada RUE 00.1 · senil 1 <b>x</b>');
     await expect(row.locator('b').count()).resolves.toBe(0);
     await expect(row.locator('td.num').first().textContent()).resolves.toMatch(/19\.99/);
+    await expect(row.getByTestId('payment').textContent()).resolves.toBe('on account');
+  });
+
+  it("shows a card order's payment by its state and decline code, never the token", async () => {
+    const placed = await stack.http
+      .post('/orders')
+      .send({
+        customer: { email: 'card@example.com', name: 'Card' },
+        lines: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+        payment: { method: 'pm_card_declined' },
+      })
+      .expect(202);
+    await rowReaches(placed.body.id, 'failed');
+    const row = page.locator(`tr[data-order-id="${placed.body.id}"]`);
+    await expect(row.getByTestId('payment').textContent()).resolves.toBe('card declined (generic_decline)');
+    await expect(page.content()).resolves.not.toContain('pm_card_declined');
   });
 
   it('leaves a screenshot and no script errors', async () => {

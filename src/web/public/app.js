@@ -284,6 +284,17 @@ function statusBadge(status) {
   return el('span', { class: `badge ${status}`, 'data-testid': 'status' }, labelOf(status));
 }
 
+/** How the order is paid: its card payment's state (never the token) and decline code, or "on account". */
+function paymentLine(order) {
+  const p = order.payment;
+  const text = !p
+    ? 'on account'
+    : p.status === 'declined'
+      ? `card declined (${p.declineCode ?? '-'})`
+      : `card ${p.status}`;
+  return el('div', { class: 'muted small', 'data-testid': 'payment' }, text);
+}
+
 function orderRow(order) {
   const customer = order.customer?.name || order.customer?.email || '';
   return el(
@@ -296,7 +307,7 @@ function orderRow(order) {
       el('div', { class: 'muted small' }, timeOf(order.createdAt)),
     ),
     el('td', { 'data-testid': 'customer' }, isolated(customer)),
-    el('td', { class: 'num' }, money(order.totalMinor, order.currency)),
+    el('td', { class: 'num' }, money(order.totalMinor, order.currency), paymentLine(order)),
     el(
       'td',
       {},
