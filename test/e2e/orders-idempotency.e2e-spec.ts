@@ -13,6 +13,7 @@ import { IdempotencyService } from '../../src/idempotency/idempotency.service.js
 import type { OrderView } from '../../src/orders/order-response.dto.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 import { api, ApiSuite, testKeys, PROBLEM_JSON } from '../helpers/api-app.js';
+import { until } from '../helpers/poll.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
@@ -228,6 +229,14 @@ describe('POST /orders with an Idempotency-Key', () => {
     const first = await post(order('crash@example.com'), key);
     expect(first.status).toBe(202);
     const id: string = first.body.id;
+    // Its workflow start is recorded first (the dispatcher's own write), so the replay and the GET below read the same
+    // row: under load the start landed between them and the two differed in workflowStartedAt.
+    const started = await until(
+      async () => (await api(app).get(`/orders/${id}`)).body as OrderView,
+      (o) => o.workflowStartedAt !== null,
+      15_000,
+    );
+    expect(started.workflowStartedAt).not.toBeNull();
     // A crash after the order committed but before the record was completed.
     await db.prisma.idempotencyRecord.update({
       where: { clientId_key: { clientId: SHOP(), key } },
