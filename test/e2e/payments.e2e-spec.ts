@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stockOf } from '../helpers/fixtures.js';
-import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+import { startTestStack, type TestStack, waitForOrderBody } from '../helpers/test-stack.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 const SKU = 'TEE-BLK-M';
@@ -29,22 +29,6 @@ function orderBody(method?: string, quantity = 1): Record<string, unknown> {
 async function placeOrder(stack: TestStack, method?: string, quantity = 1): Promise<Record<string, unknown>> {
   const res = await stack.http.post('/orders').send(orderBody(method, quantity)).expect(202);
   return res.body as Record<string, unknown>;
-}
-
-/** Polls GET /orders/:id until `ok` holds for its body (operator key). */
-async function waitUntil(
-  stack: TestStack,
-  id: string,
-  ok: (order: Record<string, unknown>) => boolean,
-  timeoutMs = 30_000,
-): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await stack.ops.get(`/orders/${id}`).expect(200);
-    if (ok(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`order ${id}: still ${res.body.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const keys = (id: string) => ({
@@ -139,7 +123,7 @@ describe('card payments', () => {
     holdReports();
     const [, reservedBefore] = await stockOf(stack.db.prisma, SKU);
     const id = (await placeOrder(stack, 'pm_card_ok', 2)).id as string;
-    await waitUntil(stack, id, (o) => o.status === 'pick_requested');
+    await waitForOrderBody(stack, id, (o) => o.status === 'pick_requested');
     const res = await stack.http.post(`/orders/${id}/cancel`).set('Idempotency-Key', randomUUID()).send({
       reason: 'changed my mind',
     });
@@ -162,7 +146,7 @@ describe('card payments', () => {
     holdReports();
     stack.payments.configure({ PAYMENTS_SIM_EXPIRING_CAPTURE_SECONDS: '30' });
     const id = (await placeOrder(stack, 'pm_card_expiring')).id as string;
-    const order = await waitUntil(stack, id, (o) => o.status === 'attention_required');
+    const order = await waitForOrderBody(stack, id, (o) => o.status === 'attention_required');
     const row = await stack.db.prisma.order.findUniqueOrThrow({ where: { id } });
     expect(row.failureReason).toMatch(/the payment authorization expires at .*; awaitPacking stopped waiting/);
     const payment = await stack.db.prisma.payment.findUniqueOrThrow({ where: { orderId: id } });

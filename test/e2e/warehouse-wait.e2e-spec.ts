@@ -15,7 +15,7 @@ import type { StepDefinition } from '../../activities/kit/define.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { testKeys } from '../helpers/api-keys.js';
 import { stockOf } from '../helpers/fixtures.js';
-import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+import { startTestStack, type TestStack, waitForOrderBody } from '../helpers/test-stack.js';
 
 const PROBLEMS = 'https://order-fulfilment.dev/problems/';
 
@@ -25,22 +25,6 @@ async function placeOrder(stack: TestStack, quantity = 1): Promise<string> {
     .send({ customer: { email: 'ada@example.com', name: 'Ada' }, lines: [{ sku: 'TEE-BLK-M', quantity }] })
     .expect(202);
   return res.body.id as string;
-}
-
-/** Polls GET /orders/:id until `ok` holds for its body (operator key). */
-async function waitUntil(
-  stack: TestStack,
-  id: string,
-  ok: (order: Record<string, unknown>) => boolean,
-  timeoutMs = 20_000,
-): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await stack.ops.get(`/orders/${id}`).expect(200);
-    if (ok(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`order ${id}: still ${res.body.status} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** The order's stored failure reason (the API shows a public code and message instead). */
@@ -80,7 +64,7 @@ describe('the warehouse wait', () => {
   it('the bound passes: attention_required with the reason; a retry waits again; a report ends the wait', async () => {
     holdReports();
     const id = await placeOrder(stack);
-    await waitUntil(stack, id, (o) => o.status === 'attention_required');
+    await waitForOrderBody(stack, id, (o) => o.status === 'attention_required');
     const first = await failureReason(stack, id);
     expect(first).toMatch(
       /awaitPacking waited 3 s \(WAREHOUSE_PACK_TIMEOUT\) for the "packed" event since \d{4}-\d\d-\d\dT.*; it did not come/,
@@ -105,7 +89,7 @@ describe('the warehouse wait', () => {
     holdReports();
     const [, reservedBefore] = await stockOf(stack.db.prisma, 'TEE-BLK-M');
     const id = await placeOrder(stack, 2);
-    await waitUntil(stack, id, waiting);
+    await waitForOrderBody(stack, id, waiting);
     const started = performance.now();
     const res = await stack.http.post(`/orders/${id}/cancel`).set('Idempotency-Key', randomUUID()).send({
       reason: 'changed my mind',
@@ -130,7 +114,7 @@ describe('the warehouse wait', () => {
   it('a cancel once picking started answers 409 with the reason; the order goes on and completes', async () => {
     holdReports();
     const id = await placeOrder(stack);
-    await waitUntil(stack, id, waiting);
+    await waitForOrderBody(stack, id, waiting);
     expect(stack.warehouse.act('startPicking', { reference: id }).status).toBe(200);
     const res = await stack.http.post(`/orders/${id}/cancel`).set('Idempotency-Key', randomUUID()).send({
       reason: 'too late?',
@@ -146,7 +130,7 @@ describe('the warehouse wait', () => {
   it('a second report answers the same as the first; the same key again too', async () => {
     holdReports();
     const id = await placeOrder(stack);
-    await waitUntil(stack, id, waiting);
+    await waitForOrderBody(stack, id, waiting);
     const key = randomUUID();
     const first = await reportPacked(stack, id, key).expect(200);
     const again = await reportPacked(stack, id, key).expect(200);
@@ -167,7 +151,7 @@ describe('the warehouse wait', () => {
     // The pick request takes 1.5 s: the report comes while requestPick is still under way.
     stack.warehouse.injectFault({ mode: 'slow', delayMs: 1_500, keyPrefix: 'pick:' });
     const id = await placeOrder(stack);
-    await waitUntil(stack, id, (o) => o.status === 'confirmation_sent');
+    await waitForOrderBody(stack, id, (o) => o.status === 'confirmation_sent');
     const early = await reportPacked(stack, id).expect(200);
     expect(early.body.order.status).toBe('confirmation_sent');
     const order = await stack.waitForOrder(id);
@@ -213,7 +197,7 @@ describe('the deadline hook of the wait', () => {
   it('the bound is min(timeout, deadline − margin); passing it names the deadline', async () => {
     const id = await placeOrder(stack);
     const started = Date.now();
-    await waitUntil(stack, id, (o) => o.status === 'attention_required', 15_000);
+    await waitForOrderBody(stack, id, (o) => o.status === 'attention_required', 15_000);
     // 1 h of timeout, but the deadline (2.5 s) less the margin (1 s): about 1.5 s.
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(await failureReason(stack, id)).toMatch(

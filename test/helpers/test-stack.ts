@@ -171,3 +171,22 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
   };
 }
+
+/**
+ * Polls `GET /orders/:id` (operator key) every 50 ms until `ok` holds for its body.
+ * @throws Error naming the order's last status after `timeoutMs` (default 30 s).
+ */
+export async function waitForOrderBody(
+  stack: Pick<TestStack, 'ops'>,
+  id: string,
+  ok: (order: Record<string, unknown>) => boolean,
+  timeoutMs = 30_000,
+): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await stack.ops.get(`/orders/${id}`).expect(200);
+    if (ok(res.body)) return res.body;
+    if (Date.now() > deadline) throw new Error(`order ${id}: still ${res.body.status} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
