@@ -32,6 +32,7 @@ import type {
   DatabaseStepDefinition,
   ProviderCompensation,
   ProviderStepDefinition,
+  RecordContext,
   StepDefinition,
 } from './define.js';
 import { earlierAnswers } from './answers.js';
@@ -192,24 +193,13 @@ export async function runProviderStep(
 
   // The provider acted: whatever fails from here leaves the claim `sending` for a retry (the provider replays).
   try {
-    const alongside = { orderId, status, rank };
-    const record = step.record;
-    if (!record) {
-      const providerId = await completeSideEffect(db, key, answer.providerId, alongside);
-      return { step: step.name, performed: true, providerId, key };
-    }
-    const providerId = await db.$transaction(async (tx) => {
-      const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
-      await record({
-        orderId,
-        db,
-        tx,
-        answers: earlierAnswers(tx, orderId),
-        key,
-        request: call.request as never,
-        answer,
-      });
-      return stored;
+    const providerId = await completeAndRecord(deps, {
+      orderId,
+      key,
+      request: call.request,
+      answer,
+      record: step.record as RecordHook | undefined,
+      alongside: { orderId, status, rank },
     });
     return { step: step.name, performed: true, providerId, key };
   } catch (err) {
@@ -299,22 +289,13 @@ export async function runProviderCompensation(
     rethrowProviderError(err, compensation.provider.title, retryTiming(), doubt);
   }
   try {
-    const record = compensation.record;
-    const providerId = record
-      ? await db.$transaction(async (tx) => {
-          const stored = await completeSideEffect(tx, key, answer.providerId);
-          await record({
-            orderId,
-            db,
-            tx,
-            answers: earlierAnswers(tx, orderId),
-            key,
-            request: call.request as never,
-            answer,
-          });
-          return stored;
-        })
-      : await completeSideEffect(db, key, answer.providerId);
+    const providerId = await completeAndRecord(deps, {
+      orderId,
+      key,
+      request: call.request,
+      answer,
+      record: compensation.record as RecordHook | undefined,
+    });
     return { compensation: compensation.name, performed: true, providerId };
   } catch (err) {
     throw withDoubt(err, true);
@@ -374,5 +355,36 @@ export async function haltOrder(
     }
     const rank = await markHalted(tx, orderId, input.reason);
     return { outcome: 'halted', rank };
+  });
+}
+
+/** A step's or a compensation's `record` hook, its request and answer types erased. */
+type RecordHook = (ctx: RecordContext<unknown, unknown>) => Promise<void>;
+
+/**
+ * Marks the claim under `key` sent with the provider's id (and, with `alongside`, writes the order's status at its
+ * rank in the same statement) and, when there is a `record` hook, runs it in the same transaction, so the answer's
+ * own rows commit with the claim or not at all.
+ * @returns the provider id stored with the claim (the first one, when a re-run finds it sent).
+ * @throws the database's or the hook's error unchanged (the claim then stays `sending` for a retry).
+ */
+async function completeAndRecord(
+  deps: ActivityDeps,
+  call: {
+    orderId: string;
+    key: string;
+    request: unknown;
+    answer: ProviderAnswer;
+    record: RecordHook | undefined;
+    alongside?: { orderId: string; status: string; rank: number };
+  },
+): Promise<string> {
+  const { db } = deps;
+  const { orderId, key, request, answer, record, alongside } = call;
+  if (!record) return completeSideEffect(db, key, answer.providerId, alongside);
+  return db.$transaction(async (tx) => {
+    const stored = await completeSideEffect(tx, key, answer.providerId, alongside);
+    await record({ orderId, db, tx, answers: earlierAnswers(tx, orderId), key, request, answer });
+    return stored;
   });
 }
