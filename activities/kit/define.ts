@@ -243,7 +243,28 @@ export interface ProviderStepDefinition<
    * the customer), instead of `provider_failed`. Compensated like any failure before the pivot.
    */
   refused?: BusinessRefusal;
+  /**
+   * What must still hold for the step to act, checked before every call that no earlier call under the key may have
+   * made (e.g. shipOrder: the card's authorization still held long enough to capture). When it does not hold, nothing
+   * is called: the step fails with `RefusedError` and the order with the public failure `failure`, compensated like
+   * any failure before the pivot.
+   */
+  precondition?: StepPrecondition;
   compensation?: Compensation;
+}
+
+/** A provider step's {@link ProviderStepDefinition.precondition}. */
+export interface StepPrecondition {
+  /** The public failure code the order ends with when the condition fails (snake_case, e.g. `payment_expired`). */
+  failure: string;
+  /** What the customer reads, one sentence without the final stop, e.g. `The payment authorization expired`. */
+  message: string;
+  /**
+   * Reads what the step needs (read-only, outside any transaction).
+   * @returns null when the step may act; else why not, a code safe for the customer (`[a-z0-9_]{1,64}`, e.g.
+   *   `authorization_expiring`).
+   */
+  check(ctx: RequestContext): Promise<string | null>;
 }
 
 /** A provider step's business refusal ({@link ProviderStepDefinition.refused}). */
@@ -440,6 +461,9 @@ export function validateSteps<const S extends readonly StepDefinition[]>(steps: 
     if (step.kind === 'provider' && step.refused) {
       if (!STATUS.test(step.refused.failure)) problems.push(`step ${step.name}: refused.failure is not snake_case`);
       if (step.refused.problems.length === 0) problems.push(`step ${step.name}: refused names no problem type`);
+    }
+    if (step.kind === 'provider' && step.precondition && !STATUS.test(step.precondition.failure)) {
+      problems.push(`step ${step.name}: precondition.failure is not snake_case`);
     }
   });
   if (problems.length > 0) throw new Error(`Invalid step registry:\n  ${problems.join('\n  ')}`);

@@ -157,6 +157,21 @@ export function businessRefusal(
 }
 
 /**
+ * The non-retryable `RefusedError` of a step whose precondition failed (`precondition` of a provider step): nothing was called.
+ * Its message starts with the public failure code and the reason, as {@link refusalFailure}'s; details
+ * `{ mayHaveActed: false, failure, reason }`.
+ */
+export function preconditionFailure(step: string, failure: string, reason: string): ApplicationFailure {
+  const safe = REFUSAL_REASON.test(reason) ? reason : null;
+  return ApplicationFailure.create({
+    message: `${failure}: ${safe ?? '-'}; ${step} did not act: its precondition failed (${reason})`,
+    type: ErrorType.Refused,
+    nonRetryable: true,
+    details: [{ mayHaveActed: false, failure, reason: safe }],
+  });
+}
+
+/**
  * The non-retryable `RefusedError` of a business refusal: its message starts with the public failure code and the
  * reason (`payment_declined: insufficient_funds; …`), which src/orders/public-failure.ts reads; details
  * `{ status, mayHaveActed: false, failure, reason }`.

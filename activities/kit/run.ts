@@ -24,6 +24,7 @@ import {
   claimNewSideEffectOfOpenOrder,
   claimSideEffect,
   completeSideEffect,
+  markSideEffectNotPerformed,
   readSideEffects,
   tombstoneSideEffect,
 } from './claims.js';
@@ -33,12 +34,13 @@ import type {
   ProviderCompensation,
   ProviderStepDefinition,
   RecordContext,
+  RequestContext,
   StepDefinition,
 } from './define.js';
 import { earlierAnswers } from './answers.js';
 import { startCall, settleFailedCall } from './calls.js';
-import { businessRefusal, refusalFailure, rethrowProviderError, withDoubt } from './failures.js';
-import { readOrder } from './order.js';
+import { businessRefusal, preconditionFailure, refusalFailure, rethrowProviderError, withDoubt } from './failures.js';
+import { readOrder, type StepOrder } from './order.js';
 import {
   cancellationRequested,
   currentClaimOwner,
@@ -158,14 +160,33 @@ export async function runProviderStep(
   if (claim.state === 'done') return { step: step.name, performed: false, providerId: claim.providerId, key };
   if (claim.state === 'cancelled') throw halted(orderId, step.name, `its effect ${key} is cancelled`);
 
+  // The order, read at most once for this attempt (by the precondition and the request).
+  let order: Promise<StepOrder> | undefined;
+  const context = async (): Promise<RequestContext> => ({
+    orderId,
+    db,
+    answers: earlierAnswers(db, orderId),
+    order: await (order ??= readOrder(db, orderId)),
+  });
+  // What must still hold (e.g. the card's hold), checked unless an earlier call under the key may have acted (then
+  // only a replay under the same key can tell what happened).
+  if (step.precondition && claim.prior !== 'sending') {
+    const why = await step.precondition.check(await context()).catch(async (err: unknown) => {
+      await markSideEffectNotPerformed(db, key, owner);
+      throw err;
+    });
+    if (why !== null) {
+      await markSideEffectNotPerformed(db, key, owner);
+      throw preconditionFailure(step.name, step.precondition.failure, why);
+    }
+  }
   // Claim → call (./calls.ts): the body built once from the order read for this attempt and earlier answers, and
   // frozen; the fence re-checked as the claim moves to `sending`.
   const call = await startCall(db, {
     key,
     owner,
     claim,
-    build: async () =>
-      step.request({ orderId, db, answers: earlierAnswers(db, orderId), order: await readOrder(db, orderId) }),
+    build: async () => step.request(await context()),
     fence: { orderId, step: step.name },
   });
   const client = clientOf(deps, step.provider.name);

@@ -4,6 +4,11 @@
  * carrier creates one shipment per order (key `shipment:<orderId>`), recorded with the claim in
  * one transaction: the `shipments` row, one `ship:<orderId>:<sku>` movement per line (consuming the reservation:
  * `on_hand` and `reserved` both go down) and the `shipped` status.
+ *
+ * A card order ships only on a held authorization with at least {@link MIN_HOLD_TO_SHIP_MS} left before its capture
+ * deadline (the precondition, checked before each carrier call that no earlier call may have made): e.g. when an
+ * operator's retry came after awaitPacking stopped for the deadline. Otherwise nothing is shipped and the order fails
+ * `payment_expired`, compensated (stock released, invoice and authorization voided, the customer told).
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { carrier } from '../../providers/carrier.provider.js';
@@ -22,6 +27,32 @@ export function shipMovementId(orderId: string, sku: string): string {
   return `ship:${orderId}:${sku}`;
 }
 
+/**
+ * How long a card's authorization must still be held when the order ships, ms (5 min): the shipment and the capture
+ * right after it need seconds, and this leaves their first retries (providerCall: 2, 4, 8, 16, 32 s) room.
+ */
+export const MIN_HOLD_TO_SHIP_MS = 5 * 60_000;
+
+/**
+ * Why a card order must not ship now (`authorization_not_held`: its `payments` row is not `authorized`, e.g. voided;
+ * `authorization_expiring`: less than {@link MIN_HOLD_TO_SHIP_MS} left), or null: it may (also for an order on
+ * account, and for a card order without a `payments` row: a registry whose steps record none).
+ */
+export async function holdToShip(
+  db: SqlQueries,
+  orderId: string,
+  card: boolean,
+  now = Date.now(),
+): Promise<string | null> {
+  if (!card) return null;
+  const [row] = await db.$queryRaw<Array<{ status: string; capture_before: Date | null }>>`
+    SELECT status, capture_before FROM payments WHERE order_id = ${orderId}::uuid`;
+  if (row === undefined) return null; // no authorization recorded: a registry without authorizePayment
+  if (row.status !== 'authorized') return 'authorization_not_held';
+  if (row.capture_before && row.capture_before.getTime() - now < MIN_HOLD_TO_SHIP_MS) return 'authorization_expiring';
+  return null;
+}
+
 export const shipOrder = defineProviderStep({
   name: 'shipOrder',
   phase: StepPhase.Pivot,
@@ -38,6 +69,11 @@ export const shipOrder = defineProviderStep({
       order.lines.reduce((n, l) => n + l.quantity, 0),
       'item',
     )}`,
+  precondition: {
+    failure: 'payment_expired',
+    message: 'The payment authorization expired before the order shipped',
+    check: ({ db, orderId, order }) => holdToShip(db, orderId, order.payment !== null),
+  },
   /** Who receives which items, from the stored order only: every attempt sends the identical body. */
   request: ({ orderId, order }) => ({
     reference: orderId,

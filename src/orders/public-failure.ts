@@ -19,6 +19,8 @@ export const FailureCode = {
   InsufficientStock: 'insufficient_stock',
   /** The payment was declined (the card's decline code in the message); nothing was reserved, invoiced or emailed. */
   PaymentDeclined: 'payment_declined',
+  /** The card's authorization expired (or was about to) before the order shipped; nothing shipped, compensated. */
+  PaymentExpired: 'payment_expired',
   /** Cancelled before the order shipped (through the API or by an operator); compensated. */
   Cancelled: 'cancelled',
   /** A service the order depends on (a provider of providers/index.ts) refused or failed for good; compensated. */
@@ -38,11 +40,17 @@ export interface PublicFailure {
   message: string;
 }
 
+/** What failed for good before anything was reserved, invoiced or emailed (a business refusal of the first step). */
+const NOTHING_DONE = 'Nothing was reserved, invoiced or charged.';
+
+/** What a refusal before the hand-over adds: compensated, and no card charged. */
+const NOTHING_SHIPPED = 'Nothing was shipped or charged; reserved stock was released and any invoice voided.';
+
 /** What every compensated failure adds: the customer is not left with a reservation or an invoice. */
 const COMPENSATED = 'Nothing was shipped; reserved stock was released and any invoice voided.';
 
 const MESSAGES: Readonly<
-  Record<Exclude<FailureCode, 'insufficient_stock' | 'cancelled' | 'payment_declined'>, string>
+  Record<Exclude<FailureCode, 'insufficient_stock' | 'cancelled' | 'payment_declined' | 'payment_expired'>, string>
 > = {
   closed: 'Our staff closed the order before it was complete; nothing more will happen to it.',
   provider_failed: `The order could not be fulfilled because a partner service failed. ${COMPENSATED}`,
@@ -108,26 +116,27 @@ export function publicFailure(status: string, failureReason: string | null): Pub
 }
 
 /**
- * The steps' business refusals (`refused` of a provider step, e.g. authorizePayment's `payment_declined`), by public
- * failure code: what the customer reads.
+ * The steps' refusals by public failure code, with what the customer reads and what was left done: a business
+ * refusal (`refused` of a provider step, e.g. authorizePayment's `payment_declined`: the first step, so nothing was
+ * done) and a failed precondition (`precondition`, e.g. shipOrder's `payment_expired`: compensated).
  */
-const REFUSALS: ReadonlyMap<string, string> = new Map(
-  STEPS.flatMap((s) => (s.kind === 'provider' && s.refused ? [[s.refused.failure, s.refused.message] as const] : [])),
-);
+const REFUSALS = new Map<string, { message: string; after: string }>();
+for (const s of STEPS) {
+  if (s.kind !== 'provider') continue;
+  if (s.refused) REFUSALS.set(s.refused.failure, { message: s.refused.message, after: NOTHING_DONE });
+  if (s.precondition) REFUSALS.set(s.precondition.failure, { message: s.precondition.message, after: NOTHING_SHIPPED });
+}
 
 /** `RefusedError: <code>: <reason or ->; …` as activities/kit/failures.ts `refusalFailure` writes it. */
 const REFUSED = new RegExp(`^${ErrorType.Refused}: ([a-z][a-z0-9_]*): ([a-z0-9_]{1,64}|-);`);
 
-/** What failed for good before anything was reserved, invoiced or emailed (a business refusal of the first step). */
-const NOTHING_DONE = 'Nothing was reserved, invoiced or charged.';
-
 function failedOrder(reason: string): PublicFailure {
   const type = /^([A-Za-z]+): /.exec(reason)?.[1] ?? '';
   const refused = REFUSED.exec(reason);
-  const refusalMessage = refused ? REFUSALS.get(refused[1]!) : undefined;
-  if (refused && refusalMessage !== undefined && isFailureCode(refused[1]!)) {
+  const refusal = refused ? REFUSALS.get(refused[1]!) : undefined;
+  if (refused && refusal !== undefined && isFailureCode(refused[1]!)) {
     const why = refused[2] === '-' ? '' : ` (${refused[2]})`;
-    return { code: refused[1], message: `${refusalMessage}${why}. ${NOTHING_DONE}` };
+    return { code: refused[1], message: `${refusal.message}${why}. ${refusal.after}` };
   }
   if (type === ErrorType.InsufficientStock) {
     const prefix = `${ErrorType.InsufficientStock}: insufficient stock for `;

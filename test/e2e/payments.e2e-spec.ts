@@ -6,6 +6,7 @@
  * - a cancel during the warehouse wait: one void, the pick cancelled, stock released, invoice void, a cancellation
  *   notice; never a capture;
  * - a hold about to expire: attention_required before it expires (the deadline hook of awaitPacking), no shipment;
+ *   a report after that stop: shipOrder's precondition refuses, failed `payment_expired`, compensated;
  * - a lost answer of the authorization: the retry with the same key, one effect per key;
  * - an order on account has no card steps and `payment: null`;
  * - 422s (a malformed token, a card number anywhere in the body) store nothing.
@@ -142,7 +143,7 @@ describe('card payments', () => {
     expect(order.payment).toMatchObject({ status: 'voided', voidedMinor: order.totalMinor, capturedMinor: 0 });
   });
 
-  it('a hold about to expire: attention_required before it expires, never shipped nor captured', async () => {
+  it('a hold about to expire: attention_required before it expires; a late report fails it payment_expired, never shipped nor captured', async () => {
     holdReports();
     stack.payments.configure({ PAYMENTS_SIM_EXPIRING_CAPTURE_SECONDS: '30' });
     const id = (await placeOrder(stack, 'pm_card_expiring')).id as string;
@@ -155,6 +156,25 @@ describe('card payments', () => {
     expect(order.payment).toMatchObject({ status: 'authorized', captureBefore: payment.captureBefore!.toISOString() });
     expect(stack.carrier.ledger.count(`shipment:${id}`)).toBe(0);
     expect(stack.payments.ledger.count(`payment-capture:${id}`)).toBe(0);
+
+    // The warehouse's report still ends the wait, but shipOrder's precondition refuses a hold this close to its
+    // deadline: nothing shipped, the order fails payment_expired, compensated (the hold voided, stock released).
+    const [, reservedBefore] = await stockOf(stack.db.prisma, SKU);
+    await stack.ops.post(`/orders/${id}/packed`).set('Idempotency-Key', randomUUID()).send({}).expect(200);
+    const failed = await stack.waitForOrder(id);
+    expect(failed.status).toBe('failed');
+    expect(failed.failure).toEqual({
+      code: 'payment_expired',
+      message:
+        'The payment authorization expired before the order shipped (authorization_expiring). Nothing was shipped ' +
+        'or charged; reserved stock was released and any invoice voided.',
+    });
+    expect(stack.carrier.ledger.count(`shipment:${id}`)).toBe(0);
+    expect(stack.payments.ledger.count(`payment-capture:${id}`)).toBe(0);
+    expect(stack.payments.ledger.count(`payment-void:${id}`)).toBe(1);
+    expect(stack.email.ledger.count(`order-cancellation:${id}`)).toBe(1);
+    expect((await stockOf(stack.db.prisma, SKU))[1]).toBe(reservedBefore - 1);
+    expect(failed.payment).toMatchObject({ status: 'voided', capturedMinor: 0 });
   });
 
   it('duplicates: a repeated POST, lost answers of the authorization and the capture: one effect per key', async () => {

@@ -3,7 +3,7 @@
  * public failure it becomes, the masked token.
  */
 import { describe, expect, it } from 'vitest';
-import { businessRefusal, refusalFailure } from '../../activities/kit/failures.js';
+import { businessRefusal, preconditionFailure, refusalFailure } from '../../activities/kit/failures.js';
 import { authorizePayment, maskPaymentMethod } from '../../activities/steps/authorize-payment.step.js';
 import { ProviderError } from '../../providers/kit/errors.js';
 import { carriesCardNumber, luhnValid } from '../../src/common/json-body.js';
@@ -76,6 +76,23 @@ describe('a business refusal (authorizePayment: a card declined)', () => {
     });
     // A code no step declares is not echoed.
     expect(publicFailure('failed', `${ErrorType.Refused}: made_up: x; y`)?.code).toBe('internal_error');
+  });
+
+  it("a failed precondition (shipOrder's hold) becomes payment_expired: compensated, nothing shipped or charged", () => {
+    const failure = preconditionFailure('shipOrder', 'payment_expired', 'authorization_expiring');
+    expect(failure.type).toBe(ErrorType.Refused);
+    expect(failure.nonRetryable).toBe(true);
+    expect(publicFailure('failed', `${failure.type}: ${failure.message} (voidPayment failed: y)`)).toEqual({
+      code: 'payment_expired',
+      message:
+        'The payment authorization expired before the order shipped (authorization_expiring). Nothing was shipped ' +
+        'or charged; reserved stock was released and any invoice voided.',
+    });
+    // A reason that is not a safe code is not echoed.
+    const unsafe = preconditionFailure('shipOrder', 'payment_expired', 'Expired at 10:00 for Ada');
+    expect(publicFailure('failed', `${unsafe.type}: ${unsafe.message}`)?.message).toMatch(
+      /^The payment authorization expired before the order shipped\. Nothing/,
+    );
   });
 
   it('masks the payment-method token in what operators see', () => {

@@ -11,6 +11,7 @@ import { type ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { StepResult } from '../../../activities/index.js';
 import { tombstoneSideEffect } from '../../../activities/kit/claims.js';
+import { MIN_HOLD_TO_SHIP_MS } from '../../../activities/steps/ship-order.step.js';
 import { ErrorType } from '../../../workflows/errors.js';
 import { attentionRank } from '../../../workflows/order-plan.js';
 import type { FakeProvider } from '../../helpers/fake-providers.js';
@@ -394,5 +395,62 @@ describe('shipOrder', () => {
     const failure = await failureOf(ship('00000000-0000-4000-8000-000000000000'));
     expect([failure.type, failure.nonRetryable]).toEqual([ErrorType.NotFound, true]);
     expect(carrier.calls).toHaveLength(0);
+  });
+});
+
+describe("shipOrder's precondition: a card order ships only on a hold it can still capture", () => {
+  /** A card order past its confirmation, with its `payments` row as authorizePayment left it (then `patch`ed). */
+  async function cardOrder(payment: { status: string; captureInMs: number }): Promise<string> {
+    const orderId = await confirmedOrder([{ sku: 'TEE-BLK-M', quantity: 1 }]);
+    await tdb.prisma.$executeRaw`UPDATE orders SET payment_method = 'pm_card_ok' WHERE id = ${orderId}::uuid`;
+    await tdb.prisma.payment.create({
+      data: {
+        orderId,
+        providerPaymentId: `pi_${orderId.replaceAll('-', '').slice(0, 24)}`,
+        status: payment.status,
+        amountMinor: 1250,
+        currency: 'EUR',
+        captureBefore: new Date(Date.now() + payment.captureInMs),
+      },
+    });
+    return orderId;
+  }
+
+  it.each([
+    ['authorization_expiring', { status: 'authorized', captureInMs: MIN_HOLD_TO_SHIP_MS - 10_000 }],
+    ['authorization_expiring', { status: 'authorized', captureInMs: -1_000 }],
+    ['authorization_not_held', { status: 'voided', captureInMs: 3_600_000 }],
+  ])(
+    'refuses (%s) before any call: RefusedError payment_expired, the claim failed, nothing shipped',
+    async (why, p) => {
+      const orderId = await cardOrder(p);
+      const failure = await failureOf(ship(orderId));
+      expect(failure.type).toBe(ErrorType.Refused);
+      expect(failure.nonRetryable).toBe(true);
+      expect(failure.message).toMatch(new RegExp(`^payment_expired: ${why}; shipOrder did not act`));
+      expect(carrier.calls).toEqual([]);
+      expect((await claimOf(orderId))?.status).toBe('failed');
+      expect(await shipMovements(orderId)).toEqual([]);
+    },
+  );
+
+  it('ships a card order whose hold has more than the margin left, and an order on account', async () => {
+    const card = await cardOrder({ status: 'authorized', captureInMs: MIN_HOLD_TO_SHIP_MS + 60_000 });
+    expect((await ship(card)).performed).toBe(true);
+    const onAccount = await confirmedOrder([{ sku: 'TEE-BLK-M', quantity: 1 }]);
+    expect((await ship(onAccount)).performed).toBe(true);
+    expect(carrier.effects.size).toBe(2);
+  });
+
+  it('is not asked again when an earlier call may have acted: the retry replays under the same key', async () => {
+    const orderId = await cardOrder({ status: 'authorized', captureInMs: MIN_HOLD_TO_SHIP_MS + 60_000 });
+    carrier.dropNextResponse();
+    await failureOf(ship(orderId));
+    expect((await claimOf(orderId))?.status).toBe('sending');
+    // The hold now comes within the margin: the carrier may already have the shipment, so only a replay can tell.
+    await tdb.prisma.payment.update({ where: { orderId }, data: { captureBefore: new Date(Date.now() + 1_000) } });
+    const result = await ship(orderId, info(orderId, 2));
+    expect(result.providerId).toBe(shipmentAt(orderId).id);
+    expect(carrier.effects.size).toBe(1);
   });
 });
