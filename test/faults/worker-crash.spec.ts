@@ -5,58 +5,26 @@
  * Idempotency-Key, so the customer gets exactly one email, and the order completes. The confirmation runs on the
  * email provider's task queue (`<taskQueue>.email`), so the worker process runs every provider's worker too.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../providers/index.js';
-import { envPrefix } from '../../providers/kit/define.js';
-import { serviceEnvironment } from '../../scripts/lib/stack-definition.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../../src/temporal/temporal.constants.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+import { startWorkerProcess } from '../helpers/worker-process.js';
 
 let stack: TestStack;
 const children: ChildProcess[] = [];
 
-/**
- * The environment of a worker joining the stack: its database, Temporal, task queue, simulator and provider keys
- * (every provider's URL derives from SIMULATOR_URL), without any provider variable of the test's own environment.
- */
-function workerEnvironment(): NodeJS.ProcessEnv {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !PROVIDER_LIST.some((p) => name.startsWith(`${envPrefix(p)}_`))),
-  );
-  return {
-    ...inherited,
-    ...serviceEnvironment({
-      databaseUrl: stack.config.DATABASE_URL,
-      temporalAddress: stack.config.TEMPORAL_ADDRESS,
-      taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
-      simulatorUrl: stack.config.SIMULATOR_URL,
-      providerApiKeys: Object.fromEntries(PROVIDER_LIST.map((p) => [p.name, stack.config.providers[p.name]!.apiKey])),
-    }),
-    PROVIDER_TIMEOUT_MS: '20000',
-  };
-}
-
-async function startWorkerProcess(): Promise<ChildProcess> {
-  const entry = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: workerEnvironment(),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+async function startWorker(): Promise<ChildProcess> {
+  const { child, providers } = await startWorkerProcess(stack);
   children.push(child);
-  let out = '';
-  for await (const chunk of child.stdout!) {
-    out += String(chunk);
-    if (out.includes('worker-ready')) break;
-  }
   // The provider steps run on the providers' task queues: the process must serve them (the email one at least).
-  expect(out).toContain(
-    `worker-ready ${PROVIDER_LIST.map((p) => p.name)
+  expect(providers).toBe(
+    PROVIDER_LIST.map((p) => p.name)
       .sort()
-      .join(',')}`,
+      .join(','),
   );
   return child;
 }
@@ -80,7 +48,7 @@ afterAll(async () => {
 describe('worker crash mid-step', () => {
   it('sends exactly one confirmation email when the worker dies while the provider is sending', async () => {
     stack.email.injectFault({ mode: 'slow', delayMs: 3_000, times: 1 });
-    const first = await startWorkerProcess();
+    const first = await startWorker();
     const res = await stack.http
       .post('/orders')
       .send({ customer: { email: 'linus@example.com' }, lines: [{ sku: 'MUG-WHT', quantity: 1 }] })
@@ -94,7 +62,7 @@ describe('worker crash mid-step', () => {
     const claim = await stack.db.prisma.sideEffectClaim.findUniqueOrThrow({ where: { key } });
     expect([claim.kind, claim.status]).toEqual(['sendOrderConfirmation', 'sending']);
 
-    await startWorkerProcess();
+    await startWorker();
     const killedAt = Date.now();
     const order = await stack.waitForOrder(id, 90_000);
     expect(order.status).toBe('completed');
@@ -111,7 +79,7 @@ describe('worker crash mid-step', () => {
 
 describe('a worker crash while an operator retry is answered (issue 16, finding 4)', () => {
   it('answers the retry once the worker is back, not 503, and the same key again gets the same answer', async () => {
-    const first = await startWorkerProcess();
+    const first = await startWorker();
     const res = await stack.http
       .post('/orders')
       .send({ customer: { email: 'grace@example.com' }, lines: [{ sku: 'MUG-WHT', quantity: 1 }] })
@@ -132,7 +100,7 @@ describe('a worker crash while an operator retry is answered (issue 16, finding 
     first.kill('SIGKILL');
     await once(first, 'exit');
     await new Promise((r) => setTimeout(r, 1_000));
-    await startWorkerProcess();
+    await startWorker();
     const retried = await answer;
     const answeredMs = Date.now() - asked;
     console.log(`retry answered ${retried.status} ${answeredMs} ms after it was sent (the worker died meanwhile)`);
