@@ -1,23 +1,8 @@
 /**
  * Documentation tables generated from the code, so they cannot drift from it: `npm run docs:tables` rewrites each
- * section between its marker comments in the document that holds it ({@link SECTION_FILES}), and
- * test/unit/docs-tables.spec.ts fails when a document differs from what this renders.
- *
- * Sections (markers `<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`):
- * - `steps` (docs/guarantees.md): the step registry (activities/steps/index.ts): each step's phase, kind and
- *   provider, status, retry profile, compensation, idempotency key or how it is idempotent;
- * - `retry-profiles` (docs/guarantees.md): every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the
- *   activities that use it: the registry's steps and compensations, and the calls the workflows make themselves (read
- *   from the files of workflows/ with the TypeScript parser); and `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
- * - `providers` (docs/configuration.md): every provider of providers/index.ts with its operations, limits and
- *   configuration variables (src/config/provider-config.ts);
- * - `limits` (docs/api.md): request limits, a table written as text in docs/tables/limits.md, its values filled
- *   from the code ({@link templateValues});
- * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts;
- * - `problem-types` (docs/api.md): every registered problem type (`defineProblemTypes`: src/common/problem-details.ts
- *   and each layer's own), with its statuses, extension members, headers and meaning;
- * - `bounds` (docs/guarantees.md): every wait's bound and what happens when it is reached, likewise from
- *   docs/tables/bounds.md.
+ * section between its markers (`<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`) in the document that
+ * holds it ({@link SECTION_FILES}); test/unit/docs-tables.spec.ts fails when a document differs from what this
+ * renders. The `limits` and `bounds` tables are text in docs/tables/, their values filled from the code.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -68,28 +53,19 @@ import { repoRoot } from './env.js';
  */
 export const EMBED_FILES = ['docs/extending.md'] as const;
 
-/** Names of the generated sections. */
-export const GENERATED_SECTIONS = [
-  'steps',
-  'retry-profiles',
-  'bounds',
-  'limits',
-  'problem-types',
-  'metrics',
-  'providers',
-] as const;
-export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
-
-/** The document (path from the repository's root) that holds each section. */
-export const SECTION_FILES: Record<GeneratedSection, string> = {
+/** The document (path from the repository's root) that holds each generated section, in rendering order. */
+export const SECTION_FILES = {
   steps: 'docs/guarantees.md',
   'retry-profiles': 'docs/guarantees.md',
   bounds: 'docs/guarantees.md',
-  providers: 'docs/configuration.md',
   limits: 'docs/api.md',
   'problem-types': 'docs/api.md',
   metrics: 'docs/operations.md',
-};
+  providers: 'docs/configuration.md',
+} as const;
+export type GeneratedSection = keyof typeof SECTION_FILES;
+/** Names of the generated sections. */
+export const GENERATED_SECTIONS = Object.keys(SECTION_FILES) as GeneratedSection[];
 
 /** The documents this generates into, as paths from the repository's root, each once. */
 export const GENERATED_FILES: readonly string[] = [...new Set(Object.values(SECTION_FILES))].sort();
@@ -103,13 +79,6 @@ export function docPath(file: string): string {
 export function sectionsOf(file: string): GeneratedSection[] {
   return GENERATED_SECTIONS.filter((section) => SECTION_FILES[section] === file);
 }
-
-/**
- * The folder whose `proxyActivities` calls (assigned to a constant) say which of the workflows' own activities use
- * which profile: every `.ts` file in workflows/ (a proxy may be declared in one file and called in another). The
- * steps' profiles come from the registry.
- */
-export const WORKFLOWS_DIR = path.join(repoRoot(), 'workflows');
 
 /** Opening and closing marker of a section. */
 export function markers(section: GeneratedSection): { start: string; end: string } {
@@ -306,17 +275,12 @@ export function templateValues(): Record<string, unknown> {
  */
 export async function renderTemplate(name: string, values = templateValues()): Promise<string> {
   const text = await readFile(docPath(`docs/tables/${name}.md`), 'utf8');
-  return text
+  const rows = text
     .replace(/^<!--[\s\S]*?-->\s*/, '')
     .trim()
-    .split('\n')
-    .map((row) =>
-      row
-        .split('|')
-        .map((cell) => cell.trim())
-        .join(' | ')
-        .trim(),
-    ) // Prettier's padding dropped
+    .split('\n');
+  return rows
+    .map((row) => row.replace(/\s*\|\s*/g, ' | ').trim()) // Prettier's padding dropped
     .join('\n')
     .replace(/\{\{([\w.]+)\}\}/g, (_m, key: string) => {
       const value = key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], values);
@@ -375,7 +339,7 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
     // Every workflow's own proxyActivities calls; the steps' profiles come from the registry.
     'retry-profiles': renderRetryProfiles(
       ...(await Promise.all(
-        (await readdir(WORKFLOWS_DIR))
+        (await readdir(docPath('workflows')))
           .filter((f) => f.endsWith('.ts'))
           .sort()
           .map((f) => readFile(docPath(`workflows/${f}`), 'utf8')),
