@@ -1,26 +1,20 @@
 /**
- * The one definition of the stack that `npm start` (scripts/stack.ts), the bench (bench/lib/env.ts), the scale-out
- * run and the e2e helpers (test/helpers/test-stack.ts) start from: which processes run, from which entry point, on
- * which default port, how each is known to be ready, and the environment each gets. Providers and steps come from
- * their registries, so a new provider or step changes nothing here or in any launcher.
+ * The one definition of the stack that `npm start`, the bench, the scale-out run and the e2e helpers start from: its
+ * processes, entry points, default ports, readiness and environments. Providers and steps come from their
+ * registries, so a new provider or step changes nothing here or in any launcher.
  */
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { envPrefix, providerTaskQueue, type ProviderDefinition } from '../../providers/kit/define.js';
 
-/** Default ports of the local stack, each overridable by its variable in {@link PORT_VARIABLES}. */
+/**
+ * Default ports of the local stack, each overridable by its variable in {@link PORT_VARIABLES} (`simulators`: every
+ * provider under `/<name>`; `temporal`: gRPC; `workerMetrics`: 0 turns it off).
+ */
 export const DEFAULT_PORTS = {
-  api: 3000,
-  /** The one simulator process, every provider under `/<name>`. */
-  simulators: 4010,
-  /** The Temporal frontend (gRPC). */
-  temporal: 7233,
-  temporalUi: 8233,
-  /** The worker's Prometheus endpoint (0 turns it off). */
-  workerMetrics: 9464,
-  /** The embedded PostgreSQL of `npm start`. */
-  embeddedPostgres: 54329,
+  ...{ api: 3000, simulators: 4010, temporal: 7233, temporalUi: 8233 },
+  ...{ workerMetrics: 9464, embeddedPostgres: 54329 },
 } as const;
 
 /** A port of the local stack, by its role. */
@@ -28,12 +22,8 @@ export type StackPort = keyof typeof DEFAULT_PORTS;
 
 /** The environment variable that overrides each default port. */
 export const PORT_VARIABLES: Readonly<Record<StackPort, string>> = {
-  api: 'PORT',
-  simulators: 'SIMULATOR_PORT',
-  temporal: 'TEMPORAL_PORT',
-  temporalUi: 'TEMPORAL_UI_PORT',
-  workerMetrics: 'WORKER_METRICS_PORT',
-  embeddedPostgres: 'EMBEDDED_PG_PORT',
+  ...{ api: 'PORT', simulators: 'SIMULATOR_PORT', temporal: 'TEMPORAL_PORT', temporalUi: 'TEMPORAL_UI_PORT' },
+  ...{ workerMetrics: 'WORKER_METRICS_PORT', embeddedPostgres: 'EMBEDDED_PG_PORT' },
 };
 
 /**
@@ -127,18 +117,13 @@ function apiKeyVariables(keys: Readonly<Record<string, string>> | undefined): Re
   );
 }
 
-/** Where the services of one stack find each other. */
+/** Where the services of one stack find each other (the task queue defaults to the service's own). */
 export interface ServiceEnvironmentOptions {
   databaseUrl: string;
-  /** host:port of the Temporal frontend. */
   temporalAddress: string;
-  /** The order task queue (default: the service's own, `order-fulfilment`). */
   taskQueue?: string;
-  /** Base URL of the simulator process; each provider's URL is `<simulatorUrl>/<name>`. */
   simulatorUrl: string;
-  /** The bearer token of each provider, by provider name. */
   providerApiKeys?: Readonly<Record<string, string>>;
-  /** Base URL of the Temporal Web UI, for the API's links. */
   temporalUiUrl?: string;
 }
 
