@@ -38,12 +38,7 @@ import { ORDER_LIMITS } from '../../src/orders/create-order.dto.js';
 import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
 import { CANCEL_LIMITS, RESOLUTION_LIMITS } from '../../src/orders/order-actions.dto.js';
 import { PG_SESSION_LIMITS } from '../../src/prisma/prisma.js';
-import {
-  RETRY_UPDATE_TIMEOUT_MS,
-  WORKER_RECOVERY_MS,
-  WORKFLOW_START_TIMEOUT_MS,
-  WORKFLOW_TASK_TIMEOUT_MS,
-} from '../../src/temporal/temporal.constants.js';
+import * as temporalConstants from '../../src/temporal/temporal.constants.js';
 import { HISTORY_EVENTS_LIMIT, REMEMBERED_UPDATES } from '../../workflows/order-fulfilment.contract.js';
 import { repoRoot } from './env.js';
 
@@ -100,14 +95,9 @@ function duration(value: ActivityOptions['startToCloseTimeout']): string {
 }
 
 /**
- * Which activities the workflows call through each profile: finds `const x = proxyActivities(profile)`,
- * `proxyActivities({ ...profile, ... })` and `proxyLocalActivities(profile)` in any of the sources, then every call
- * `x.activityName(...)` in any of them (a proxy declared in one file may be called in another).
- * @param sources the workflows' TypeScript sources.
- * @returns profile name → activity names, sorted; an activity called through `proxyLocalActivities` is named
- *   `<name> (local activity)`.
- * @throws Error when a `proxyActivities` call has no recognisable profile, or two proxies of one name have different
- *   profiles (the retry-profile table would be wrong).
+ * Which activities the workflows' sources call through each profile (`const x = proxyActivities(profile)` or
+ * `({ ...profile })`, `proxyLocalActivities`, then `x.activity(...)` in any of them): profile → sorted names.
+ * @throws Error when a proxy names no profile, or two proxies of one name have different profiles.
  */
 export function profileUsage(...sources: string[]): Map<string, string[]> {
   const proxies = new Map<string, { profile: string; local: boolean }>();
@@ -260,8 +250,8 @@ export function templateValues(): Record<string, unknown> {
     config: loadConfig({}),
     ...{ ORDER_LIMITS, ORDER_PAGE, CANCEL_LIMITS, RESOLUTION_LIMITS, PG_SESSION_LIMITS, MOVEMENTS_LIMIT },
     ...{ JSON_BODY_LIMIT_BYTES, JSON_BODY_LIMIT_KIB: JSON_BODY_LIMIT_BYTES / 1024, JSON_BODY_MAX_DEPTH },
-    ...{ HTTP_TIMEOUT_CHECK_INTERVAL_MS, WORKFLOW_START_TIMEOUT_MS, RETRY_UPDATE_TIMEOUT_MS, WORKFLOW_TASK_TIMEOUT_MS },
-    ...{ WORKER_RECOVERY_MS, IDEMPOTENCY_KEY_MAX_LENGTH, REMEMBERED_UPDATES },
+    ...{ HTTP_TIMEOUT_CHECK_INTERVAL_MS, IDEMPOTENCY_KEY_MAX_LENGTH, REMEMBERED_UPDATES },
+    ...temporalConstants, // WORKFLOW_START_TIMEOUT_MS, RETRY_UPDATE_TIMEOUT_MS, WORKER_RECOVERY_MS, ...
     HISTORY_EVENTS_LIMIT: HISTORY_EVENTS_LIMIT.toLocaleString('en'),
     COMPENSATION_ATTEMPTS: RETRY_PROFILES.compensation.retry?.maximumAttempts ?? '∞',
     COMPENSATION_SCHEDULE_TO_CLOSE: duration(RETRY_PROFILES.compensation.scheduleToCloseTimeout),
@@ -333,17 +323,13 @@ export function renderProblemTypes(): string {
 
 /** Renders every section. */
 export async function renderSections(): Promise<Record<GeneratedSection, string>> {
+  const workflowFiles = (await readdir(docPath('workflows'))).filter((f) => f.endsWith('.ts')).sort();
   return {
     steps: renderSteps(),
     providers: renderProviders(),
     // Every workflow's own proxyActivities calls; the steps' profiles come from the registry.
     'retry-profiles': renderRetryProfiles(
-      ...(await Promise.all(
-        (await readdir(docPath('workflows')))
-          .filter((f) => f.endsWith('.ts'))
-          .sort()
-          .map((f) => readFile(docPath(`workflows/${f}`), 'utf8')),
-      )),
+      ...(await Promise.all(workflowFiles.map((f) => readFile(docPath(`workflows/${f}`), 'utf8')))),
     ),
     limits: await renderTemplate('limits'),
     'problem-types': renderProblemTypes(),
@@ -352,12 +338,7 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
   };
 }
 
-/**
- * Replaces the body of each section between its markers.
- * @param text the document's text.
- * @param file the document's name, for the error message.
- * @throws Error naming a section whose markers are missing or out of order.
- */
+/** Replaces the body of each section between its markers. @throws Error naming a section without its markers. */
 export function replaceSections(
   text: string,
   sections: Partial<Record<GeneratedSection, string>>,
@@ -375,11 +356,8 @@ export function replaceSections(
 }
 
 /**
- * A document as `npm run docs:tables` writes it: the sections it holds ({@link SECTION_FILES}) replaced, then
- * formatted with the project's Prettier.
- * @param file the document, as a path from the repository's root (`docs/api.md`).
- * @param text its current text.
- * @param sections the rendered sections ({@link renderSections}); rendered here when not given.
+ * A document (path from the repository's root) as `npm run docs:tables` writes it: its sections replaced (rendered
+ * here unless given), then formatted with the project's Prettier.
  */
 export async function renderDocument(
   file: string,
