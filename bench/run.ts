@@ -39,9 +39,8 @@ const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms 
 const args = parseArgs({
   options: {
     ...Object.fromEntries(
-      ['cycles', 'floors', 'warmup', 'burst', 'flash', 'open-seconds', 'backlog', 'backlog-arms']
-        .concat(['arms', 'variant-root', 'variant-label', 'only'])
-        .concat(['out', 'label'])
+      'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only out label'
+        .split(' ')
         .map((name) => [name, { type: 'string' as const }]),
     ),
     'open-rate': { type: 'string', default: 'auto' },

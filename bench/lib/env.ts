@@ -149,6 +149,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       treeMeter('worker', () => worker?.pid),
       database.meter,
     ];
+    const workerLog = path.join(logDir, 'worker.log');
     const env: ArmEnv = {
       kind: opts.kind,
       connection,
@@ -157,12 +158,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       databaseUrl: database.url,
       meters,
       startWorker: () => {
-        worker = spawnStackProcess(workerProcess, {
-          root,
-          env: workerEnv,
-          logFile: path.join(logDir, 'worker.log'),
-          nodeArgs,
-        });
+        worker = spawnStackProcess(workerProcess, { root, env: workerEnv, logFile: workerLog, nodeArgs });
         return { spawnedAt: Date.now() };
       },
       stopWorker: async () => {
@@ -215,10 +211,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       await waitForHttp(`${env.simulatorUrl}/_sim/health`, { child: sims });
       const serviceEnv = {
         ...def.serviceEnvironment({
-          databaseUrl: database.url,
-          temporalAddress: server.address,
-          taskQueue,
-          simulatorUrl: env.simulatorUrl,
+          ...{ databaseUrl: database.url, temporalAddress: server.address, taskQueue, simulatorUrl: env.simulatorUrl },
           providerApiKeys,
         }),
         TEMPORAL_NAMESPACE: NAMESPACE,
