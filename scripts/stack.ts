@@ -74,14 +74,8 @@ function run(
     },
   );
   result.catch(() => undefined); // the exits are handled below
-  const proc: Supervised = {
-    name,
-    command: commands[0]!,
-    restart: false,
-    stopSignal: 'SIGTERM',
-    stopMs: 15_000,
-    ...opts,
-  };
+  const defaults = { restart: false, stopSignal: 'SIGTERM', stopMs: 15_000 };
+  const proc: Supervised = { name, command: commands[0]!, ...defaults, ...opts };
   started.push(proc);
   const deaths: number[] = [];
   const pidFile = path.join(ROOT, '.data', 'run', `${name}.pid`);

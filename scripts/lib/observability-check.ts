@@ -13,7 +13,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { parse as parseYaml } from 'yaml';
 import { runPromtool } from './promtool.js';
 
-/** One PromQL expression, where it comes from, and whether promtool already parsed it (a rule) or not (a query). */
+/** One PromQL expression, where it comes from, and whether promtool already parsed it (a rule) or not. */
 export interface PromqlExpression {
   source: string;
   expr: string;
@@ -209,11 +209,7 @@ export function nameSource(
   return PROMETHEUS_SERIES.has(name) ? 'prometheus' : lazy.has(name) ? 'sdk' : 'missing';
 }
 
-/**
- * Parses expressions with promtool: each becomes a recording rule of its own group in a temporary rule file that
- * `promtool check rules` reads (Grafana variables substituted first).
- * @returns each failing expression with promtool's message.
- */
+/** Parses expressions with promtool (each a recording rule of its own group): each failing one with its message. */
 export async function promtoolParseErrors(
   promtool: string,
   expressions: readonly PromqlExpression[],
@@ -238,13 +234,11 @@ export async function promtoolParseErrors(
   }
 }
 
-/** What {@link runObservabilityCheck} found. */
+/** What {@link runObservabilityCheck} found: every metric name read (where found, read by which), one line a problem. */
 export interface ObservabilityReport {
   steps: Array<{ name: string; ok: boolean }>;
   expressions: PromqlExpression[];
-  /** Every metric name read: where it was found and which expressions read it. */
   names: Map<string, { source: NameSource; usedBy: string[] }>;
-  /** One line per problem; empty when everything passed. */
   problems: string[];
 }
 
