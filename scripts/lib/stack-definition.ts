@@ -77,27 +77,23 @@ export function providerLedgerUrl(simulatorUrl: string, provider: string): strin
   return `${simulatedProviderUrl(simulatorUrl, provider)}/_sim/ledger`;
 }
 
+const bearerKeys = (prefix: string) => (providers: readonly ProviderDefinition[]) =>
+  Object.fromEntries(providers.map((p) => [p.name, `${prefix}-${p.name}-key`])) as Record<string, string>;
 /** Bearer tokens by provider name: `dev-<name>-key`, what `npm start`'s simulators accept. */
-export function devProviderApiKeys(providers: readonly ProviderDefinition[]): Record<string, string> {
-  return Object.fromEntries(providers.map((p) => [p.name, `dev-${p.name}-key`]));
-}
-
+export const devProviderApiKeys = bearerKeys('dev');
 /** Bearer tokens by provider name for tests: `test-<name>-key`. */
-export function testProviderApiKeys(providers: readonly ProviderDefinition[]): Record<string, string> {
-  return Object.fromEntries(providers.map((p) => [p.name, `test-${p.name}-key`]));
-}
+export const testProviderApiKeys = bearerKeys('test');
+
+/** `<NAME>_PROVIDER_API_KEY`: the variable of a provider's bearer token. */
+const keyVariable = (p: { name: string }): string => `${envPrefix(p)}_PROVIDER_API_KEY`;
 
 /** The bearer tokens set in `env` (`<NAME>_PROVIDER_API_KEY`), by provider name; unset ones are left out. */
 export function providerApiKeysFromEnv(
   env: NodeJS.ProcessEnv,
   providers: readonly ProviderDefinition[] = PROVIDER_LIST,
-): Record<string, string> {
-  return Object.fromEntries(
-    providers.flatMap((p) => {
-      const key = env[`${envPrefix(p)}_PROVIDER_API_KEY`]?.trim();
-      return key ? [[p.name, key]] : [];
-    }),
-  );
+) {
+  const keys = providers.map((p) => [p.name, env[keyVariable(p)]?.trim()]);
+  return Object.fromEntries(keys.filter(([, key]) => key)) as Record<string, string>;
 }
 
 /**
@@ -105,16 +101,12 @@ export function providerApiKeysFromEnv(
  * whose services must reach its own simulators (the bench, the scale-out run), whatever the caller's shell exports.
  */
 export function withoutProviderVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const drop = new Set(
-    PROVIDER_LIST.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, `${envPrefix(p)}_PROVIDER_API_KEY`]),
-  );
+  const drop = new Set(PROVIDER_LIST.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, keyVariable(p)]));
   return Object.fromEntries(Object.entries(env).filter(([name]) => !drop.has(name)));
 }
 
 function apiKeyVariables(keys: Readonly<Record<string, string>> | undefined): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(keys ?? {}).map(([name, key]) => [`${envPrefix({ name })}_PROVIDER_API_KEY`, key]),
-  );
+  return Object.fromEntries(Object.entries(keys ?? {}).map(([name, key]) => [keyVariable({ name }), key]));
 }
 
 /** Where the services of one stack find each other (the task queue defaults to the service's own). */
