@@ -63,12 +63,8 @@ export async function waitForHttp(url: string, opts: { timeoutMs?: number; child
   const timeout = opts.timeoutMs ?? 60_000;
   const what = `${url} to answer 2xx`;
   // `Connection: close`: a probe must not hold a kept-alive socket that the server then waits for when it stops.
-  const wait = waitOn({
-    ...WAIT_ON,
-    resources: [url.replace(/^http(s?):/, 'http$1-get:')],
-    timeout,
-    headers: { connection: 'close' },
-  });
+  const resources = [url.replace(/^http(s?):/, 'http$1-get:')];
+  const wait = waitOn({ ...WAIT_ON, resources, timeout, headers: { connection: 'close' } });
   await Promise.race([
     wait.catch(() => Promise.reject(new Error(`timed out after ${timeout} ms waiting for ${what}`))),
     exitOf(opts.child, what),
@@ -77,15 +73,14 @@ export async function waitForHttp(url: string, opts: { timeoutMs?: number; child
 
 /** The ones of `ports` on which something accepts TCP connections right now. */
 export async function portsInUse(ports: readonly number[], host = '127.0.0.1'): Promise<number[]> {
-  const busy = await Promise.all(
-    ports.map((port) =>
-      waitOn({ ...WAIT_ON, resources: [`tcp:${host}:${port}`], reverse: true, timeout: 300 }).then(
-        () => undefined,
-        () => port,
-      ),
-    ),
-  );
-  return busy.filter((p) => p !== undefined);
+  const busy = async (port: number): Promise<number[]> => {
+    const free = waitOn({ ...WAIT_ON, resources: [`tcp:${host}:${port}`], reverse: true, timeout: 300 });
+    return free.then(
+      () => [],
+      () => [port],
+    );
+  };
+  return (await Promise.all(ports.map(busy))).flat();
 }
 
 /**
