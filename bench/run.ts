@@ -1,13 +1,8 @@
 /**
- * `npm run bench`: the service against the Temporal floor, side by side, in arms interleaved ABBA per cycle
- * (`F0 F5 S S F5 F0`), each in a fresh environment (bench/lib/env.ts). F0 / F5: bare workflows of 4 / 5 no-op
- * activities started by a raw client; S: the service as `npm start` runs it, orders over HTTP; V: the service from
- * another checkout's build (--variant-root). Phases of each arm: warm-up (discarded); burst (N at
- * once: completions/s, CPU ms per unit per process, send latency, history events); flash sale (the burst with every
- * order for one SKU); open loop at half the service's burst rate (latency from each request's intended send time);
- * backlog (sent with the worker stopped, then drained); checks (every unit completed once; the service's orders,
- * ledgers and stock). Prints the tables (with the S/F0 and S/F5 ratios) and writes report.txt and results.csv into
- * the run folder. See docs/benchmark.md.
+ * `npm run bench`: the service against the Temporal floor (F0 / F5: bare workflows of 4 / 5 no-op activities; S: the
+ * service as `npm start` runs it; V: another checkout's build, --variant-root), arms interleaved ABBA per cycle, each
+ * in a fresh environment (bench/lib/env.ts). Phases: warm-up, burst, flash sale, open loop, backlog, then the checks;
+ * the report and CSV go into the run folder. See docs/benchmark.md.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -44,9 +39,8 @@ const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms 
 const args = parseArgs({
   options: {
     ...Object.fromEntries(
-      ['cycles', 'floors', 'warmup', 'burst', 'flash', 'open-seconds', 'backlog', 'backlog-arms']
-        .concat(['arms', 'variant-root', 'variant-label', 'only'])
-        .concat(['out', 'label'])
+      'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only out label'
+        .split(' ')
         .map((name) => [name, { type: 'string' as const }]),
     ),
     'open-rate': { type: 'string', default: 'auto' },
@@ -100,21 +94,16 @@ interface Sender {
 function floorSender(env: ArmEnv, floor: Floor): Sender {
   const workflowType = FLOOR_TYPES[floor];
   const probeDb = new pg.Pool({ connectionString: env.databaseUrl, max: 10 });
-  const start = async (): Promise<string> => {
+  const send = async (): Promise<string> => {
     const id = `${floor}-${randomUUID()}`;
     await env.client.workflow.start(workflowType, { taskQueue: env.taskQueue, workflowId: id });
     return id;
   };
-  return {
-    workflowType,
-    send: start,
-    probe: async () => {
-      await probeDb.query('INSERT INTO bench_probe (id) VALUES ($1)', [randomUUID()]);
-      return start();
-    },
-    repeated: new Map(),
-    close: () => probeDb.end(),
+  const probe = async (): Promise<string> => {
+    await probeDb.query('INSERT INTO bench_probe (id) VALUES ($1)', [randomUUID()]);
+    return send();
   };
+  return { workflowType, send, probe, repeated: new Map(), close: () => probeDb.end() };
 }
 
 function serviceSender(env: ArmEnv, skus: string[]): Sender {
@@ -197,12 +186,8 @@ async function finishPhase(
   const query = `WorkflowType = "${s.workflowType}" AND CloseTime >= "${new Date(firstSend - 1000).toISOString()}"`;
   for (let i = 0; i < 40 && closed.size < ids.length; i++) {
     for await (const wf of env.client.workflow.list({ query, pageSize: 1000 })) {
-      if (wanted.has(wf.workflowId))
-        closed.set(wf.workflowId, {
-          close: wf.closeTime?.getTime() ?? NaN,
-          status: wf.status.name,
-          events: wf.historyLength,
-        });
+      const [close, status, events] = [wf.closeTime?.getTime() ?? NaN, wf.status.name, wf.historyLength];
+      if (wanted.has(wf.workflowId)) closed.set(wf.workflowId, { close, status, events });
     }
     if (closed.size < ids.length) await sleep(250);
   }
@@ -283,15 +268,8 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
       }
       const sent = await Promise.all(sends);
       total += n;
-      const p = await finishPhase(
-        env,
-        sender,
-        sent.map((x) => x.id),
-        firstSend,
-        before,
-        total,
-        sent.map((x) => x.latency),
-      );
+      const [ids, latencies] = [sent.map((x) => x.id), sent.map((x) => x.latency)];
+      const p = await finishPhase(env, sender, ids, firstSend, before, total, latencies);
       phases.open = { ...p, targetRate: target };
       say(
         `  open loop: ${n} at ${fmt(target, 2)}/s, p50 ${fmt(pct(p.latencies, 50), 1)} ms, p99 ${fmt(pct(p.latencies, 99), 1)} ms`,
@@ -395,9 +373,7 @@ async function main(): Promise<void> {
     arms: `${order.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
     phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s, backlog ${BACKLOG}`,
     ...(order.includes('V')
-      ? {
-          'variant V': [opt('variant-label'), opt('variant-root')].filter(Boolean).join('; '),
-        }
+      ? { 'variant V': [opt('variant-label'), opt('variant-root')].filter(Boolean).join('; ') }
       : {}),
   };
   say(`bench → ${path.relative(process.cwd(), OUT) || OUT}; arms ${order.join(' ')}`);

@@ -1,9 +1,8 @@
 /**
  * `npm run check:observability -- [--api-url URL] [--worker-url URL]...`: checks observability/ with promtool and
- * against the live metrics of a running stack (scripts/lib/observability-check.ts). A URL without a path means its
- * `/metrics`; several `--worker-url`s are read together. Defaults: the local stack's ports (PORT,
- * WORKER_METRICS_PORT). Place an order first on a fresh stack: histograms have no series before their first
- * observation. Exit code 0 when everything passed, 1 on any problem or when a scrape cannot be read.
+ * against the live metrics of a running stack (scripts/lib/observability-check.ts; a URL without a path means its
+ * `/metrics`; defaults: the local stack's ports). Place an order first: histograms have no series before then.
+ * Exit code 0 when everything passed, 1 on any problem or when a scrape cannot be read.
  */
 import { parseArgs } from 'node:util';
 import { errorMessage, repoRoot } from './lib/env.js';
@@ -31,11 +30,7 @@ try {
   const promtool = await ensurePromtool((line) => process.stderr.write(`${line}\n`));
   const api = await scrape(values['api-url'] ?? localUrl(ports.api));
   const workers = await Promise.all((values['worker-url'] ?? [localUrl(ports.workerMetrics)]).map(scrape));
-  const report = await runObservabilityCheck({
-    promtool,
-    root: repoRoot(),
-    scrapes: { api, worker: workers },
-  });
+  const report = await runObservabilityCheck({ promtool, root: repoRoot(), scrapes: { api, worker: workers } });
   console.log(formatReport(report));
   process.exit(report.problems.length === 0 ? 0 : 1);
 } catch (error) {

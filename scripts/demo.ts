@@ -1,17 +1,10 @@
 /**
- * `npm run demo`: places a batch of real orders over HTTP and shows what happened to each.
- *
- * Against `API_URL` (default http://127.0.0.1:$PORT). When nothing answers on its `/health`, it builds and starts
- * the stack itself (`npm start`, log in `.data/logs/demo-stack.log`) and stops it at the end. Then it reads
- * `GET /inventory`, places 4 orders that fit in stock and 1 that asks for one unit more than is available, follows
- * each (`GET /orders/:id`) until it is `completed` or `failed` (120 s at most) with a live count per status
- * (log-update on a terminal, a line per change elsewhere), and checks each order's story against every provider's
- * ledger on the simulator process: a provider step that acted (`done`, `undone`) has exactly one effect under its
- * key, one that never ran none, no key of the order more than one; and every ledger exactly one effect per key.
- *
- * Every API call sends `Authorization: Bearer <key>`: `API_KEY`, or a client key of `.data/api-keys.json`.
- * Environment: API_URL, API_KEY, SIMULATOR_URL (default http://127.0.0.1:$SIMULATOR_PORT), DEMO_SKIP_BUILD=1.
- * Exit code 0 when the 4 orders completed, the over-stock order failed and every story and ledger holds; else 1.
+ * `npm run demo`: places a batch of real orders over HTTP at `API_URL` (default http://127.0.0.1:$PORT) and shows
+ * what happened to each; when nothing answers there, it builds and starts the stack itself (log in
+ * `.data/logs/demo-stack.log`) and stops it at the end. 4 orders fit in stock and 1 asks for one unit more than is
+ * available; each is followed until `completed` or `failed` (120 s at most), then checked against every provider's
+ * ledger: one effect per key, none for a step that never ran. API key: `API_KEY` or `.data/api-keys.json`. Also
+ * SIMULATOR_URL, DEMO_SKIP_BUILD=1. Exit code 0 when every order ended as expected and every check holds; else 1.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -24,7 +17,7 @@ import { PROVIDER_LIST } from '../providers/index.js';
 import { apiKeyFor } from './lib/dev-api-keys.js';
 import { errorMessage, repoRoot } from './lib/env.js';
 import { checkLedger, describeLedgerCheck, orderEffects, readLedgers, type ProviderLedger } from './lib/ledgers.js';
-import { stop, waitForHttp, type Proc } from './lib/processes.js';
+import { spawnChild, stop, waitForHttp, type Proc } from './lib/processes.js';
 import { localUrl, stackPorts } from './lib/stack-definition.js';
 
 const ROOT = repoRoot();
@@ -46,12 +39,9 @@ async function http(method: string, url: string, body?: unknown, headers: Record
     signal: AbortSignal.timeout(10_000),
   });
   const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = text;
-  }
+  const json: unknown = await Promise.resolve()
+    .then(() => (text ? JSON.parse(text) : undefined))
+    .catch(() => text);
   return { status: res.status, headers: res.headers, json };
 }
 
@@ -66,19 +56,12 @@ async function startStack(): Promise<{ proc: Proc }> {
   const logFile = path.join(ROOT, '.data', 'logs', 'demo-stack.log');
   await mkdir(path.dirname(logFile), { recursive: true });
   await writeFile(logFile, '');
-  console.log(
-    `Nothing answers at ${API_URL}/health: starting the stack (log: ${path.relative(process.cwd(), logFile)})…`,
-  );
+  const relative = path.relative(process.cwd(), logFile);
+  console.log(`Nothing answers at ${API_URL}/health: starting the stack (log: ${relative})…`);
   const started = Date.now();
-  const out = { file: logFile, append: true } as const;
-  const stack = execa(process.execPath, [...process.execArgv, path.join(ROOT, 'scripts', 'stack.ts')], {
-    cwd: ROOT,
-    env: { PORT: api.port || '80', STACK_EXIT_AFTER_READY: '', NO_COLOR: '1' },
-    stdout: out,
-    stderr: out,
-    reject: false,
-    forceKillAfterDelay: 90_000,
-  }) as unknown as Proc;
+  const env = { PORT: api.port || '80', STACK_EXIT_AFTER_READY: '', NO_COLOR: '1' };
+  const argv = [...process.execArgv, path.join(ROOT, 'scripts', 'stack.ts')];
+  const stack = spawnChild(process.execPath, argv, { cwd: ROOT, env, forceKillAfterDelay: 90_000 }, logFile);
   try {
     await waitForHttp(`${API_URL}/health`, { timeoutMs: 10 * 60_000, child: stack });
   } catch (error) {
@@ -114,14 +97,8 @@ function planOrders(inventory: Array<{ sku: string; available: number }>): Plan[
     return { label: `order ${i + 1}`, expect: 'completed', lines };
   });
   const scarcest = [...inventory].sort((a, b) => a.available - b.available)[0]!;
-  return [
-    ...plans,
-    {
-      label: 'over stock',
-      expect: 'failed',
-      lines: [{ sku: scarcest.sku, quantity: Math.max(scarcest.available, 0) + 1 }],
-    },
-  ];
+  const over = { sku: scarcest.sku, quantity: Math.max(scarcest.available, 0) + 1 };
+  return [...plans, { label: 'over stock', expect: 'failed', lines: [over] }];
 }
 
 interface Outcome {
@@ -172,11 +149,7 @@ function storyProblems(o: Outcome, ledgers: readonly ProviderLedger[]): string[]
   for (const step of steps) {
     const def = PROVIDER_STEPS.get(step.name);
     const ledger = def && ledgers.find((l) => l.provider === def.provider.name);
-    const expected = ['done', 'undone'].includes(step.state)
-      ? 1
-      : ['skipped', 'pending'].includes(step.state)
-        ? 0
-        : undefined;
+    const expected = ({ done: 1, undone: 1, skipped: 0, pending: 0 } as Record<string, number>)[step.state];
     const found = def && ledger ? (ledger.countsByKey[def.key(o.id)] ?? 0) : expected;
     if (found !== expected) problems.push(`${step.name} ${step.state} but ${found} effect(s) at ${def!.provider.name}`);
   }

@@ -1,11 +1,9 @@
 /**
- * `npm start` / `npm run start:cluster`: the whole stack on this machine, no Docker (docs/development.md says what
- * it runs, in which order, and how to roll the worker or the API). PostgreSQL (`DATABASE_URL`, else embedded) and
- * Temporal (`TEMPORAL_ADDRESS`, the dev server, or with `--cluster` a Temporal Server on PostgreSQL), then the
- * processes of scripts/lib/stack-definition.ts from `dist/`, each under concurrently and waited for before the next;
- * stopped in reverse order on Ctrl-C / SIGTERM. The worker and the API are restarted when they exit (at most 5 times
- * a minute); any other exit stops the stack with exit 1. `--only temporal` runs Temporal alone;
- * `STACK_EXIT_AFTER_READY=1` stops right after the banner.
+ * `npm start` / `npm run start:cluster`: the whole stack on this machine, no Docker (docs/development.md). PostgreSQL,
+ * Temporal (dev server, or `--cluster`), then the processes of scripts/lib/stack-definition.ts from `dist/`, each under
+ * concurrently and waited for before the next; stopped in reverse order on Ctrl-C / SIGTERM. The worker and the API
+ * are restarted when they exit (at most 5 times a minute); any other exit stops the stack with exit 1. `--only
+ * temporal` runs Temporal alone; `STACK_EXIT_AFTER_READY=1` stops right after the banner.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -25,12 +23,7 @@ import { errorMessage, repoRoot } from './lib/env.js';
 import { portsInUse, waitForHttp, waitForTemporal, waitForWorkerPollers } from './lib/processes.js';
 import * as def from './lib/stack-definition.js';
 import { devServerArgs, ensureTemporalCli } from './lib/temporal-cli.js';
-import {
-  clusterDatabasesFromEnv,
-  clusterReady,
-  ensureClusterBinaries,
-  prepareCluster,
-} from './lib/temporal-cluster.js';
+import * as cluster from './lib/temporal-cluster.js';
 
 const ROOT = repoRoot();
 const { values: args } = parseArgs({ options: { cluster: { type: 'boolean' }, only: { type: 'string' } } });
@@ -81,14 +74,8 @@ function run(
     },
   );
   result.catch(() => undefined); // the exits are handled below
-  const proc: Supervised = {
-    name,
-    command: commands[0]!,
-    restart: false,
-    stopSignal: 'SIGTERM',
-    stopMs: 15_000,
-    ...opts,
-  };
+  const defaults = { restart: false, stopSignal: 'SIGTERM', stopMs: 15_000 };
+  const proc: Supervised = { name, command: commands[0]!, ...defaults, ...opts };
   started.push(proc);
   const deaths: number[] = [];
   const pidFile = path.join(ROOT, '.data', 'run', `${name}.pid`);
@@ -139,19 +126,11 @@ async function startPostgres(migrate: boolean): Promise<string> {
   let url = env.DATABASE_URL?.trim();
   if (!url) {
     const cmd = await preparePostgres({
-      dataDir: path.join(ROOT, '.data', 'postgres'),
-      checkout: ROOT,
-      port: ports.embeddedPostgres,
-      user: 'postgres',
-      password: 'postgres',
-      log: (line) => say(`postgres: ${line}`),
+      ...{ dataDir: path.join(ROOT, '.data', 'postgres'), checkout: ROOT, port: ports.embeddedPostgres },
+      ...{ user: 'postgres', password: 'postgres', log: (line: string) => say(`postgres: ${line}`) },
     });
-    run('postgres', 'blue', cmd.file, cmd.args, {
-      env: cmd.env,
-      runAs: cmd.runAs,
-      stopSignal: 'SIGINT',
-      stopMs: 25_000,
-    });
+    const { env: pgEnv, runAs } = cmd;
+    run('postgres', 'blue', cmd.file, cmd.args, { env: pgEnv, runAs, stopSignal: 'SIGINT', stopMs: 25_000 });
     await waitForPostgres(cmd, 60_000);
     url = cmd.adminUrl.replace(/\/postgres$/, '/order_fulfilment');
   }
@@ -173,11 +152,8 @@ async function startTemporal(postgres: Promise<string>): Promise<{ address: stri
   const external = env.TEMPORAL_ADDRESS?.trim();
   if (external) {
     await waitForTemporal({ address: external, namespace, timeoutMs: 30_000 });
-    return {
-      address: external,
-      uiUrl: env.TEMPORAL_UI_URL?.trim() || def.localUrl(def.DEFAULT_PORTS.temporalUi),
-      about: '',
-    };
+    const uiUrl = env.TEMPORAL_UI_URL?.trim() || def.localUrl(def.DEFAULT_PORTS.temporalUi);
+    return { address: external, uiUrl, about: '' };
   }
   const address = `127.0.0.1:${ports.temporal}`;
   const uiUrl = def.localUrl(ports.temporalUi);
@@ -195,27 +171,17 @@ async function startTemporal(postgres: Promise<string>): Promise<{ address: stri
     await waitForTemporal({ address, namespace, timeoutMs: 60_000 });
     return { address, uiUrl, about: '' };
   }
-  const binaries = await ensureClusterBinaries(log);
-  const { persistence, visibility } = clusterDatabasesFromEnv(await postgres);
+  const binaries = await cluster.ensureClusterBinaries(log);
+  const { persistence, visibility } = cluster.clusterDatabasesFromEnv(await postgres);
   const dataDir = path.join(ROOT, '.data', 'temporal-cluster');
-  const cmds = await prepareCluster({
-    binaries,
-    persistence,
-    visibility,
-    dataDir,
-    port: ports.temporal,
-    uiPort: ports.temporalUi,
-    namespace,
-    log,
+  const cmds = await cluster.prepareCluster({
+    ...{ binaries, persistence, visibility, dataDir, port: ports.temporal, uiPort: ports.temporalUi, namespace, log },
   });
   run('temporal', 'magenta', cmds.server.file, cmds.server.args, { env: cmds.server.env, stopMs: 25_000 });
   run('temporal-ui', 'magenta', cmds.ui.file, cmds.ui.args, { env: cmds.ui.env });
-  const info = await clusterReady({ address, uiUrl, namespace, timeoutMs: 120_000, log });
-  return {
-    address,
-    uiUrl,
-    about: `, Temporal Server ${info.serverVersion} on ${info.persistenceStore} (visibility ${info.visibilityStore})`,
-  };
+  const info = await cluster.clusterReady({ address, uiUrl, namespace, timeoutMs: 120_000, log });
+  const about = `, Temporal Server ${info.serverVersion} on ${info.persistenceStore} (visibility ${info.visibilityStore})`;
+  return { address, uiUrl, about };
 }
 
 async function main(): Promise<void> {
@@ -262,11 +228,7 @@ async function main(): Promise<void> {
   await configureWarehouseCallback(simulatorUrl, def.localUrl(ports.api), keys);
   const serviceEnv = {
     ...def.serviceEnvironment({
-      databaseUrl,
-      temporalAddress: temporal.address,
-      taskQueue,
-      simulatorUrl,
-      providerApiKeys,
+      ...{ databaseUrl, temporalAddress: temporal.address, taskQueue, simulatorUrl, providerApiKeys },
       temporalUiUrl: temporal.uiUrl,
     }),
     TEMPORAL_NAMESPACE: namespace,
@@ -277,15 +239,10 @@ async function main(): Promise<void> {
   const node = (entry: string): string[] => ['--enable-source-maps', entry];
   const seed = npx(databaseUrl, 'tsx', 'prisma/seed.ts');
   seed.catch(() => undefined); // awaited below, once the worker polls
-  const worker = run('worker', 'green', process.execPath, node(def.STACK_PROCESSES.worker.entry), {
-    env: serviceEnv,
-    restart: true,
-    stopMs: 30_000,
-  });
-  const connection = await Connection.connect({
-    ...temporalConnectionOptionsFromEnv(env, temporal.address),
-    connectTimeout: 5000,
-  });
+  const workerOpts = { env: serviceEnv, restart: true, stopMs: 30_000 };
+  const worker = run('worker', 'green', process.execPath, node(def.STACK_PROCESSES.worker.entry), workerOpts);
+  const connectionOptions = temporalConnectionOptionsFromEnv(env, temporal.address);
+  const connection = await Connection.connect({ ...connectionOptions, connectTimeout: 5000 });
   await waitForWorkerPollers({ connection, namespace, taskQueue, pid: worker.pid }).finally(() => connection.close());
   await seed;
   run('api', 'cyanBright', process.execPath, node(def.STACK_PROCESSES.api.entry), { env: serviceEnv, restart: true });

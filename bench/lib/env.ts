@@ -1,12 +1,10 @@
 /**
- * The benchmark's environments, one per arm and each from nothing: a fresh Temporal dev server (its own SQLite file,
- * free ports), a fresh embedded PostgreSQL (as `npm start` runs it), and then either the floor (one bare worker process, bench/floor/worker.ts, default options) or the
- * service: the processes of the stack definition (scripts/lib/stack-definition.ts) from `dist/` with the environment
- * it derives, migrations and seed first, each on a free port with its output in `<arm>/logs/`. Every process is a
- * child of the bench, so pidusage reads its CPU time (a PostgreSQL's with its backends).
+ * The benchmark's environments, one per arm and each from nothing: a fresh Temporal dev server and embedded
+ * PostgreSQL on free ports, then the floor's bare worker (bench/floor/worker.ts) or the stack definition's processes
+ * from `dist/` (scripts/lib/stack-definition.ts), logs in `<arm>/logs/`. Every process is a child of the bench, so
+ * pidusage reads its CPU time.
  */
-import { readFileSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { execa } from 'execa';
@@ -34,10 +32,7 @@ export type ArmKind = 'floor' | 'service';
 /** Reads the CPU ms a role (server, worker, api, postgres, client, sims) used so far. */
 export type CpuMeter = { name: string; read(): Promise<number> };
 
-/**
- * A meter over a process and its children (PostgreSQL's backends), by pidusage: `utime + stime` of each, the last
- * value of a process that has exited kept, so that a phase's delta counts it.
- */
+/** CPU ms of a process and its children (PostgreSQL's backends) by pidusage; an exited one's last value kept. */
 function treeMeter(name: string, pid: () => number | undefined): CpuMeter {
   const seen = new Map<number, number>();
   return {
@@ -45,15 +40,9 @@ function treeMeter(name: string, pid: () => number | undefined): CpuMeter {
     read: async () => {
       const root = pid();
       if (root !== undefined) {
-        let children: number[] = [];
-        try {
-          children = readFileSync(`/proc/${root}/task/${root}/children`, 'utf8')
-            .split(/\s+/)
-            .filter(Boolean)
-            .map(Number);
-        } catch {
-          // gone, or no /proc: the process alone
-        }
+        // Gone, or no /proc: the process alone.
+        const list = await readFile(`/proc/${root}/task/${root}/children`, 'utf8').catch(() => '');
+        const children = list.split(/\s+/).filter(Boolean).map(Number);
         const stats = await pidusage([root, ...children]).catch(() => ({}) as Record<string, { ctime: number }>);
         for (const [p, s] of Object.entries(stats)) if (s) seen.set(Number(p), s.ctime);
       }
@@ -68,9 +57,9 @@ export interface ArmEnv {
   client: Client;
   taskQueue: string;
   databaseUrl: string;
+  /** The API's and the simulator process's base URLs and the API key (service arms). */
   apiUrl?: string;
   apiKey?: string;
-  /** The simulator process's base URL (service arms). */
   simulatorUrl?: string;
   meters: CpuMeter[];
   /** Starts the worker; returns once it is spawned (not yet polling), with its spawn time. */
@@ -128,14 +117,15 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
   };
   try {
     const cliPath = await ensureTemporalCli({ log });
+    const dbFilename = path.join(dir, 'temporal', 'dev.db');
     const [server, database] = await Promise.all([
       (async () => {
         const s = await startDevServer({
           cliPath,
-          dbFilename: path.join(dir, 'temporal', 'dev.db'),
+          dbFilename,
           port: await getPort(),
           uiPort: await getPort(),
-          log: () => undefined,
+          log() {},
         });
         stops.push(s.stop);
         return s;
@@ -159,6 +149,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       treeMeter('worker', () => worker?.pid),
       database.meter,
     ];
+    const workerLog = path.join(logDir, 'worker.log');
     const env: ArmEnv = {
       kind: opts.kind,
       connection,
@@ -167,12 +158,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       databaseUrl: database.url,
       meters,
       startWorker: () => {
-        worker = spawnStackProcess(workerProcess, {
-          root,
-          env: workerEnv,
-          logFile: path.join(logDir, 'worker.log'),
-          nodeArgs,
-        });
+        worker = spawnStackProcess(workerProcess, { root, env: workerEnv, logFile: workerLog, nodeArgs });
         return { spawnedAt: Date.now() };
       },
       stopWorker: async () => {
@@ -205,12 +191,8 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       env.simulatorUrl = def.localUrl(simPort);
       env.apiUrl = def.localUrl(apiPort);
       const spawn = (proc: def.StackProcess, extra: NodeJS.ProcessEnv, args: string[] = []): Proc => {
-        const child = spawnStackProcess(proc, {
-          root,
-          env: { ...inherited, ...extra },
-          logFile: path.join(logDir, `${proc.name}.log`),
-          nodeArgs: args,
-        });
+        const logFile = path.join(logDir, `${proc.name}.log`);
+        const child = spawnStackProcess(proc, { root, env: { ...inherited, ...extra }, logFile, nodeArgs: args });
         stops.push(() => stop(child));
         return child;
       };
@@ -229,10 +211,7 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       await waitForHttp(`${env.simulatorUrl}/_sim/health`, { child: sims });
       const serviceEnv = {
         ...def.serviceEnvironment({
-          databaseUrl: database.url,
-          temporalAddress: server.address,
-          taskQueue,
-          simulatorUrl: env.simulatorUrl,
+          ...{ databaseUrl: database.url, temporalAddress: server.address, taskQueue, simulatorUrl: env.simulatorUrl },
           providerApiKeys,
         }),
         TEMPORAL_NAMESPACE: NAMESPACE,
@@ -277,8 +256,5 @@ async function embeddedDatabase(dir: string, logDir: string, stops: Array<() => 
   stops.push(server.stop);
   const url = server.adminUrl.replace(/\/postgres$/, '/order_fulfilment');
   await ensureDatabase(url);
-  return {
-    url,
-    meter: treeMeter('postgres', () => server.child.pid),
-  };
+  return { url, meter: treeMeter('postgres', () => server.child.pid) };
 }

@@ -26,10 +26,10 @@ export const mean = (values: readonly number[]): number => {
 };
 export const fmt = (v: number | undefined, digits = 1): string =>
   v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits);
-export const mode = (values: readonly number[]): number =>
-  [...values.reduce((m, v) => m.set(v, (m.get(v) ?? 0) + 1), new Map<number, number>())].sort(
-    (a, b) => b[1] - a[1],
-  )[0]?.[0] ?? NaN;
+export const mode = (values: readonly number[]): number => {
+  const counts = values.reduce((m, v) => m.set(v, (m.get(v) ?? 0) + 1), new Map<number, number>());
+  return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? NaN;
+};
 export type PhaseName = 'burst' | 'flash' | 'open' | 'backlog';
 export interface Phase {
   units: number;
@@ -80,9 +80,8 @@ function designEvents(): number {
     .map(String)
     .filter((f) => f.endsWith('order-fulfilment-completed.json'));
   const newest = files.sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1);
-  return newest
-    ? (JSON.parse(readFileSync(path.join(dir, newest), 'utf8')) as { events: unknown[] }).events.length
-    : NaN;
+  if (!newest) return NaN;
+  return (JSON.parse(readFileSync(path.join(dir, newest), 'utf8')) as { events: unknown[] }).events.length;
 }
 
 export function report(
@@ -91,10 +90,9 @@ export function report(
   sizes: { flash: number; backlog: number },
 ): string {
   const per = (r: ArmResult, k: string): number => (r.phases.burst!.cpu[k] ?? NaN) / r.phases.burst!.units;
+  const headers = '#,arm,completions/s,CPU ms/unit (parts),flash /s: CPU,client,sims,events,send p50/p99 ms';
   const perArm = table(
-    '#,arm,completions/s,CPU ms/unit (parts),flash /s: CPU,client,sims,events,send p50/p99 ms,open R/s: p50/p99 ms,backlog drain s,checks,load'.split(
-      ',',
-    ),
+    `${headers},open R/s: p50/p99 ms,backlog drain s,checks,load`.split(','),
     results.map((r) => {
       const kind = kindOf(r.arm);
       const { burst: b, flash: f, open: o, backlog: g } = r.phases;
@@ -191,13 +189,8 @@ cpu_total_ms_per_unit,latency_p50_ms,latency_p90_ms,latency_p99_ms,latency_max_m
       const cpu = procs.map((k) => (p.cpu[k] ?? NaN) / p.units);
       const latencies = [50, 90, 99, 100].map((q) => pct(p.latencies, q));
       const figures = [p.units, seconds, p.rate, ...cpu, unitCost(kindOf(r.arm), p, phase as PhaseName), ...latencies];
-      return [
-        r.position,
-        r.arm,
-        phase,
-        ...[...figures, pct(p.closeOffsets, 50), p.targetRate ?? NaN].map(cell),
-        r.ok,
-      ].join(',');
+      const cells = [...figures, pct(p.closeOffsets, 50), p.targetRate ?? NaN].map(cell);
+      return [r.position, r.arm, phase, ...cells, r.ok].join(',');
     }),
   );
   return `${[head, ...rows].join('\n')}\n`;

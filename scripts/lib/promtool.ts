@@ -21,13 +21,8 @@ const PROMTOOL: GoToolSpec = {
   buildArgs: ['-ldflags', `-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION}`],
 };
 
-/**
- * Finds or builds promtool.
- * @throws Error when there is none and no Go toolchain to build it, or the build fails.
- */
-export function ensurePromtool(log: LogFn): Promise<string> {
-  return ensureGoTool(PROMTOOL, log);
-}
+/** Finds or builds promtool. @throws Error when there is none and no Go toolchain to build it, or the build fails. */
+export const ensurePromtool = (log: LogFn): Promise<string> => ensureGoTool(PROMTOOL, log);
 
 /**
  * Runs `promtool <args...>` (2 minutes at most) without throwing on a non-zero exit.

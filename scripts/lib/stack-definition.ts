@@ -1,26 +1,20 @@
 /**
- * The one definition of the stack that `npm start` (scripts/stack.ts), the bench (bench/lib/env.ts), the scale-out
- * run and the e2e helpers (test/helpers/test-stack.ts) start from: which processes run, from which entry point, on
- * which default port, how each is known to be ready, and the environment each gets. Providers and steps come from
- * their registries, so a new provider or step changes nothing here or in any launcher.
+ * The one definition of the stack that `npm start`, the bench, the scale-out run and the e2e helpers start from: its
+ * processes, entry points, default ports, readiness and environments. Providers and steps come from their
+ * registries, so a new provider or step changes nothing here or in any launcher.
  */
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { envPrefix, providerTaskQueue, type ProviderDefinition } from '../../providers/kit/define.js';
 
-/** Default ports of the local stack, each overridable by its variable in {@link PORT_VARIABLES}. */
+/**
+ * Default ports of the local stack, each overridable by its variable in {@link PORT_VARIABLES} (`simulators`: every
+ * provider under `/<name>`; `temporal`: gRPC; `workerMetrics`: 0 turns it off).
+ */
 export const DEFAULT_PORTS = {
-  api: 3000,
-  /** The one simulator process, every provider under `/<name>`. */
-  simulators: 4010,
-  /** The Temporal frontend (gRPC). */
-  temporal: 7233,
-  temporalUi: 8233,
-  /** The worker's Prometheus endpoint (0 turns it off). */
-  workerMetrics: 9464,
-  /** The embedded PostgreSQL of `npm start`. */
-  embeddedPostgres: 54329,
+  ...{ api: 3000, simulators: 4010, temporal: 7233, temporalUi: 8233 },
+  ...{ workerMetrics: 9464, embeddedPostgres: 54329 },
 } as const;
 
 /** A port of the local stack, by its role. */
@@ -28,12 +22,8 @@ export type StackPort = keyof typeof DEFAULT_PORTS;
 
 /** The environment variable that overrides each default port. */
 export const PORT_VARIABLES: Readonly<Record<StackPort, string>> = {
-  api: 'PORT',
-  simulators: 'SIMULATOR_PORT',
-  temporal: 'TEMPORAL_PORT',
-  temporalUi: 'TEMPORAL_UI_PORT',
-  workerMetrics: 'WORKER_METRICS_PORT',
-  embeddedPostgres: 'EMBEDDED_PG_PORT',
+  ...{ api: 'PORT', simulators: 'SIMULATOR_PORT', temporal: 'TEMPORAL_PORT', temporalUi: 'TEMPORAL_UI_PORT' },
+  ...{ workerMetrics: 'WORKER_METRICS_PORT', embeddedPostgres: 'EMBEDDED_PG_PORT' },
 };
 
 /**
@@ -87,27 +77,23 @@ export function providerLedgerUrl(simulatorUrl: string, provider: string): strin
   return `${simulatedProviderUrl(simulatorUrl, provider)}/_sim/ledger`;
 }
 
+const bearerKeys = (prefix: string) => (providers: readonly ProviderDefinition[]) =>
+  Object.fromEntries(providers.map((p) => [p.name, `${prefix}-${p.name}-key`])) as Record<string, string>;
 /** Bearer tokens by provider name: `dev-<name>-key`, what `npm start`'s simulators accept. */
-export function devProviderApiKeys(providers: readonly ProviderDefinition[]): Record<string, string> {
-  return Object.fromEntries(providers.map((p) => [p.name, `dev-${p.name}-key`]));
-}
-
+export const devProviderApiKeys = bearerKeys('dev');
 /** Bearer tokens by provider name for tests: `test-<name>-key`. */
-export function testProviderApiKeys(providers: readonly ProviderDefinition[]): Record<string, string> {
-  return Object.fromEntries(providers.map((p) => [p.name, `test-${p.name}-key`]));
-}
+export const testProviderApiKeys = bearerKeys('test');
+
+/** `<NAME>_PROVIDER_API_KEY`: the variable of a provider's bearer token. */
+const keyVariable = (p: { name: string }): string => `${envPrefix(p)}_PROVIDER_API_KEY`;
 
 /** The bearer tokens set in `env` (`<NAME>_PROVIDER_API_KEY`), by provider name; unset ones are left out. */
 export function providerApiKeysFromEnv(
   env: NodeJS.ProcessEnv,
   providers: readonly ProviderDefinition[] = PROVIDER_LIST,
-): Record<string, string> {
-  return Object.fromEntries(
-    providers.flatMap((p) => {
-      const key = env[`${envPrefix(p)}_PROVIDER_API_KEY`]?.trim();
-      return key ? [[p.name, key]] : [];
-    }),
-  );
+) {
+  const keys = providers.map((p) => [p.name, env[keyVariable(p)]?.trim()]);
+  return Object.fromEntries(keys.filter(([, key]) => key)) as Record<string, string>;
 }
 
 /**
@@ -115,30 +101,21 @@ export function providerApiKeysFromEnv(
  * whose services must reach its own simulators (the bench, the scale-out run), whatever the caller's shell exports.
  */
 export function withoutProviderVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const drop = new Set(
-    PROVIDER_LIST.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, `${envPrefix(p)}_PROVIDER_API_KEY`]),
-  );
+  const drop = new Set(PROVIDER_LIST.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, keyVariable(p)]));
   return Object.fromEntries(Object.entries(env).filter(([name]) => !drop.has(name)));
 }
 
 function apiKeyVariables(keys: Readonly<Record<string, string>> | undefined): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(keys ?? {}).map(([name, key]) => [`${envPrefix({ name })}_PROVIDER_API_KEY`, key]),
-  );
+  return Object.fromEntries(Object.entries(keys ?? {}).map(([name, key]) => [keyVariable({ name }), key]));
 }
 
-/** Where the services of one stack find each other. */
+/** Where the services of one stack find each other (the task queue defaults to the service's own). */
 export interface ServiceEnvironmentOptions {
   databaseUrl: string;
-  /** host:port of the Temporal frontend. */
   temporalAddress: string;
-  /** The order task queue (default: the service's own, `order-fulfilment`). */
   taskQueue?: string;
-  /** Base URL of the simulator process; each provider's URL is `<simulatorUrl>/<name>`. */
   simulatorUrl: string;
-  /** The bearer token of each provider, by provider name. */
   providerApiKeys?: Readonly<Record<string, string>>;
-  /** Base URL of the Temporal Web UI, for the API's links. */
   temporalUiUrl?: string;
 }
 

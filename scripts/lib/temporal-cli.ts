@@ -1,10 +1,8 @@
 /**
- * The Temporal CLI (dev server + Web UI) for local development, tests and CI, without Docker. Where it comes from,
- * in order: `TEMPORAL_CLI_PATH`; `temporal` on `PATH`; `.tools/temporal-<version>/temporal` from an earlier run;
- * else the official release archive (temporal.download, the link the CLI's README gives, checked against the
- * release's checksums, at most 2 minutes); else, when that fails (no internet), a build from the Go module proxy.
- * {@link startDevServer} runs `temporal server start-dev` for the bench and tests; `npm start` runs the same
- * command line ({@link devServerArgs}) under its supervisor.
+ * The Temporal CLI (dev server + Web UI) without Docker: `TEMPORAL_CLI_PATH`, `temporal` on `PATH`, an earlier
+ * `.tools/temporal-<version>/temporal`, else the official release archive (checksum-verified), else a Go build.
+ * {@link startDevServer} runs `temporal server start-dev` for the bench and tests; `npm start` runs the same command
+ * line ({@link devServerArgs}) under its supervisor.
  */
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -62,19 +60,16 @@ export async function downloadTemporalCli(dir: string, timeoutMs = 120_000): Pro
   const v = TEMPORAL_CLI_VERSION;
   const name = `temporal_cli_${v}_${platform}_${arch}.tar.gz`;
   const get = async (url: string): Promise<Buffer> => {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) }).catch((error: unknown) => {
-      throw new Error(`${url}: ${errorMessage((error as { cause?: unknown }).cause ?? error)}`);
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) }).catch((e: { cause?: unknown }) => {
+      throw new Error(`${url}: ${errorMessage(e.cause ?? e)}`);
     });
     if (!res.ok) throw new Error(`${url} answered ${res.status}`);
     return Buffer.from(await res.arrayBuffer());
   };
   const archive = await get(`https://temporal.download/cli/archive/v${v}?platform=${platform}&arch=${arch}`);
   const sums = await get(`https://github.com/temporalio/cli/releases/download/v${v}/temporal_cli_${v}_checksums.txt`);
-  const expected = sums
-    .toString('utf8')
-    .split('\n')
-    .find((line) => line.trim().endsWith(` ${name}`))
-    ?.split(/\s+/)[0];
+  const line = new RegExp(`^(\\S+)[ \t]+(?:.*[ \t])?${name.replace(/\./g, '\\.')}\\s*$`, 'm');
+  const expected = line.exec(sums.toString('utf8'))?.[1];
   const actual = createHash('sha256').update(archive).digest('hex');
   if (expected !== actual)
     throw new Error(`${name}: SHA-256 ${actual} is not the release's ${expected ?? '(none listed)'}`);
@@ -144,15 +139,12 @@ export async function temporalServerExecutable(opts: { build?: boolean } = {}): 
   return cliPath === undefined ? { type: 'cached-download' } : { type: 'existing-path', path: cliPath };
 }
 
-/** What a dev server runs on. */
+/** What a dev server runs on: its SQLite file, ports, namespace (`default`) and search attributes (the project's). */
 export interface DevServerOptions {
-  /** SQLite file that persists workflows across restarts; its folder is created by {@link startDevServer}. */
   dbFilename: string;
   port: number;
   uiPort: number;
-  /** Namespace registered at start. Default `default`. */
   namespace?: string;
-  /** Search attributes to register. Default: the workflow contract's (`projectSearchAttributes`). */
   searchAttributes?: readonly SearchAttributeDefinition[];
 }
 
@@ -169,14 +161,11 @@ export function devServerArgs(opts: DevServerOptions): string[] {
   ];
 }
 
-/** A running dev server. */
+/** A running dev server: TEMPORAL_ADDRESS, TEMPORAL_UI_URL, its process and its stop (SIGTERM, SIGKILL after 25 s). */
 export interface DevServer {
-  /** `127.0.0.1:<port>` (the value of TEMPORAL_ADDRESS). */
   address: string;
-  /** `http://127.0.0.1:<uiPort>` (the value of TEMPORAL_UI_URL). */
   uiUrl: string;
   child: Proc;
-  /** SIGTERM, SIGKILL after 25 s; resolves once it exited. */
   stop(): Promise<void>;
 }
 
@@ -192,12 +181,8 @@ export async function startDevServer(
   const address = `127.0.0.1:${opts.port}`;
   const namespace = opts.namespace ?? 'default';
   await mkdir(path.dirname(path.resolve(opts.dbFilename)), { recursive: true });
-  const child = spawnChild(opts.cliPath, devServerArgs(opts), {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    all: true,
-    buffer: false,
-  });
+  const piped = { stdout: 'pipe', stderr: 'pipe', all: true, buffer: false } as const;
+  const child = spawnChild(opts.cliPath, devServerArgs(opts), piped);
   child.all?.on('data', (chunk: Buffer) =>
     chunk
       .toString()

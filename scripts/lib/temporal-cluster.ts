@@ -1,12 +1,8 @@
 /**
- * A real Temporal cluster on this machine, without Docker (`npm run start:cluster`, `npm run temporal:cluster`, CI,
- * the scale-out run): Temporal Server 1.29.1 (the version the pinned CLI 1.5.1 embeds) on PostgreSQL with SQL
- * visibility, its schema set up by the server's own sql tool, and the Web UI server 2.42.1 in front of it.
- * Binaries (scripts/lib/go-tools.ts): `TEMPORAL_SERVER_PATH`, `TEMPORAL_SQL_TOOL_PATH`, `TEMPORAL_UI_SERVER_PATH`,
- * else `.tools/temporal-server-1.29.1/{server,sql}` and `.tools/temporal-ui-server-2.42.1/server`, else built with
- * Go. Configuration: the server module's own `config/docker.yaml` (the template the official Docker image renders
- * from DB, POSTGRES_SEEDS, DBNAME, FRONTEND_GRPC_PORT, ...) with the variables below, and
- * scripts/temporal-cluster/dynamicconfig.yaml: the docker-compose `cluster` profile sets the same variables.
+ * A real Temporal cluster on this machine, without Docker (`npm run start:cluster`, CI, the scale-out run): Temporal
+ * Server 1.29.1 (what the pinned CLI embeds) on PostgreSQL with SQL visibility, and the Web UI server 2.42.1; binaries
+ * found or built by scripts/lib/go-tools.ts. The server renders its module's own `config/docker.yaml` from the
+ * variables below (as the docker-compose `cluster` profile does), plus scripts/temporal-cluster/dynamicconfig.yaml.
  */
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
@@ -21,18 +17,12 @@ import { ensureGoTool, goModuleDir } from './go-tools.js';
 import { waitForHttp, waitForTemporal, type LogFn } from './processes.js';
 
 const SERVER = '1.29.1';
-const UI = '2.42.1';
+const UI_PACKAGE = 'github.com/temporalio/ui-server/v2/cmd/server';
 /** The cluster's Go programs (scripts/lib/go-tools.ts): label, variable, package, `.tools/` folder, version. */
 const CLUSTER_TOOLS = [
   ['Temporal Server', 'TEMPORAL_SERVER_PATH', 'go.temporal.io/server/cmd/server', 'temporal-server', SERVER],
   ['Temporal sql tool', 'TEMPORAL_SQL_TOOL_PATH', 'go.temporal.io/server/cmd/tools/sql', 'temporal-server', SERVER],
-  [
-    'Temporal UI server',
-    'TEMPORAL_UI_SERVER_PATH',
-    'github.com/temporalio/ui-server/v2/cmd/server',
-    'temporal-ui-server',
-    UI,
-  ],
+  ['Temporal UI server', 'TEMPORAL_UI_SERVER_PATH', UI_PACKAGE, 'temporal-ui-server', '2.42.1'],
 ] as const;
 
 /** Absolute paths of the cluster's programs and of the server's config template. */
@@ -57,10 +47,8 @@ export async function ensureClusterBinaries(log: LogFn): Promise<ClusterBinaries
   const configTemplate = path.join(path.dirname(server), 'config', 'docker.yaml');
   if (!existsSync(configTemplate)) {
     await mkdir(path.dirname(configTemplate), { recursive: true });
-    await copyFile(
-      path.join(await goModuleDir('go.temporal.io/server', SERVER), 'config', 'docker.yaml'),
-      configTemplate,
-    );
+    const moduleDir = await goModuleDir('go.temporal.io/server', SERVER);
+    await copyFile(path.join(moduleDir, 'config', 'docker.yaml'), configTemplate);
   }
   return { server, sqlTool, uiServer, configTemplate };
 }
@@ -76,12 +64,9 @@ export interface PostgresDatabase {
 
 function database(url: string, name?: string): PostgresDatabase {
   const u = new URL(url);
-  const d = (s: string): string => decodeURIComponent(s);
+  const d = decodeURIComponent;
   return {
-    host: u.hostname,
-    port: Number(u.port || 5432),
-    user: d(u.username || 'postgres'),
-    password: d(u.password),
+    ...{ host: u.hostname, port: Number(u.port || 5432), user: d(u.username || 'postgres'), password: d(u.password) },
     database: name ?? d(u.pathname.slice(1)),
   };
 }
@@ -90,46 +75,26 @@ function database(url: string, name?: string): PostgresDatabase {
  * The cluster's databases: `TEMPORAL_PERSISTENCE_URL`, else `temporal` on the server of `fallbackUrl` (the stack's
  * PostgreSQL); `TEMPORAL_VISIBILITY_URL`, else `<persistence database>_visibility` on the same server.
  */
-export function clusterDatabasesFromEnv(fallbackUrl: string): {
-  persistence: PostgresDatabase;
-  visibility: PostgresDatabase;
-} {
-  const env = process.env;
-  const persistence = database(
-    env.TEMPORAL_PERSISTENCE_URL?.trim() || fallbackUrl,
-    env.TEMPORAL_PERSISTENCE_URL?.trim() ? undefined : 'temporal',
-  );
-  const visibilityUrl = env.TEMPORAL_VISIBILITY_URL?.trim();
+export function clusterDatabasesFromEnv(fallbackUrl: string): Record<'persistence' | 'visibility', PostgresDatabase> {
+  const [own, vis] = [process.env.TEMPORAL_PERSISTENCE_URL?.trim(), process.env.TEMPORAL_VISIBILITY_URL?.trim()];
+  const persistence = own ? database(own) : database(fallbackUrl, 'temporal');
   return {
     persistence,
-    visibility: visibilityUrl
-      ? database(visibilityUrl)
-      : { ...persistence, database: `${persistence.database}_visibility` },
+    visibility: vis ? database(vis) : { ...persistence, database: `${persistence.database}_visibility` },
   };
 }
 
 /**
- * Sets up (or upgrades) the schema of one database with the server's sql tool, as Temporal's admin-tools image does:
- * `create-database`, `setup-schema -v 0.0`, `update-schema --schema-name postgresql/v12/<temporal|visibility>`; each
- * step is idempotent, so it runs at every start. The password goes through `SQL_PASSWORD`, not the command line.
- * @throws Error with the tool's last output lines when a step fails.
+ * Sets up (or upgrades) one database's schema with the server's sql tool, as Temporal's admin-tools image does:
+ * `create-database`, `setup-schema -v 0.0`, `update-schema` (each idempotent, so run at every start). The password
+ * goes through `SQL_PASSWORD`, not the command line.
  */
 async function setupSchema(sqlTool: string, db: PostgresDatabase, schema: string, log: LogFn): Promise<void> {
-  const common = [
-    '--plugin',
-    'postgres12',
-    '--ep',
-    db.host,
-    '--port',
-    String(db.port),
-    '--user',
-    db.user,
-    '--db',
-    db.database,
-  ];
+  const common = ['--plugin', 'postgres12', '--ep', db.host, '--port', String(db.port), '--user', db.user];
   for (const step of [['create-database'], ['setup-schema', '-v', '0.0'], ['update-schema', '--schema-name', schema]]) {
-    const result = await execa(sqlTool, [...common, ...step], {
-      env: { SQL_PASSWORD: db.password },
+    const env = { SQL_PASSWORD: db.password };
+    const result = await execa(sqlTool, [...common, '--db', db.database, ...step], {
+      env,
       stdin: 'ignore',
       all: true,
       reject: false,
@@ -149,10 +114,16 @@ export interface ClusterCommand {
   env: NodeJS.ProcessEnv;
 }
 
+/** The server's ports as offsets from the frontend's gRPC port (7233 gives the upstream defaults). */
+const PORT_OFFSETS = {
+  ...{ FRONTEND_GRPC_PORT: 0, FRONTEND_HTTP_PORT: 10, HISTORY_GRPC_PORT: 1, MATCHING_GRPC_PORT: 2 },
+  ...{ WORKER_GRPC_PORT: 6, FRONTEND_MEMBERSHIP_PORT: -300, HISTORY_MEMBERSHIP_PORT: -299 },
+  ...{ MATCHING_MEMBERSHIP_PORT: -298, WORKER_MEMBERSHIP_PORT: -294 },
+};
+
 /**
- * Sets up both schemas and writes the server's and the UI server's configuration under `dataDir`. Ports: the
- * frontend's gRPC port `port`, the others as offsets from it (7233 gives the upstream defaults). Run the two commands
- * (the server first), then {@link clusterReady}.
+ * Sets up both schemas and writes the server's and the UI server's configuration under `dataDir`. Run the two
+ * commands (the server first), then {@link clusterReady}.
  * @throws Error when a schema step fails.
  */
 export async function prepareCluster(opts: {
@@ -172,66 +143,27 @@ export async function prepareCluster(opts: {
   await mkdir(path.join(uiDir, 'config'), { recursive: true });
   await mkdir(path.join(opts.dataDir, 'config'), { recursive: true });
   await copyFile(binaries.configTemplate, path.join(opts.dataDir, 'config', 'docker.yaml'));
-  const ui = {
-    temporalGrpcAddress: `127.0.0.1:${port}`,
-    host: '127.0.0.1',
-    port: opts.uiPort,
-    enableUi: true,
-    defaultNamespace: opts.namespace,
-  };
   const uiConfig = {
-    ...ui,
-    refreshInterval: '1m',
-    notifyOnNewVersion: false,
-    hideLogs: true,
+    ...{ temporalGrpcAddress: `127.0.0.1:${port}`, host: '127.0.0.1', port: opts.uiPort, enableUi: true },
+    ...{ defaultNamespace: opts.namespace, refreshInterval: '1m', notifyOnNewVersion: false, hideLogs: true },
     cors: { cookieInsecure: true, allowOrigins: [] },
   };
   await writeFile(path.join(uiDir, 'config', 'development.yaml'), JSON.stringify(uiConfig, null, 2)); // JSON is YAML
   const base = { PATH: process.env.PATH, HOME: process.env.HOME, TZ: 'UTC' };
-  const ports = {
-    FRONTEND_GRPC_PORT: port,
-    FRONTEND_HTTP_PORT: port + 10,
-    HISTORY_GRPC_PORT: port + 1,
-    MATCHING_GRPC_PORT: port + 2,
-  };
-  const more = {
-    WORKER_GRPC_PORT: port + 6,
-    FRONTEND_MEMBERSHIP_PORT: port - 300,
-    HISTORY_MEMBERSHIP_PORT: port - 299,
-  };
-  const last = { MATCHING_MEMBERSHIP_PORT: port - 298, WORKER_MEMBERSHIP_PORT: port - 294 };
   const env: NodeJS.ProcessEnv = {
     ...base,
-    ...Object.fromEntries(Object.entries({ ...ports, ...more, ...last }).map(([k, n]) => [k, String(n)])),
-    ...{
-      LOG_LEVEL: 'warn',
-      NUM_HISTORY_SHARDS: '4',
-      DB: 'postgres12',
-      BIND_ON_IP: '127.0.0.1',
-      TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
-    },
-    ...{
-      POSTGRES_SEEDS: p.host,
-      DB_PORT: String(p.port),
-      POSTGRES_USER: p.user,
-      POSTGRES_PWD: p.password,
-      DBNAME: p.database,
-    },
+    ...Object.fromEntries(Object.entries(PORT_OFFSETS).map(([k, offset]) => [k, String(port + offset)])),
+    ...{ LOG_LEVEL: 'warn', NUM_HISTORY_SHARDS: '4', DB: 'postgres12', BIND_ON_IP: '127.0.0.1' },
+    ...{ TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1', POSTGRES_SEEDS: p.host, DB_PORT: String(p.port) },
+    ...{ POSTGRES_USER: p.user, POSTGRES_PWD: p.password, DBNAME: p.database },
     ...{ VISIBILITY_POSTGRES_SEEDS: v.host, VISIBILITY_DB_PORT: String(v.port), VISIBILITY_POSTGRES_USER: v.user },
     ...{ VISIBILITY_POSTGRES_PWD: v.password, VISIBILITY_DBNAME: v.database },
     DYNAMIC_CONFIG_FILE_PATH: path.join(repoRoot(), 'scripts', 'temporal-cluster', 'dynamicconfig.yaml'),
   };
+  const args = (root: string, env: string) => ['--root', root, '--config', 'config', '--env', env];
   return {
-    server: {
-      file: binaries.server,
-      args: ['--root', opts.dataDir, '--config', 'config', '--env', 'docker', '--allow-no-auth', 'start'],
-      env,
-    },
-    ui: {
-      file: binaries.uiServer,
-      args: ['--root', uiDir, '--config', 'config', '--env', 'development', 'start'],
-      env: base,
-    },
+    server: { file: binaries.server, args: [...args(opts.dataDir, 'docker'), '--allow-no-auth', 'start'], env },
+    ui: { file: binaries.uiServer, args: [...args(uiDir, 'development'), 'start'], env: base },
   };
 }
 
