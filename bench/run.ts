@@ -35,11 +35,11 @@ import {
 const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms F0,S,S,F0] [--only <arm>]
   [--warmup 20] [--burst 200] [--flash <burst>] [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000]
   [--backlog-concurrency 16] [--backlog-arms F0,S] [--variant-root <checkout>] [--variant-label <text>]
-  [--wait-quiet] [--no-build] [--keep] [--profile] [--out <dir>] [--label <text>]`;
+  [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>] [--label <text>]`;
 const args = parseArgs({
   options: {
     ...Object.fromEntries(
-      'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only out label'
+      'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only card out label'
         .split(' ')
         .map((name) => [name, { type: 'string' as const }]),
     ),
@@ -115,6 +115,7 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
     const body = JSON.stringify({
       customer: { email: 'bench@example.com', name: 'Bench' },
       lines: [{ sku: only ?? skus[seq++ % skus.length], quantity: 1 }],
+      ...(opt('card') ? { payment: { method: opt('card') } } : {}), // --card: every order paid by that card token
     });
     const headers = {
       'content-type': 'application/json',
