@@ -11,7 +11,7 @@
  */
 import { ErrorType } from '../../workflows/errors.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import { STEPS } from '../../activities/index.js';
+import { STEP_CATALOGUE } from '../../activities/catalogue/index.js';
 
 /** Public failure codes (stable: clients may switch on them). */
 export const FailureCode = {
@@ -72,7 +72,7 @@ const PROVIDER_TYPES: readonly string[] = [
  * compensations of the step registry.
  */
 const COMPENSATION_SUFFIX = new RegExp(
-  ` \\((?:${STEPS.flatMap((s) => (s.compensation ? [s.compensation.name] : [])).join('|') || '(?!)'}) failed: [\\s\\S]*\\)$`,
+  ` \\((?:${STEP_CATALOGUE.flatMap((s) => (s.compensation ? [s.compensation.name] : [])).join('|') || '(?!)'}) failed: [\\s\\S]*\\)$`,
 );
 
 /** `CAP-RED: requested 4, available 3` items of the insufficient-stock message. */
@@ -112,7 +112,9 @@ export function publicFailure(status: string, failureReason: string | null): Pub
  * failure code: what the customer reads.
  */
 const REFUSALS: ReadonlyMap<string, string> = new Map(
-  STEPS.flatMap((s) => (s.kind === 'provider' && s.refused ? [[s.refused.failure, s.refused.message] as const] : [])),
+  STEP_CATALOGUE.flatMap((s) =>
+    s.kind === 'provider' && s.refused ? [[s.refused.failure, s.refused.message] as const] : [],
+  ),
 );
 
 /** `RefusedError: <code>: <reason or ->; …` as activities/kit/failures.ts `refusalFailure` writes it. */
