@@ -4,7 +4,7 @@
  * test/unit/docs-tables.spec.ts fails when a document differs from what this renders.
  *
  * Sections (markers `<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`):
- * - `steps` (docs/guarantees.md): the step registry (activities/steps/index.ts): each step's phase, kind and
+ * - `steps` (docs/guarantees.md): the step catalogue (activities/catalogue/steps.ts): each step's phase, kind and
  *   provider, status, retry profile, compensation, idempotency key or how it is idempotent;
  * - `retry-profiles` (docs/guarantees.md): every profile of `RETRY_PROFILES` (workflows/activity-options.ts), with the
  *   activities that use it: the registry's steps and compensations, and the calls the workflows make themselves (read
