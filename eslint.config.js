@@ -107,6 +107,15 @@ const boundaryZones = [
   },
 ];
 
+// The worker's files of src/: they load the step code (activities/), the API's files never do.
+const WORKER_FILES = ['src/worker/**', 'src/worker.ts', 'src/worker.module.ts'];
+/** src/ may use the workflow contract, never a workflow implementation as a value. */
+const SRC_WORKFLOWS = {
+  group: ['**/workflows/*.workflow.js', '**/workflows/**/*.workflow.js', '**/workflows/index.js'],
+  allowTypeImports: true,
+  message: 'Import workflows/order-fulfilment.contract.js; start workflows by type name.',
+};
+
 export default tseslint.config(
   // test/openapi-client: programs against clients generated at test time (tsc --strict checks them there).
   {
@@ -243,14 +252,33 @@ export default tseslint.config(
     // The app may use the workflow contract, never a workflow implementation as a value.
     files: ['src/**/*.ts'],
     rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [SRC_WORKFLOWS] }],
+    },
+  },
+  {
+    // The API (src/ but the worker: src/worker/, src/worker.ts, src/worker.module.ts) reads steps from the catalogue
+    // (activities/catalogue/: names, phases, statuses, labels, providers' names, plans) and never loads the worker's
+    // runtime: no step code, no kit (SQL), no activities, no provider client. Types (e.g. the ports) may be imported:
+    // they vanish from the output. test/unit/api-import-graph.spec.ts proves it on the running import graph.
+    files: ['src/**/*.ts'],
+    ignores: WORKER_FILES,
+    rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
           patterns: [
+            SRC_WORKFLOWS,
             {
-              group: ['**/workflows/*.workflow.js', '**/workflows/**/*.workflow.js', '**/workflows/index.js'],
+              regex: '(^|/)activities/(index|retention\\.activities)\\.js$|(^|/)activities/(steps|kit)/',
               allowTypeImports: true,
-              message: 'Import workflows/order-fulfilment.contract.js; start workflows by type name.',
+              message:
+                'The API reads steps from activities/catalogue/ (metadata and plans); step code, the kit and the activities load in the worker only (src/worker/).',
+            },
+            {
+              regex: '(^|/)providers/kit/(client|http)\\.js$',
+              allowTypeImports: true,
+              message:
+                'The API calls no provider: provider clients are built in the worker (src/worker/provider-clients.ts).',
             },
           ],
         },

@@ -11,13 +11,13 @@
  * compensations) run on their provider's task queue, the rest on the order task queue: see
  * {@link activitiesByTaskQueue}.
  */
-import { OrderStatus } from '../workflows/order-fulfilment.contract.js';
 import type { OrderPlan } from '../workflows/order-plan.js';
 import type { StepDefinition } from './kit/define.js';
 import { notFound } from './kit/failures.js';
 import { writeOrderStatus } from './kit/order-guards.js';
 import { readOrder } from './kit/order.js';
-import { buildPlan } from './kit/plan.js';
+import { buildPlan } from './catalogue/plan.js';
+import { orderStatuses } from './catalogue/define.js';
 import {
   haltOrder,
   runDatabaseCompensation,
@@ -130,20 +130,7 @@ export function activitiesByTaskQueue(
   return grouped;
 }
 
-/** The statuses an order can have, from the registry: `received`, each step's, and the lifecycle's. */
-export function orderStatuses(steps: readonly StepDefinition[] = STEPS): string[] {
-  return [
-    OrderStatus.Received,
-    ...steps.map((s) => s.status),
-    OrderStatus.Completed,
-    OrderStatus.AttentionRequired,
-    OrderStatus.Failed,
-    OrderStatus.Cancelled,
-    OrderStatus.Closed,
-  ];
-}
-
-export { STEPS };
+export { STEPS, orderStatuses };
 export * from './ports.js';
 export type * from '../workflows/order-activities.contract.js';
 export type {

@@ -173,7 +173,7 @@ async function runDemo(): Promise<boolean> {
 
   // Live progress: orders per status, in the registry's status order.
   const statuses = new Map<string, string>();
-  const rank = (s: string): number => orderStatuses().indexOf(s) + 1 || 99;
+  const rank = (s: string): number => orderStatuses(STEPS).indexOf(s) + 1 || 99;
   let last = '';
   const progress = (): string => {
     const counts = new Map<string, number>();

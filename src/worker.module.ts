@@ -11,7 +11,7 @@ import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { IdempotencyService } from './idempotency/idempotency.service.js';
 import { createSqlClient, SQL_CLIENT } from './database/sql-client.js';
 import { PrismaModule } from './prisma/prisma.module.js';
-import { createProviderClients } from './config/provider-clients.js';
+import { createProviderClients } from './worker/provider-clients.js';
 
 /** Injection token of the worker's ActivityDeps. */
 export const ACTIVITY_DEPS = Symbol('ACTIVITY_DEPS');

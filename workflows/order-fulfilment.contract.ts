@@ -27,7 +27,7 @@ export function orderWorkflowId(orderId: string): string {
 /**
  * The statuses of an order's lifecycle, written as absolute values to `orders.status`. Between `received` and
  * `completed`, each step of the order's plan writes its own status (e.g. `inventory_reserved`, `shipped`: the
- * step registry, activities/steps/index.ts, names them; the plan's last step writes `completed`). See
+ * step catalogue, activities/catalogue/steps.ts, names them; the plan's last step writes `completed`). See
  * docs/api.md, "Order statuses".
  *
  * Before the pivot a failure or a cancel compensates (stock released, invoice voided) and ends in `failed` or

@@ -1,6 +1,6 @@
 /**
- * The plan an order runs: its steps in order, as the step registry (activities/steps/index.ts) described them when
- * the order was placed. The API builds it (activities/kit/plan.ts), stores it on the order and passes it in the
+ * The plan an order runs: its steps in order, as the step catalogue (activities/catalogue/steps.ts) described them when
+ * the order was placed. The API builds it (activities/catalogue/plan.ts), stores it on the order and passes it in the
  * workflow's input, so each execution runs the plan it started with: adding a step to the registry changes the plan
  * of new orders only, and a running order (or the replay of its history) keeps its own. See docs/versioning.md.
  *

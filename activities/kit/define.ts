@@ -15,13 +15,25 @@
  * - compensations: a database compensation runs under the lock after the order is marked halted; a provider
  *   compensation is a provider call made claim-first like any other effect, only when the forward effect happened.
  *
- * The ordered list of steps (activities/steps/index.ts) is the one registry everything else derives from. Inspired
+ * What a step is (its name, phase, status, label, provider's name, key, compensation's name...) is its catalogue
+ * entry (activities/catalogue/steps.ts), which its definition spreads: the catalogue's ordered list is the one registry
+ * everything else derives from, and the worker's registry (activities/steps/index.ts) loads one definition per entry. Inspired
  * by Medusa's `createStep(name, invoke, compensate)`; ours adds the phase, the idempotency key, claim-first and the
  * status rank. See docs/extending.md.
  */
-import type { PlannedRetryProfile } from '../../workflows/order-plan.js';
-import { StepPhase } from '../../workflows/order-plan.js';
-import type { OrderFacts } from '../../workflows/order-plan.js';
+import {
+  catalogueProblems,
+  StepPhase,
+  type DatabaseCompensationEntry,
+  type DatabaseStepEntry,
+  type EventStepEntry,
+  type OrderFacts,
+  type ProviderCompensationEntry,
+  type PreconditionEntry,
+  type ProviderStepEntry,
+  type RefusalEntry,
+  type StepEntryCommon,
+} from '../catalogue/define.js';
 import type { ProviderAnswer, ProviderDefinition, RequestOf, ResponseOf } from '../../providers/kit/define.js';
 import type { Db, SqlQueries } from '../ports.js';
 import type { StepOrder } from './order.js';
@@ -99,38 +111,8 @@ export interface ResolutionContext {
   resolution: { id: string; providerId: string | null; by: string };
 }
 
-/** What every step declares about itself. */
-interface StepCommon {
-  /** The activity name: verb + object, camelCase (e.g. `shipOrder`). Unique. */
-  name: string;
-  /**
-   * Where the step sits around the point of no return: `before-pivot` (a failure or a cancel compensates it),
-   * `pivot` (exactly one step: once it acted, nothing compensates), `after-pivot` (a failure waits for an operator).
-   */
-  phase: StepPhase;
-  /** The order status once the step succeeded, snake_case (e.g. `shipped`). The last step writes `completed`. */
-  status: string;
-  /** Human name of the status, for the page and the docs (e.g. `Shipped`). */
-  label: string;
-  /** One line for the docs: what the step does. */
-  description: string;
-  /**
-   * Retry profile (workflows/activity-options.ts). Default: `localDatabaseStep` for database steps (they run as
-   * local activities), `providerCall` for provider steps.
-   */
-  retry?: PlannedRetryProfile;
-  /**
-   * Whether an order has this step, from what is known when it is placed (e.g. only orders paid by card authorize a
-   * payment). Evaluated once, when the order's plan is built (activities/kit/plan.ts): the plan is stored and passed
-   * in the workflow's input, so a running order (and its replay) keeps the steps it started with. Default: every
-   * order. A conditional step is never the pivot, and no event step's `cancelFirst` names one.
-   */
-  when?(order: OrderFacts): boolean;
-  /**
-   * What the Temporal UI shows on the step's activity, from the order (e.g. `shipment of 3 items`). Customer
-   * data here is visible to every operator: mask it (see docs/operations.md). Default: the label.
-   */
-  summary?(order: OrderFacts): string;
+/** What every step declares about itself: its catalogue entry's members, and the operator hooks. */
+interface StepCommon extends StepEntryCommon {
   /**
    * What the step records itself when an operator resolves it `performed` (done by hand, e.g. shipped with another
    * carrier): the rows its own success writes (a shipment, its stock movements), in the resolution's transaction,
@@ -147,11 +129,7 @@ interface StepCommon {
 }
 
 /** A compensation that undoes a database step in a transaction. */
-export interface DatabaseCompensation {
-  kind: 'database';
-  /** The activity name: the inverse verb (e.g. `releaseInventory`). */
-  name: string;
-  description: string;
+export interface DatabaseCompensation extends DatabaseCompensationEntry {
   /**
    * Undoes the step's writes. Runs under the order-row lock after the order was marked halted, so no late attempt
    * of the step acts after it; must be a no-op when the step never acted, and harmless when run twice.
@@ -167,11 +145,7 @@ export interface DatabaseCompensation {
 export interface ProviderCompensation<
   P extends ProviderDefinition = ProviderDefinition,
   K extends keyof P['operations'] & string = keyof P['operations'] & string,
-> {
-  kind: 'provider';
-  name: string;
-  description: string;
-  provider: P;
+> extends ProviderCompensationEntry<P> {
   operation: K;
   /** Idempotency key of the compensation, from the identity of the work (e.g. `payment-void:<orderId>`). */
   key(orderId: string): string;
@@ -192,8 +166,7 @@ export interface ProviderCompensation<
 export type Compensation = DatabaseCompensation | ProviderCompensation<any, any>;
 
 /** A step that writes only to the database, in one transaction. */
-export interface DatabaseStepDefinition<R = unknown> extends StepCommon {
-  kind: 'database';
+export interface DatabaseStepDefinition<R = unknown> extends StepCommon, DatabaseStepEntry {
   /**
    * `recorded` (the default protocol): the kit stores the step's result in `order_step_results` in the same
    * transaction and a re-run returns it without running the transaction again: the step acts exactly once.
@@ -214,16 +187,10 @@ export interface DatabaseStepDefinition<R = unknown> extends StepCommon {
 export interface ProviderStepDefinition<
   P extends ProviderDefinition = ProviderDefinition,
   K extends keyof P['operations'] & string = keyof P['operations'] & string,
-> extends StepCommon {
-  kind: 'provider';
-  provider: P;
+>
+  extends StepCommon, ProviderStepEntry<P> {
   /** The provider operation the step calls (a key of the provider's `operations`). */
   operation: K;
-  /**
-   * The idempotency key, from the identity of the work, never a fresh random id (e.g. `shipment:<orderId>`): the
-   * claim's key and the `Idempotency-Key` of every attempt. At most 255 characters.
-   */
-  key(orderId: string): string;
   /**
    * Builds the request: a mapping of the order the kit read for this attempt (`ctx.order`) and of earlier steps'
    * answers (`ctx.answers`), stored data only, so every attempt sends the identical body for the key.
@@ -253,12 +220,8 @@ export interface ProviderStepDefinition<
   compensation?: Compensation;
 }
 
-/** A provider step's {@link ProviderStepDefinition.precondition}. */
-export interface StepPrecondition {
-  /** The public failure code the order ends with when the condition fails (snake_case, e.g. `payment_expired`). */
-  failure: string;
-  /** What the customer reads, one sentence without the final stop, e.g. `The payment authorization expired`. */
-  message: string;
+/** A provider step's {@link ProviderStepDefinition.precondition}: its entry, and the check. */
+export interface StepPrecondition extends PreconditionEntry {
   /**
    * Reads what the step needs (read-only, outside any transaction).
    * @returns null when the step may act; else why not, a code safe for the customer (`[a-z0-9_]{1,64}`, e.g.
@@ -267,22 +230,8 @@ export interface StepPrecondition {
   check(ctx: RequestContext): Promise<string | null>;
 }
 
-/** A provider step's business refusal ({@link ProviderStepDefinition.refused}). */
-export interface BusinessRefusal {
-  /**
-   * The provider's problem types that are this refusal: the last segment of the problem document's `type` URI
-   * (e.g. `card-declined`), answered with a 4xx that says the provider did not act.
-   */
-  problems: readonly string[];
-  /** The public failure code the order ends with (src/orders/public-failure.ts), snake_case, e.g. `payment_declined`. */
-  failure: string;
-  /** What the customer reads, one sentence without the final stop, e.g. `The payment was declined`. */
-  message: string;
-  /**
-   * The member of the problem document that says why, a code safe for the customer (e.g. `declineCode`: the
-   * provider's `insufficient_funds`); a value that is not `[a-z0-9_]{1,64}` is not kept.
-   */
-  reasonMember?: string;
+/** A provider step's business refusal ({@link ProviderStepDefinition.refused}): its entry, and its record. */
+export interface BusinessRefusal extends RefusalEntry {
   /**
    * Records the refusal in the step's own tables (e.g. the payment `declined` with its code), in a transaction of its
    * own under the order-row lock, before the step fails. Absolute writes: harmless when run twice.
@@ -315,31 +264,12 @@ export interface EventRecordContext extends TransactionContext {
  * activity records the event (the `order_events` row and the status) under the order-row lock and the halt fence,
  * like a database step. Never the pivot.
  */
-export interface EventStepDefinition extends StepCommon {
-  kind: 'event';
-  event: {
-    /** The event's name, lower-case (`packed`): the Update that reports it is `report<Name>` (e.g. `reportPacked`). */
-    name: string;
-    /** The bound of one wait, ms, unless the plan's configuration sets it (e.g. `WAREHOUSE_PACK_TIMEOUT`). */
-    timeoutMs: number;
-    /** How long before the `deadline` the wait stops, ms (default 0). */
-    marginMs?: number;
-    /** The configuration variable of the bound, for the messages and the docs (e.g. `WAREHOUSE_PACK_TIMEOUT`). */
-    timeoutSetting?: string;
-    /**
-     * The earlier step whose provider compensation a cancel during the wait runs first (the request the event answers,
-     * e.g. `requestPick`): its definite refusal (the warehouse started picking) refuses the cancel and the order goes
-     * on waiting; otherwise the order halts and compensates as usual (that compensation then replays, same key).
-     */
-    cancelFirst?: string;
-  };
+export interface EventStepDefinition extends StepCommon, EventStepEntry {
   /**
    * A deadline the wait must not pass (ISO 8601), read by a kit activity before each wait, e.g. the capture deadline
    * of the payment authorization; null: none. The bound becomes min(timeout, deadline − margin).
    */
   deadline?(ctx: StepContext): Promise<string | null>;
-  /** What the deadline is, in words, for the reason (e.g. `the payment authorization expires`). */
-  deadlineWhat?: string;
   /** Records the event in the step's own tables too (optional), in the kit's transaction. */
   record?(ctx: EventRecordContext): Promise<void>;
   /** None: an event step only records (the step that asked for the event undoes the request). */
@@ -374,101 +304,19 @@ export function defineProviderCompensation<P extends ProviderDefinition, K exten
   return { kind: 'provider', ...compensation };
 }
 
-const ACTIVITY_NAME = /^[a-z][A-Za-z0-9]*$/;
-const STATUS = /^[a-z][a-z0-9_]*$/;
-/** Statuses of the lifecycle that no step may take. */
-const RESERVED_STATUSES = ['received', 'completed', 'attention_required', 'failed', 'cancelled', 'closed'];
-/** Activity names of the kit's own activities. */
-const RESERVED_NAMES = [
-  'haltOrder',
-  'setOrderStatus',
-  'planOrder',
-  'recordResolution',
-  'eventDeadline',
-  'purgeExpiredIdempotencyRecords',
-];
-const EVENT_NAME = /^[a-z][a-z0-9]*$/;
-
 /**
- * Checks a registry: unique activity names (steps and compensations), unique statuses, exactly one pivot (a provider
- * step), phases in
- * order (every `before-pivot` step before the pivot, every `after-pivot` step after it), no compensation on the
- * pivot or after it, a provider compensation only on a provider step.
+ * Checks a registry of step definitions: the catalogue's rules (activities/catalogue/define.ts `catalogueProblems`:
+ * unique activity names and statuses, exactly one pivot, phases in order, compensations, events, `when`, refusals),
+ * and a provider step's operation is one its provider has.
  * @returns the steps, unchanged.
  * @throws Error naming every problem, one per line.
  */
 export function validateSteps<const S extends readonly StepDefinition[]>(steps: S): S {
-  const problems: string[] = [];
-  const names = new Set<string>();
-  const statuses = new Set<string>();
-  const taken = (name: string, what: string) => {
-    if (!ACTIVITY_NAME.test(name)) problems.push(`${what} ${name}: not a camelCase activity name`);
-    if (names.has(name) || RESERVED_NAMES.includes(name)) problems.push(`${what} ${name}: the name is taken`);
-    names.add(name);
-  };
-  const pivots = steps.filter((s) => s.phase === StepPhase.Pivot);
-  if (pivots.length !== 1) problems.push(`exactly one step must be the pivot (found ${pivots.length})`);
-  const pivotAt = steps.findIndex((s) => s.phase === StepPhase.Pivot);
-  // The halt fence tells a passed pivot by its claim: the pivot is an effect at a provider.
-  if (pivotAt >= 0 && steps[pivotAt]!.kind !== 'provider') problems.push('the pivot must be a provider step');
-  const events = new Set<string>();
-  steps.forEach((step, i) => {
-    taken(step.name, 'step');
-    if (!STATUS.test(step.status)) problems.push(`step ${step.name}: status ${step.status} is not snake_case`);
-    if (statuses.has(step.status) || RESERVED_STATUSES.includes(step.status)) {
-      problems.push(`step ${step.name}: status ${step.status} is taken`);
-    }
-    statuses.add(step.status);
-    if (step.phase === StepPhase.BeforePivot && pivotAt >= 0 && i > pivotAt) {
-      problems.push(`step ${step.name} is before-pivot but comes after the pivot`);
-    }
-    if (step.phase === StepPhase.AfterPivot && pivotAt >= 0 && i < pivotAt) {
-      problems.push(`step ${step.name} is after-pivot but comes before the pivot`);
-    }
-    if (step.compensation) {
-      taken(step.compensation.name, 'compensation');
-      if (step.compensation.kind === 'provider' && step.kind !== 'provider') {
-        problems.push(`step ${step.name}: a provider compensation belongs to a provider step (it undoes its effect)`);
-      }
-      if (step.phase !== StepPhase.BeforePivot) {
-        problems.push(`step ${step.name}: only a before-pivot step has a compensation (nothing compensates past it)`);
-      }
-    }
-    if (step.kind === 'event') {
-      const { name, timeoutMs, marginMs } = step.event;
-      if (step.phase === StepPhase.Pivot) problems.push(`step ${step.name}: an event step is never the pivot`);
-      if (!EVENT_NAME.test(name)) problems.push(`step ${step.name}: event ${name} is not a lower-case name`);
-      if (events.has(name)) problems.push(`step ${step.name}: event ${name} is awaited by another step`);
-      events.add(name);
-      if (!(timeoutMs > 0) || !((marginMs ?? 0) >= 0)) {
-        problems.push(`step ${step.name}: the event's timeout must be positive and its margin not negative`);
-      }
-      const first = step.event.cancelFirst;
-      const earlier = first === undefined ? undefined : steps.slice(0, i).find((s) => s.name === first);
-      if (first !== undefined && earlier?.compensation?.kind !== 'provider') {
-        problems.push(`step ${step.name}: cancelFirst ${first} is not an earlier step with a provider compensation`);
-      }
-    }
-    if (step.kind === 'provider' && step.provider.operations[step.operation] === undefined) {
-      problems.push(`step ${step.name}: provider ${step.provider.name} has no operation ${step.operation}`);
-    }
-    if (step.when && step.phase === StepPhase.Pivot) problems.push(`step ${step.name}: the pivot is never conditional`);
-    if (step.kind === 'event' && step.event.cancelFirst !== undefined) {
-      if (steps.find((s) => s.name === step.event.cancelFirst)?.when && !step.when) {
-        problems.push(`step ${step.name}: cancelFirst ${step.event.cancelFirst} is conditional (its plan may lack it)`);
-      }
-    }
-    if (step.kind === 'provider' && step.refused) {
-      if (!STATUS.test(step.refused.failure)) problems.push(`step ${step.name}: refused.failure is not snake_case`);
-      if (step.refused.problems.length === 0) problems.push(`step ${step.name}: refused names no problem type`);
-    }
-    if (step.kind === 'provider' && step.precondition && !STATUS.test(step.precondition.failure)) {
-      problems.push(`step ${step.name}: precondition.failure is not snake_case`);
-    }
-  });
+  const problems = catalogueProblems(steps, (step) =>
+    step.kind === 'provider' && step.provider.operations[step.operation] === undefined
+      ? [`step ${step.name}: provider ${step.provider.name} has no operation ${step.operation}`]
+      : [],
+  );
   if (problems.length > 0) throw new Error(`Invalid step registry:\n  ${problems.join('\n  ')}`);
-  // The plan of an order for which no conditional step applies must hold by the same rules (buildPlan checks each
-  // order's own plan with them too).
-  if (steps.some((s) => s.when)) validateSteps(steps.filter((s) => !s.when));
   return steps;
 }

@@ -9,38 +9,25 @@
  * invoiced or emailed: this step is first). The `payments` row holds absolute values, written with the claim.
  */
 import { payments } from '../../providers/payments.provider.js';
-import { defineProviderCompensation, defineProviderStep, StepPhase } from '../kit/define.js';
+import { authorizePayment as entry } from '../catalogue/steps.js';
+import { defineProviderCompensation, defineProviderStep } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
-import { formatMinor } from '../kit/text.js';
 
-/** The idempotency key of an order's payment authorization. */
-export function paymentAuthorizationKey(orderId: string): string {
-  return `payment-authorization:${orderId}`;
-}
+export { maskPaymentMethod } from '../catalogue/steps.js';
+
+/** The idempotency key of an order's payment authorization (its catalogue entry's). */
+export const paymentAuthorizationKey = entry.key;
 
 /** The idempotency key of the void of an order's payment authorization. */
 export function paymentVoidKey(orderId: string): string {
   return `payment-void:${orderId}`;
 }
 
-/** A payment-method token as the Temporal UI and the logs may show it: its kind only (`pm_…`), never the token. */
-export function maskPaymentMethod(method: string): string {
-  return method.startsWith('pm_') ? 'pm_…' : '…';
-}
-
+/** The authorization (its metadata: the catalogue entry), and what it does. */
 export const authorizePayment = defineProviderStep({
-  name: 'authorizePayment',
-  phase: StepPhase.BeforePivot,
-  status: 'payment_authorized',
-  label: 'Payment authorized',
-  description:
-    'Authorizes (holds) the order’s total on the customer’s card; card orders only. A decline fails the order.',
-  when: (order) => Boolean(order.payment),
+  ...entry,
   provider: payments,
   operation: 'authorize',
-  key: paymentAuthorizationKey,
-  summary: (order) =>
-    `authorization of ${formatMinor(order.totalMinor, order.currency)} on card ${maskPaymentMethod(order.payment?.method ?? '')}`,
   /**
    * The order's total and currency, its payment method and our reference (the order id).
    * @throws ApplicationFailure `RecordNotFoundError` when the order has no payment method (paid on account).
@@ -63,10 +50,7 @@ export const authorizePayment = defineProviderStep({
       ON CONFLICT (order_id) DO NOTHING`;
   },
   refused: {
-    problems: ['card-declined'],
-    failure: 'payment_declined',
-    message: 'The payment was declined',
-    reasonMember: 'declineCode',
+    ...entry.refused,
     /** The decline in `payments` (status `declined`, its code), once. */
     async record({ orderId, tx, reason }) {
       await tx.$executeRaw`
@@ -76,8 +60,7 @@ export const authorizePayment = defineProviderStep({
     },
   },
   compensation: defineProviderCompensation({
-    name: 'voidPayment',
-    description: 'Voids the payment authorization (releases the hold); only when it was authorized.',
+    ...entry.compensation,
     provider: payments,
     operation: 'void',
     key: paymentVoidKey,

@@ -6,27 +6,14 @@
  * A card order's wait also stops `WAREHOUSE_PACK_DEADLINE_MARGIN` before its payment authorization's capture deadline
  * (the `deadline` hook): the order then waits for an operator instead of shipping on an expiring hold.
  */
-import { defineEventStep, StepPhase } from '../kit/define.js';
+import { awaitPacking as entry } from '../catalogue/steps.js';
+import { defineEventStep } from '../kit/define.js';
 
-/** Default bound of the wait for the warehouse, ms (4 h; configuration: `WAREHOUSE_PACK_TIMEOUT`). */
-export const DEFAULT_PACK_TIMEOUT_MS = 4 * 3_600_000;
-/** Default margin before a deadline (e.g. the payment authorization's), ms (configuration: `WAREHOUSE_PACK_DEADLINE_MARGIN`). */
-export const DEFAULT_PACK_DEADLINE_MARGIN_MS = 10 * 60_000;
+export { DEFAULT_PACK_DEADLINE_MARGIN_MS, DEFAULT_PACK_TIMEOUT_MS } from '../catalogue/steps.js';
 
+/** The wait (its metadata: the catalogue entry), and its deadline. */
 export const awaitPacking = defineEventStep({
-  name: 'awaitPacking',
-  phase: StepPhase.BeforePivot,
-  status: 'packed',
-  label: 'Packed',
-  description: 'Waits (bounded) for the warehouse to report the order packed; the report is recorded.',
-  event: {
-    name: 'packed',
-    timeoutMs: DEFAULT_PACK_TIMEOUT_MS,
-    marginMs: DEFAULT_PACK_DEADLINE_MARGIN_MS,
-    timeoutSetting: 'WAREHOUSE_PACK_TIMEOUT',
-    cancelFirst: 'requestPick',
-  },
-  summary: () => 'waits for the warehouse to report the order packed',
+  ...entry,
   /**
    * The capture deadline of the order's payment authorization while it is held (card orders): the wait stops the
    * margin before it, so an order never ships on an expired authorization. Null for an order paid on account.
@@ -36,5 +23,4 @@ export const awaitPacking = defineEventStep({
       SELECT capture_before FROM payments WHERE order_id = ${orderId}::uuid AND status = 'authorized'`;
     return row?.capture_before ? row.capture_before.toISOString() : null;
   },
-  deadlineWhat: 'the payment authorization expires',
 });

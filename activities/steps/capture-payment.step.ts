@@ -5,26 +5,18 @@
  * the captured amount (absolute values).
  */
 import { payments } from '../../providers/payments.provider.js';
-import { defineProviderStep, StepPhase } from '../kit/define.js';
-import { formatMinor } from '../kit/text.js';
+import { capturePayment as entry } from '../catalogue/steps.js';
+import { defineProviderStep } from '../kit/define.js';
 import { authorizePayment } from './authorize-payment.step.js';
 
-/** The idempotency key of the capture of an order's payment. */
-export function paymentCaptureKey(orderId: string): string {
-  return `payment-capture:${orderId}`;
-}
+/** The idempotency key of the capture of an order's payment (its catalogue entry's). */
+export const paymentCaptureKey = entry.key;
 
+/** The capture (its metadata: the catalogue entry), and what it does. */
 export const capturePayment = defineProviderStep({
-  name: 'capturePayment',
-  phase: StepPhase.AfterPivot,
-  status: 'payment_captured',
-  label: 'Payment captured',
-  description: 'Captures the authorized amount once the parcel was handed to the carrier; card orders only.',
-  when: (order) => Boolean(order.payment),
+  ...entry,
   provider: payments,
   operation: 'capture',
-  key: paymentCaptureKey,
-  summary: (order) => `capture of ${formatMinor(order.totalMinor, order.currency)}`,
   /**
    * The authorization authorizePayment recorded and the order's total (the authorized amount).
    * @throws ApplicationFailure `RecordNotFoundError` when the order has no authorization.

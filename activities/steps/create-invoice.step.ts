@@ -7,9 +7,9 @@
  * the counter moves only when there is none, so no number is burnt.
  */
 import { randomUUID } from 'node:crypto';
-import { defineDatabaseStep, StepPhase } from '../kit/define.js';
+import { createInvoice as entry } from '../catalogue/steps.js';
+import { defineDatabaseStep } from '../kit/define.js';
 import { halted } from '../kit/order-guards.js';
-import { formatMinor } from '../kit/text.js';
 
 /** The series of invoice numbers (the `invoice_counters` row). */
 const INVOICE_SERIES = 'INV';
@@ -32,14 +32,10 @@ export interface InvoiceData {
   created: boolean;
 }
 
+/** The invoice step (its metadata: the catalogue entry), and what it does. */
 export const createInvoice = defineDatabaseStep({
-  name: 'createInvoice',
-  phase: StepPhase.BeforePivot,
-  status: 'invoiced',
-  label: 'Invoiced',
-  description: 'Issues the invoice once per order, numbered from a gap-free series (`INV-000042`).',
+  ...entry,
   idempotency: { byNature: 'the order id is the invoice’s natural key (`invoices.order_id` is unique)' },
-  summary: (order) => `invoice of ${formatMinor(order.totalMinor, order.currency)}`,
   /**
    * `issued_at` comes from the database clock. A void invoice is never "already done": the step refuses it.
    * @throws ApplicationFailure `OrderHaltedError` (its invoice is void).
@@ -89,9 +85,7 @@ export const createInvoice = defineDatabaseStep({
     };
   },
   compensation: {
-    kind: 'database',
-    name: 'voidInvoice',
-    description: 'Voids the invoice (its number stays allocated); nothing when there is none.',
+    ...entry.compensation,
     async run({ orderId, tx }) {
       const [invoice] = await tx.$queryRaw<Array<{ number: string; voided: boolean }>>`
         WITH voided AS (

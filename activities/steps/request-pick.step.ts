@@ -5,36 +5,29 @@
  * a cancel during the wait then answers 409 with the warehouse's reason (awaitPacking's `cancelFirst`).
  */
 import { warehouse } from '../../providers/warehouse.provider.js';
-import { defineProviderCompensation, defineProviderStep, StepPhase } from '../kit/define.js';
+import { requestPick as entry } from '../catalogue/steps.js';
+import { defineProviderCompensation, defineProviderStep } from '../kit/define.js';
 
-/** The idempotency key of an order's pick request. */
-export function pickKey(orderId: string): string {
-  return `pick:${orderId}`;
-}
+/** The idempotency key of an order's pick request (its catalogue entry's). */
+export const pickKey = entry.key;
 
 /** The idempotency key of the cancel of an order's pick request. */
 export function pickCancelKey(orderId: string): string {
   return `pick-cancel:${orderId}`;
 }
 
+/** The pick request (its metadata: the catalogue entry), and what it does. */
 export const requestPick = defineProviderStep({
-  name: 'requestPick',
-  phase: StepPhase.BeforePivot,
-  status: 'pick_requested',
-  label: 'Pick requested',
-  description: 'Asks the warehouse to pick and pack the order; it reports back once packed.',
+  ...entry,
   provider: warehouse,
   operation: 'createPick',
-  key: pickKey,
-  summary: (order) => `pick request of ${order.lines.reduce((n, l) => n + l.quantity, 0)} items`,
   /** The order's lines, by SKU, and our reference (the order id: the warehouse reports packed under it). */
   request: ({ orderId, order }) => ({
     reference: orderId,
     lines: order.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
   }),
   compensation: defineProviderCompensation({
-    name: 'cancelPick',
-    description: 'Cancels the pick request (refused once the warehouse started picking).',
+    ...entry.compensation,
     provider: warehouse,
     operation: 'cancelPick',
     key: pickCancelKey,

@@ -9,10 +9,10 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../../workflows/errors.js';
-import { defineDatabaseStep, StepPhase } from '../kit/define.js';
+import { reserveInventory as entry } from '../catalogue/steps.js';
+import { defineDatabaseStep } from '../kit/define.js';
 import { halted } from '../kit/order-guards.js';
 import { notFound } from '../kit/failures.js';
-import { plural } from '../kit/text.js';
 import type { SqlQueries } from '../ports.js';
 
 /** One ledger movement of an order. `applied` is true when this run inserted it (false: found). */
@@ -36,18 +36,10 @@ export function reserveMovementId(orderId: string, sku: string): string {
   return `reserve:${orderId}:${sku}`;
 }
 
+/** The reservation (its metadata: the catalogue entry), and what it does. */
 export const reserveInventory = defineDatabaseStep({
-  name: 'reserveInventory',
-  phase: StepPhase.BeforePivot,
-  status: 'inventory_reserved',
-  label: 'Inventory reserved',
-  description: 'Reserves every line of the order, all or nothing (`reserve:<orderId>:<sku>` movements).',
+  ...entry,
   idempotency: { byNature: 'each movement id is the identity of the work (`reserve:<orderId>:<sku>`)' },
-  summary: (order) =>
-    `reserve ${plural(
-      order.lines.reduce((n, l) => n + l.quantity, 0),
-      'unit',
-    )} of ${plural(order.lines.length, 'SKU')}`,
   /**
    * Lines go in SKU order so concurrent orders lock products in one order (no deadlock). A released reservation is
    * never "already done": the step refuses it.
@@ -102,9 +94,7 @@ export const reserveInventory = defineDatabaseStep({
     await releaseUnshipped(tx, orderId, 'close');
   },
   compensation: {
-    kind: 'database',
-    name: 'releaseInventory',
-    description: 'Releases what was reserved and not shipped (`release:<orderId>:<sku>` movements).',
+    ...entry.compensation,
     /** For each reservation not shipped: `release:<orderId>:<sku>` with `reserved -= quantity`, once. */
     run: ({ orderId, tx }) => releaseUnshipped(tx, orderId, 'release'),
   },

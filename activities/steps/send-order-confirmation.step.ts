@@ -5,15 +5,14 @@
  * `sent`, so a customer who never got a confirmation gets no notice either.
  */
 import { email } from '../../providers/email.provider.js';
-import { defineProviderCompensation, defineProviderStep, StepPhase } from '../kit/define.js';
+import { sendOrderConfirmation as entry } from '../catalogue/steps.js';
+import { displayText, formatMinor } from '../catalogue/text.js';
+import { defineProviderCompensation, defineProviderStep } from '../kit/define.js';
 import type { StepOrder } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
-import { displayText, formatMinor, maskEmail } from '../kit/text.js';
 
-/** The idempotency key of an order's confirmation email. */
-export function orderConfirmationKey(orderId: string): string {
-  return `order-confirmation:${orderId}`;
-}
+/** The idempotency key of an order's confirmation email (its catalogue entry's). */
+export const orderConfirmationKey = entry.key;
 
 /** The idempotency key of an order's cancellation notice (the compensation of its confirmation). */
 export function orderCancellationKey(orderId: string): string {
@@ -31,8 +30,7 @@ function greeting(order: StepOrder): string {
  * will ship and the invoice is void.
  */
 export const sendCancellationNotice = defineProviderCompensation({
-  name: 'sendCancellationNotice',
-  description: 'Emails the customer that the confirmed order is cancelled (only when the confirmation went out).',
+  ...entry.compensation,
   provider: email,
   operation: 'send',
   key: orderCancellationKey,
@@ -55,16 +53,11 @@ export const sendCancellationNotice = defineProviderCompensation({
   },
 });
 
+/** The confirmation (its metadata: the catalogue entry), and what it does. */
 export const sendOrderConfirmation = defineProviderStep({
-  name: 'sendOrderConfirmation',
-  phase: StepPhase.BeforePivot,
-  status: 'confirmation_sent',
-  label: 'Confirmation sent',
-  description: 'Emails the order confirmation with its invoice number; a cancel later sends a cancellation notice.',
+  ...entry,
   provider: email,
   operation: 'send',
-  key: orderConfirmationKey,
-  summary: (order) => `confirmation to ${maskEmail(order.customerEmail)}`,
   /** The email, from the stored order: its lines with the products' names, the total and the invoice number. */
   request: ({ orderId, order }) => {
     if (order.invoice === null) throw notFound('invoice of order', orderId);

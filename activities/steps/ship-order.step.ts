@@ -13,14 +13,12 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { carrier } from '../../providers/carrier.provider.js';
 import { ErrorType } from '../../workflows/errors.js';
-import { defineProviderStep, StepPhase } from '../kit/define.js';
-import { plural } from '../kit/text.js';
+import { shipOrder as entry } from '../catalogue/steps.js';
+import { defineProviderStep } from '../kit/define.js';
 import type { SqlQueries } from '../ports.js';
 
-/** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key`. */
-export function shipmentKey(orderId: string): string {
-  return `shipment:${orderId}`;
-}
+/** The idempotency key of an order's shipment: the claim key and the carrier's `Idempotency-Key` (its entry's). */
+export const shipmentKey = entry.key;
 
 /** The id of the movement that consumes an order line's reservation when it ships. */
 export function shipMovementId(orderId: string, sku: string): string {
@@ -53,25 +51,13 @@ export async function holdToShip(
   return null;
 }
 
+/** The hand-over to the carrier (its metadata: the catalogue entry), and what it does. */
 export const shipOrder = defineProviderStep({
-  name: 'shipOrder',
-  phase: StepPhase.Pivot,
-  status: 'shipped',
-  label: 'Shipped',
-  description:
-    'Asks the carrier for one shipment and consumes the reservation (`ship:<orderId>:<sku>` movements): the point of ' +
-    'no return.',
+  ...entry,
   provider: carrier,
   operation: 'createShipment',
-  key: shipmentKey,
-  summary: (order) =>
-    `shipment of ${plural(
-      order.lines.reduce((n, l) => n + l.quantity, 0),
-      'item',
-    )}`,
   precondition: {
-    failure: 'payment_expired',
-    message: 'The payment authorization expired before the order shipped',
+    ...entry.precondition!,
     check: ({ db, orderId, order }) => holdToShip(db, orderId, order.payment !== null),
   },
   /** Who receives which items, from the stored order only: every attempt sends the identical body. */

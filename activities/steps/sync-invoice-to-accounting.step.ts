@@ -3,26 +3,19 @@
  * `accounting-invoice:<orderId>`, recorded in `accounting_syncs`. A void invoice is never synced.
  */
 import { accounting } from '../../providers/accounting.provider.js';
-import { defineProviderStep, StepPhase } from '../kit/define.js';
+import { syncInvoiceToAccounting as entry } from '../catalogue/steps.js';
+import { defineProviderStep } from '../kit/define.js';
 import { notFound } from '../kit/failures.js';
 import { halted } from '../kit/order-guards.js';
-import { formatMinor } from '../kit/text.js';
 
-/** The idempotency key of an order's accounting sync. */
-export function accountingInvoiceKey(orderId: string): string {
-  return `accounting-invoice:${orderId}`;
-}
+/** The idempotency key of an order's accounting sync (its catalogue entry's). */
+export const accountingInvoiceKey = entry.key;
 
+/** The sync (its metadata: the catalogue entry), and what it does. */
 export const syncInvoiceToAccounting = defineProviderStep({
-  name: 'syncInvoiceToAccounting',
-  phase: StepPhase.AfterPivot,
-  status: 'accounting_synced',
-  label: 'Synced to accounting',
-  description: 'Upserts the invoice in the accounting system by its number and records the accounting id.',
+  ...entry,
   provider: accounting,
   operation: 'upsertInvoice',
-  key: accountingInvoiceKey,
-  summary: (order) => `invoice of ${formatMinor(order.totalMinor, order.currency)} to accounting`,
   /**
    * The invoice from the stored order and invoice only (every attempt sends the identical body).
    * @throws ApplicationFailure `RecordNotFoundError` (order or invoice missing), `OrderHaltedError` (the invoice is void).

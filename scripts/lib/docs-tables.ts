@@ -14,7 +14,7 @@ import ts from 'typescript';
 import { z } from 'zod';
 import { STEPS } from '../../activities/index.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
-import { registryPlan } from '../../activities/kit/plan.js';
+import { registryPlan } from '../../activities/catalogue/plan.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { providerTaskQueue, type OperationDefinition } from '../../providers/kit/define.js';
 import { providerVariableDocs } from '../../src/config/provider-config.js';

@@ -1,8 +1,9 @@
 /**
  * `npm run new:step` (scripts/new-step.ts): a step template (scripts/templates/) copied with the names substituted to
- * activities/steps/<kebab-name>.step.ts, and its line inserted above the registry's marker (or next to `--before`/
- * `--after`'s step) with its import; for a provider the registry does not know, the provider template and its line
- * in providers/index.ts too. The registry's own rules (`validateSteps`, `defineProvider`) judge the step before
+ * activities/steps/<kebab-name>.step.ts, and its catalogue entry (an entry template) inserted in
+ * activities/catalogue/steps.ts above its entries marker, with its line in the catalogue's list above the list's
+ * marker (or next to `--before`/`--after`'s step); for a provider the registry does not know, the provider template
+ * and its line in providers/index.ts too (two lines, above its markers). The registry's own rules (`validateSteps`, `defineProvider`) judge the step before
  * anything is written. It lists what it guessed and what the author must write. See docs/extending.md.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -26,6 +27,9 @@ export const USAGE = `Usage: npm run new:step -- <activityName> [--provider <nam
 
 const TEMPLATES = path.join(import.meta.dirname, '../templates');
 const IMPORT_MARKER = '// new:step inserts imports above this line.';
+const CATALOGUE_MARKER = '// new:step inserts entries above this line.';
+/** The step catalogue: the new step's entry and its line in the list go there. */
+const CATALOGUE_FILE = 'activities/catalogue/steps.ts';
 const ENTRY_MARKER = /^( *)\/\/ new:step inserts (steps|providers) above this line/m;
 
 /** One file the scaffold writes: `+` new, `~` changed. */
@@ -95,7 +99,7 @@ export async function planNewStep(
       const vars = { provider: o.provider, Provider, PROVIDER: o.provider.toUpperCase() };
       const line = [`import { ${o.provider} } from './${o.provider}.provider.js';`, `${o.provider},`] as const;
       files.push({ path: providerFile, mark: '+', content: fill('provider.ts.tmpl', vars) });
-      files.push(registryLine(root, 'providers/index.ts', ...line));
+      files.push(registryLine(root, 'providers/index.ts', IMPORT_MARKER, ...line));
       guessed.push(`${providerFile}: a template (a notification API): its title, path, schemas, example, limits`);
     }
     const operations = Object.keys(provider.operations);
@@ -114,17 +118,17 @@ export async function planNewStep(
     }
   }
   tokens.description = o.provider === undefined ? `${label}.` : `${label} (${o.provider}.${tokens.operation}).`;
-  guessed.push(`${stepFile}: its description "${tokens.description}"`);
+  guessed.push(`${CATALOGUE_FILE}: its description "${tokens.description}"`);
   try {
     validateSteps([...steps.slice(0, position), step, ...steps.slice(position)]);
   } catch (err) {
     throw new ScaffoldRefusal((err as Error).message.replace(/\n\s*/g, ' '));
   }
   if (existsSync(path.join(root, stepFile))) throw new ScaffoldRefusal(`${stepFile} exists: choose another name`);
-  const line = [`import { ${name} } from './${kebab}.step.js';`, `${name},`, o.before, o.after] as const;
-  const template = o.provider === undefined ? 'database.step.ts.tmpl' : 'provider.step.ts.tmpl';
-  files.unshift({ path: stepFile, mark: '+', content: fill(template, tokens) });
-  files.splice(1, 0, registryLine(root, 'activities/steps/index.ts', ...line));
+  const kind = o.provider === undefined ? 'database' : 'provider';
+  const entry = `\n${fill(`${kind}.entry.ts.tmpl`, tokens).trimEnd()}`;
+  files.unshift({ path: stepFile, mark: '+', content: fill(`${kind}.step.ts.tmpl`, tokens) });
+  files.splice(1, 0, registryLine(root, CATALOGUE_FILE, CATALOGUE_MARKER, entry, `${name},`, o.before, o.after));
   const what =
     o.provider === undefined ? 'a database step' : `a provider step calling ${o.provider}.${tokens.operation}`;
   const report = [
@@ -156,12 +160,23 @@ function fill(template: string, tokens: Record<string, string>): string {
   );
 }
 
-/** Registry `file` with `importLine` above its import marker, `entry` above its entry marker or next to a step's line. */
-function registryLine(root: string, file: string, importLine: string, entry: string, before?: string, after?: string) {
+/**
+ * Registry `file` with `head` above its first marker (`above`: the import marker of providers/index.ts, the entries
+ * marker of the catalogue), `entry` above its list's marker or next to a step's line.
+ */
+function registryLine(
+  root: string,
+  file: string,
+  above: string,
+  head: string,
+  entry: string,
+  before?: string,
+  after?: string,
+) {
   const text = readFileSync(path.join(root, file), 'utf8');
   const marker = ENTRY_MARKER.exec(text);
-  if (!marker || !text.includes(IMPORT_MARKER)) throw new ScaffoldRefusal(`${file} has no new:step markers`);
-  const lines = text.replace(IMPORT_MARKER, `${importLine}\n${IMPORT_MARKER}`).split('\n');
+  if (!marker || !text.includes(above)) throw new ScaffoldRefusal(`${file} has no new:step markers`);
+  const lines = text.replace(above, `${head}\n${above}`).split('\n');
   const anchor = before ?? after;
   const at =
     anchor === undefined

@@ -12,7 +12,7 @@
  * Markdown escaped (it shows as its characters, never as Markdown, HTML or a link), everywhere without invisible
  * characters that could reorder the line, and a right-to-left name isolated.
  */
-import { formatMinor, maskEmail } from '../../activities/kit/text.js';
+import { formatMinor, maskEmail } from '../../activities/catalogue/index.js';
 import { displayText, escapeMarkdown } from '../../workflows/display-text.js';
 
 /** What the display reads of an order. */

@@ -1,10 +1,9 @@
 /**
- * What the API says about steps and statuses, derived from the step registry (activities/steps/index.ts) and each
+ * What the API says about steps and statuses, derived from the step catalogue (activities/catalogue/steps.ts) and each
  * order's own plan (`orders.plan`): the statuses an order can have, their labels, each order's step track and
  * whether it may still be cancelled. Nothing here lists a step by name.
  */
-import { registryPlan } from '../../activities/kit/plan.js';
-import { orderStatuses, STEPS } from '../../activities/index.js';
+import { orderStatuses, registryPlan, STEP_CATALOGUE } from '../../activities/catalogue/index.js';
 import { COMPENSATION_FAILED, OrderStatus, isTerminalStatus } from '../../workflows/order-fulfilment.contract.js';
 import {
   attentionRank,
@@ -15,15 +14,15 @@ import {
 } from '../../workflows/order-plan.js';
 
 /** Every status an order can have: `received`, each registered step's, and the lifecycle's. */
-export const ORDER_STATUSES: readonly string[] = orderStatuses(STEPS);
+export const ORDER_STATUSES: readonly string[] = orderStatuses(STEP_CATALOGUE);
 
 /** Every registered step's activity name, in registry order. */
-export const STEP_NAMES: readonly string[] = STEPS.map((s) => s.name);
+export const STEP_NAMES: readonly string[] = STEP_CATALOGUE.map((s) => s.name);
 
 /** Human names of the statuses: each step's label for its status, and the lifecycle's. */
 export const STATUS_LABELS: Readonly<Record<string, string>> = {
   [OrderStatus.Received]: 'Received',
-  ...Object.fromEntries(STEPS.map((s) => [s.status, s.label])),
+  ...Object.fromEntries(STEP_CATALOGUE.map((s) => [s.status, s.label])),
   [OrderStatus.Completed]: 'Completed',
   [OrderStatus.AttentionRequired]: 'Attention required',
   [OrderStatus.Failed]: 'Failed',
@@ -32,15 +31,15 @@ export const STATUS_LABELS: Readonly<Record<string, string>> = {
 };
 
 /** Every compensation's activity name, in registry order (an order may wait on one that failed for good). */
-export const COMPENSATION_NAMES: readonly string[] = STEPS.flatMap((s) =>
+export const COMPENSATION_NAMES: readonly string[] = STEP_CATALOGUE.flatMap((s) =>
   s.compensation ? [s.compensation.name] : [],
 );
 
 /** Human names of the steps, by activity name. */
-const STEP_LABELS: Readonly<Record<string, string>> = Object.fromEntries(STEPS.map((s) => [s.name, s.label]));
+const STEP_LABELS: Readonly<Record<string, string>> = Object.fromEntries(STEP_CATALOGUE.map((s) => [s.name, s.label]));
 
 /** The plan of the registry as it is now (for orders stored without one): summaries are the labels. */
-const REGISTRY_PLAN: OrderPlan = registryPlan(STEPS);
+const REGISTRY_PLAN: OrderPlan = registryPlan(STEP_CATALOGUE);
 
 /**
  * Where a step of an order stands:

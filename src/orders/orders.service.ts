@@ -4,8 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Prisma } from '../../prisma/generated/client.js';
-import { buildPlan } from '../../activities/kit/plan.js';
-import { STEPS } from '../../activities/index.js';
+import { buildPlan, STEP_CATALOGUE } from '../../activities/catalogue/index.js';
 import { OrderStatus, orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 import { ProblemException } from '../common/problem-details.js';
 import { APP_CONFIG, type AppConfig, isProduction } from '../config/config.js';
@@ -185,7 +184,7 @@ export class OrdersService {
       // The plan this order runs: the registry's steps now (stored, and passed to its workflow by the starter).
       const plan = {
         ...buildPlan(
-          STEPS,
+          STEP_CATALOGUE,
           {
             orderId: id,
             customerEmail: request.customer.email,

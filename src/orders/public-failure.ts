@@ -11,7 +11,7 @@
  */
 import { ErrorType } from '../../workflows/errors.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import { STEPS } from '../../activities/index.js';
+import { STEP_CATALOGUE } from '../../activities/catalogue/index.js';
 
 /** Public failure codes (stable: clients may switch on them). */
 export const FailureCode = {
@@ -80,7 +80,7 @@ const PROVIDER_TYPES: readonly string[] = [
  * compensations of the step registry.
  */
 const COMPENSATION_SUFFIX = new RegExp(
-  ` \\((?:${STEPS.flatMap((s) => (s.compensation ? [s.compensation.name] : [])).join('|') || '(?!)'}) failed: [\\s\\S]*\\)$`,
+  ` \\((?:${STEP_CATALOGUE.flatMap((s) => (s.compensation ? [s.compensation.name] : [])).join('|') || '(?!)'}) failed: [\\s\\S]*\\)$`,
 );
 
 /** `CAP-RED: requested 4, available 3` items of the insufficient-stock message. */
@@ -121,7 +121,7 @@ export function publicFailure(status: string, failureReason: string | null): Pub
  * done) and a failed precondition (`precondition`, e.g. shipOrder's `payment_expired`: compensated).
  */
 const REFUSALS = new Map<string, { message: string; after: string }>();
-for (const s of STEPS) {
+for (const s of STEP_CATALOGUE) {
   if (s.kind !== 'provider') continue;
   if (s.refused) REFUSALS.set(s.refused.failure, { message: s.refused.message, after: NOTHING_DONE });
   if (s.precondition) REFUSALS.set(s.precondition.failure, { message: s.precondition.message, after: NOTHING_SHIPPED });

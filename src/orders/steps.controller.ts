@@ -6,7 +6,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
-import { STEPS } from '../../activities/index.js';
+import { STEP_CATALOGUE } from '../../activities/catalogue/index.js';
 import { isTerminalStatus, OrderStatus } from '../../workflows/order-fulfilment.contract.js';
 import { StepPhase } from '../../workflows/order-plan.js';
 import { ORDER_STATUSES, STATUS_LABELS } from './order-steps.js';
@@ -45,17 +45,20 @@ export type StepsView = z.infer<typeof stepsViewSchema>;
 
 /** The registry's view, computed once: the registry does not change while the process runs. */
 function stepsView(): StepsView {
-  const pivotAt = STEPS.findIndex((s) => s.phase === StepPhase.Pivot);
-  const beforePivot = new Set([OrderStatus.Received as string, ...STEPS.slice(0, pivotAt).map((s) => s.status)]);
+  const pivotAt = STEP_CATALOGUE.findIndex((s) => s.phase === StepPhase.Pivot);
+  const beforePivot = new Set([
+    OrderStatus.Received as string,
+    ...STEP_CATALOGUE.slice(0, pivotAt).map((s) => s.status),
+  ]);
   return {
-    steps: STEPS.map((s, i) => ({
+    steps: STEP_CATALOGUE.map((s, i) => ({
       name: s.name,
       label: s.label,
       description: s.description,
       phase: s.phase,
       kind: s.kind,
-      provider: s.kind === 'provider' ? s.provider.name : null,
-      status: i === STEPS.length - 1 ? OrderStatus.Completed : s.status,
+      provider: s.kind === 'provider' ? s.provider : null,
+      status: i === STEP_CATALOGUE.length - 1 ? OrderStatus.Completed : s.status,
       compensation: s.compensation?.name ?? null,
     })),
     statuses: ORDER_STATUSES.map((status) => ({

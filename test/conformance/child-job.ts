@@ -7,14 +7,10 @@ import type { Logger } from '@temporalio/common';
 import type { StepDefinition } from '../../activities/kit/define.js';
 import type { StepInput } from '../../workflows/order-activities.contract.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
-import {
-  createProviderClient,
-  envPrefix,
-  type ProviderClients,
-  type ProviderDefinition,
-} from '../../providers/kit/define.js';
+import { createProviderClient } from '../../providers/kit/client.js';
+import { envPrefix, type ProviderClients, type ProviderDefinition } from '../../providers/kit/define.js';
 import type { AppConfig } from '../../src/config/config.js';
-import { createProviderClients } from '../../src/config/provider-clients.js';
+import { createProviderClients } from '../../src/worker/provider-clients.js';
 
 /** Where a child process finds the registry of a lane: a module (absolute path) and the name of its export. */
 export interface RegistrySource {

@@ -16,7 +16,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities, type OrderActivities } from '../../activities/index.js';
 import { readSideEffects, type SideEffectRow } from '../../activities/kit/claims.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import type { CompensationResult, StepInput, StepResult } from '../../workflows/order-activities.contract.js';
 import type { ActivityDeps } from '../../activities/ports.js';
 import { envPrefix, type ProviderClient, type ProviderClients } from '../../providers/kit/define.js';

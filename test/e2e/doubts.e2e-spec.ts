@@ -13,7 +13,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StepDefinition } from '../../activities/kit/define.js';
-import { registryPlan } from '../../activities/kit/plan.js';
+import { registryPlan } from '../../activities/catalogue/plan.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { orderStatusQuery, orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 import { COMPENSATION_ATTENTION_RANK } from '../../workflows/order-plan.js';

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import { STEPS } from '../../activities/index.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 import { testKeys } from '../helpers/api-keys.js';

@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import { STEPS } from '../../activities/index.js';
 import { orderDisplay, type DisplayedOrder } from '../../src/orders/order-display.js';
 import { escapeMarkdown, plainLine } from '../../workflows/display-text.js';

@@ -6,8 +6,8 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { PROVIDER_LIST } from '../../providers/index.js';
+import { parseAnswer } from '../../providers/kit/client.js';
 import {
-  parseAnswer,
   type OperationDefinition,
   type ProviderAnswer,
   type ProviderClient,

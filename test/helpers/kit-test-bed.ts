@@ -22,7 +22,7 @@ import {
   type StepResult,
 } from '../../activities/index.js';
 import type { StepDefinition } from '../../activities/kit/define.js';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import type { ProviderDefinition } from '../../providers/kit/define.js';
 import { pivotIndex, type OrderFacts, type OrderPlan, type PlannedStep } from '../../workflows/order-plan.js';
 import { fakeProviders, type FakeProvider } from './fake-providers.js';

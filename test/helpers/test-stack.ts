@@ -21,7 +21,7 @@ import {
   type RunningSimulators,
 } from '../../simulators/shared/simulator-server.js';
 import { serviceEnvironment, testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
-import { createProviderClients } from '../../src/config/provider-clients.js';
+import { createProviderClients } from '../../src/worker/provider-clients.js';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';
 import { createApiApp } from '../../src/bootstrap.js';
 import { loadConfig, type AppConfig } from '../../src/config/config.js';

@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activitiesByTaskQueue } from '../../activities/index.js';
 import { SHIPPED_STEPS } from '../helpers/shipped-steps.js';
 import { defineProviderStep, StepPhase, type StepDefinition } from '../../activities/kit/define.js';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import { email } from '../../providers/email.provider.js';
 import { createOrderWorkers, workflowsPath } from '../../src/worker/order-worker.js';
 import {

@@ -25,7 +25,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { temporalServerExecutable } from '../../scripts/lib/temporal-cli.js';
 import { createOrderWorkers } from '../../src/worker/order-worker.js';
 import { STEPS } from '../../activities/index.js';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import type { OrderPlan } from '../../workflows/order-plan.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {

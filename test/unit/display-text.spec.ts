@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import { STEPS } from '../../activities/index.js';
 import { FSI, INVISIBLE, PDI, displayText, escapeMarkdown, plainLine } from '../../workflows/display-text.js';
 

@@ -1,7 +1,8 @@
 /**
  * The step scaffold (`npm run new:step`, scripts/lib/new-step.ts): what it refuses (one line, nothing written),
  * where it places the step (last, `--before`, `--after`, and the phase that follows), what it writes (the templates
- * of scripts/templates/ with the names substituted, one line above each registry's marker) and what it lists as
+ * of scripts/templates/ with the names substituted: the step's file, its catalogue entry and its line in the
+ * catalogue's list, a new provider's file and its lines in the provider registry) and what it lists as
  * guessed or to write. It runs on whatever the registry holds, and its own steps' names are the spec's, so a step
  * someone adds never collides with them. Each case writes into a temporary folder holding the registry files; the
  * last case scaffolds a database step and a provider step with a new provider into a copy of the working tree and
@@ -21,7 +22,7 @@ import { runNewStep, ScaffoldRefusal, USAGE } from '../../scripts/lib/new-step.j
 import { testpay } from '../helpers/test-payments.js';
 
 const run = promisify(execFile);
-const REGISTRY_FILES = ['activities/steps/index.ts', 'providers/index.ts', '.prettierrc.json'];
+const REGISTRY_FILES = ['activities/catalogue/steps.ts', 'providers/index.ts', '.prettierrc.json'];
 const FIRST = STEPS[0]!.name;
 const PIVOT = STEPS.find((s) => s.phase === StepPhase.Pivot)!.name;
 const LAST = STEPS.at(-1)!.name;
@@ -32,6 +33,7 @@ let root: string;
 
 beforeEach(async () => {
   root = await mkdtemp(path.join(tmpdir(), 'new-step-'));
+  await mkdir(path.join(root, 'activities/steps'), { recursive: true }); // where step files go
   for (const file of [...REGISTRY_FILES, `providers/${EXISTING}.provider.ts`]) {
     await mkdir(path.dirname(path.join(root, file)), { recursive: true });
     await cp(path.join(repoRoot(), file), path.join(root, file));
@@ -67,10 +69,10 @@ async function refusal(argv: string[], registries?: Parameters<typeof runNewStep
   return message;
 }
 
-/** The step lines of `validateSteps([...])` in the written registry, in order. */
+/** The step lines of `validateCatalogue([...])` in the written catalogue, in order. */
 async function registryOrder(): Promise<string[]> {
-  const text = await readFile(path.join(root, 'activities/steps/index.ts'), 'utf8');
-  const list = /validateSteps\(\[([^\]]*)\]\)/.exec(text)![1]!;
+  const text = await readFile(path.join(root, 'activities/catalogue/steps.ts'), 'utf8');
+  const list = /validateCatalogue\(\[([^\]]*)\]\)/.exec(text)![1]!;
   return list
     .split('\n')
     .map((l) => l.trim())
@@ -136,7 +138,7 @@ describe('what it writes and where', () => {
     );
     expect(report.split('\n').filter((l) => /^ {2}[+~] /.test(l))).toEqual([
       '  + activities/steps/scaffold-spec-notice.step.ts',
-      '  ~ activities/steps/index.ts',
+      '  ~ activities/catalogue/steps.ts',
       '  + providers/scaffoldspec.provider.ts',
       '  ~ providers/index.ts',
     ]);
@@ -150,9 +152,14 @@ describe('what it writes and where', () => {
 
     const step = await read('activities/steps/scaffold-spec-notice.step.ts');
     expect(step).not.toMatch(/__\w+__/);
-    expect(step).toContain("phase: StepPhase.AfterPivot,\n  status: 'scaffold_spec_sent',");
-    expect(step).toContain('key: (orderId) => `scaffold-spec-notice:${orderId}`');
+    expect(step).toContain("import { scaffoldSpecNotice as entry } from '../catalogue/steps.js';");
+    expect(step).toContain('  ...entry,\n  provider: scaffoldspec,');
     expect(step).toContain("import { scaffoldspec } from '../../providers/scaffoldspec.provider.js';");
+    const catalogue = await read('activities/catalogue/steps.ts');
+    expect(catalogue).toContain("phase: StepPhase.AfterPivot,\n  status: 'scaffold_spec_sent',");
+    expect(catalogue).toContain("provider: 'scaffoldspec',");
+    expect(catalogue).toContain('key: (orderId) => `scaffold-spec-notice:${orderId}`');
+    expect(catalogue).toMatch(/} satisfies ProviderStepEntry;\n\/\/ new:step inserts entries above this line\./);
     const provider = await read('providers/scaffoldspec.provider.ts');
     expect(provider).not.toMatch(/__\w+__/);
     expect(provider).toContain('`SCAFFOLDSPEC_PROVIDER_URL`, `SCAFFOLDSPEC_PROVIDER_API_KEY`');
@@ -162,10 +169,6 @@ describe('what it writes and where', () => {
       'scaffoldSpecNotice',
       ...STEPS.slice(STEPS.findIndex((s) => s.name === PIVOT) + 1).map((s) => s.name),
     ]);
-    const steps = await read('activities/steps/index.ts');
-    expect(steps).toContain(
-      "import { scaffoldSpecNotice } from './scaffold-spec-notice.step.js';\n// new:step inserts imports above this line.",
-    );
     const providers = await read('providers/index.ts');
     expect(providers).toContain('  scaffoldspec,\n  // new:step inserts providers above this line.');
   });
@@ -178,6 +181,11 @@ describe('what it writes and where', () => {
     expect(report).toContain(
       "to write (EDIT):\n  - activities/steps/scaffold-spec-points.step.ts: the step's work in run",
     );
+    expect(report.split('\n').filter((l) => /^ {2}[+~] /.test(l))).toEqual([
+      '  + activities/steps/scaffold-spec-points.step.ts',
+      '  ~ activities/catalogue/steps.ts',
+    ]);
+    expect(report).toContain('activities/catalogue/steps.ts: its description "Scaffold spec points done."');
     expect(Object.keys(await snapshot())).toContain('activities/steps/scaffold-spec-points.step.ts');
     expect((await registryOrder()).at(-1)).toBe('scaffoldSpecPoints');
     expect(await read('activities/steps/scaffold-spec-points.step.ts')).toContain("idempotency: 'recorded'");
@@ -187,7 +195,9 @@ describe('what it writes and where', () => {
     const first = await runNewStep(['scaffoldSpecFirst', '--before', FIRST], root);
     expect(first).toContain('before-pivot, step 1 of');
     expect((await registryOrder())[0]).toBe('scaffoldSpecFirst');
-    expect(await read('activities/steps/scaffold-spec-first.step.ts')).toContain('phase: StepPhase.BeforePivot');
+    expect(await read('activities/catalogue/steps.ts')).toMatch(
+      /name: 'scaffoldSpecFirst',\n {2}phase: StepPhase.BeforePivot,/,
+    );
     expect(await runNewStep(['scaffoldSpecBefore', '--before', PIVOT], root)).toContain(', before-pivot, ');
     expect(await runNewStep(['scaffoldSpecAfter', '--after', PIVOT], root)).toContain(', after-pivot, ');
   });
@@ -243,7 +253,7 @@ describe('scaffolded files, in a copy of the working tree', () => {
         'activities/steps/scaffold-spec-points.step.ts',
         'activities/steps/scaffold-spec-notice.step.ts',
         'providers/scaffoldspec.provider.ts',
-        'activities/steps/index.ts',
+        'activities/catalogue/steps.ts',
         'providers/index.ts',
       ];
       // Side by side (each mostly single-threaded; this file is the longest of the suite), the battery on this run's

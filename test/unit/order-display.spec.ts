@@ -1,11 +1,11 @@
 /**
  * What a person reads in the Temporal UI: the static summary and details an order's workflow starts with
  * (src/orders/order-display.ts), the current details the workflow keeps (workflows/order-details.ts), and the text
- * helpers they use (activities/kit/text.ts). Personal data is masked; text from outside is escaped.
+ * helpers they use (activities/catalogue/text.ts). Personal data is masked; text from outside is escaped.
  */
 import { describe, expect, it } from 'vitest';
-import { currencyExponent, formatMinor, maskEmail } from '../../activities/kit/text.js';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { currencyExponent, formatMinor, maskEmail } from '../../activities/catalogue/text.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import { SHIPPED_STEPS } from '../helpers/shipped-steps.js';
 import { orderDisplay, type DisplayedOrder } from '../../src/orders/order-display.js';
 import { describeWait, detailsOf, escapeMarkdown } from '../../workflows/order-details.js';

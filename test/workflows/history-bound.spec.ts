@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
   HISTORY_EVENTS_LIMIT,

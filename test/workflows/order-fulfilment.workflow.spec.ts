@@ -31,7 +31,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrderWorkers } from '../../src/worker/order-worker.js';
 import { V1_0_0_STEPS } from '../helpers/shipped-steps.js';
 import { activitiesByTaskQueue } from '../../activities/index.js';
-import { buildPlan } from '../../activities/kit/plan.js';
+import { buildPlan } from '../../activities/catalogue/plan.js';
 import { ErrorType } from '../../workflows/errors.js';
 import {
   ORDER_WORKFLOW_TYPE,

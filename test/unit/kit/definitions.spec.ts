@@ -14,7 +14,7 @@ import {
   type StepDefinition,
 } from '../../../activities/kit/define.js';
 import { jitteredDelayMs, rethrowProviderError, type RetryTiming } from '../../../activities/kit/failures.js';
-import { buildPlan, registryPlan } from '../../../activities/kit/plan.js';
+import { buildPlan, registryPlan } from '../../../activities/catalogue/plan.js';
 import { STEPS } from '../../../activities/steps/index.js';
 import { carrier } from '../../../providers/carrier.provider.js';
 import { email } from '../../../providers/email.provider.js';

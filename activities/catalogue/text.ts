@@ -1,5 +1,5 @@
 /**
- * Text helpers for steps: money, masked personal data (what the Temporal UI and the logs may show), and
+ * Text helpers for steps and their catalogue entries: money, masked personal data (what the Temporal UI and the logs may show), and
  * {@link displayText} for any text a customer controls that a step shows a person (a summary, an email): without
  * invisible characters that could reorder what follows it, a right-to-left name isolated (workflows/display-text.ts).
  */

@@ -1,7 +1,8 @@
 /**
- * Plans: the registry's steps as one order runs them (workflows/order-plan.ts). Built by the API when an order is
+ * Plans: the catalogue's steps as one order runs them (workflows/order-plan.ts). Built by the API when an order is
  * placed (stored in `orders.plan` and passed in the workflow's input), or by the `planOrder` activity for a run
- * started without one.
+ * started without one. Reads the steps' catalogue entries only (a step definition is its entry and its code), so the
+ * API builds plans without loading any step's code.
  */
 import {
   RANK_STEP,
@@ -12,7 +13,7 @@ import {
 } from '../../workflows/order-plan.js';
 import { plainLine } from '../../workflows/display-text.js';
 import { OrderStatus } from '../../workflows/order-fulfilment.contract.js';
-import { validateSteps, type StepDefinition } from './define.js';
+import { providerName, validateCatalogue, type AnyStepEntry } from './define.js';
 
 /** Options of {@link buildPlan}. */
 export interface PlanOptions {
@@ -24,18 +25,14 @@ export interface PlanOptions {
 }
 
 /**
- * The plan of an order over the registry's steps that apply to it (a step with `when` only when it says so): each step with its rank (10 × its 1-based position), the status it writes (the
+ * The plan of an order over the registry's steps (catalogue entries, or step definitions) that apply to it (a step with `when` only when it says so): each step with its rank (10 × its 1-based position), the status it writes (the
  * last step writes `completed`), its retry profile, its provider, its idempotency key for the order (provider steps),
  * its compensation, its summary for `order`, and an event step's wait (its bound from `options.events`).
  */
-export function buildPlan(
-  registry: readonly StepDefinition[],
-  order: OrderFacts,
-  options: PlanOptions = {},
-): OrderPlan {
+export function buildPlan(registry: readonly AnyStepEntry[], order: OrderFacts, options: PlanOptions = {}): OrderPlan {
   // The order's own steps: a conditional step only when it applies (the registry's rules hold for the subset too).
   const steps = registry.some((s) => s.when)
-    ? validateSteps(registry.filter((s) => !s.when || s.when(order)))
+    ? validateCatalogue(registry.filter((s) => !s.when || s.when(order)))
     : registry;
   return {
     steps: steps.map((step, i): PlannedStep => {
@@ -48,13 +45,13 @@ export function buildPlan(
         status: last ? OrderStatus.Completed : step.status,
         rank: (i + 1) * RANK_STEP,
         retry: step.retry ?? (step.kind === 'provider' ? 'providerCall' : 'localDatabaseStep'),
-        ...(step.kind === 'provider' ? { provider: step.provider.name } : {}),
+        ...(step.kind === 'provider' ? { provider: providerName(step.provider) } : {}),
         ...(step.kind === 'provider' && order.orderId !== '' ? { key: step.key(order.orderId) } : {}),
         ...(compensation
           ? {
               compensation: {
                 name: compensation.name,
-                ...(compensation.kind === 'provider' ? { provider: compensation.provider.name } : {}),
+                ...(compensation.kind === 'provider' ? { provider: providerName(compensation.provider) } : {}),
               },
             }
           : {}),
@@ -69,7 +66,7 @@ export function buildPlan(
  * The plan of `steps` for no order in particular (the registry's shape: ranks, statuses, profiles, compensations),
  * each summary its step's label. For what lists steps (the docs tables, an order stored without a plan).
  */
-export function registryPlan(steps: readonly StepDefinition[]): OrderPlan {
+export function registryPlan(steps: readonly AnyStepEntry[]): OrderPlan {
   return buildPlan(
     steps.map((s) => ({ ...s, summary: undefined, when: undefined })),
     { orderId: '', customerEmail: '', customerName: null, currency: '', totalMinor: 0, lines: [] },

@@ -1,10 +1,11 @@
 /**
  * The HTTP client of every registered provider (providers/index.ts), configured from its variables
- * (src/config/provider-config.ts) and `PROVIDER_TIMEOUT_MS`.
+ * (src/config/provider-config.ts) and `PROVIDER_TIMEOUT_MS`: the worker's only (the API calls no provider).
  */
 import { PROVIDER_LIST } from '../../providers/index.js';
-import { createProviderClient, type ProviderClients } from '../../providers/kit/define.js';
-import type { AppConfig } from './config.js';
+import { createProviderClient } from '../../providers/kit/client.js';
+import type { ProviderClients } from '../../providers/kit/define.js';
+import type { AppConfig } from '../config/config.js';
 
 /**
  * One client per provider, by name.
