@@ -31,9 +31,13 @@ interface Pick {
 
 /** Default `WAREHOUSE_PACK_DELAY_MS`: a few seconds, so `npm start`'s orders complete on their own. */
 export const DEFAULT_PACK_DELAY_MS = 3_000;
-/** Attempts of one packed report (the first and its retries), and the wait before a retry (× the attempt). */
-const REPORT_ATTEMPTS = 4;
+/**
+ * Attempts of one packed report (the first and its retries), and the waits between them: doubling from 1 s, at most
+ * 60 s, about 4 min in all (as a 3PL's webhook outlives a restart of our API or workers, or a short outage).
+ */
+export const REPORT_ATTEMPTS = 10;
 const REPORT_RETRY_MS = 1_000;
+const REPORT_RETRY_MAX_MS = 60_000;
 
 /** A whole number from a setting, or `fallback` when it is unset or not a number. */
 function numberSetting(settings: Readonly<Record<string, string | undefined>>, name: string, fallback: number): number {
@@ -61,7 +65,8 @@ function pickingStarted(pick: Pick, settings: Readonly<Record<string, string | u
 
 /**
  * Reports `pick` packed to our API (the simulator's callback), retried up to {@link REPORT_ATTEMPTS} times on a
- * network failure or a 5xx/429; every failure is logged. A cancelled pick is never reported.
+ * network failure, a 5xx, a 429 or a 409 (the report under its key still in progress); every failure is logged. Any
+ * other 4xx is a definite answer: never sent again. A cancelled pick is never reported.
  */
 async function reportPacked(pick: Pick, url: string, apiKey: string): Promise<void> {
   for (let attempt = 1; attempt <= REPORT_ATTEMPTS; attempt++) {
@@ -85,7 +90,7 @@ async function reportPacked(pick: Pick, url: string, apiKey: string): Promise<vo
       }
       outcome = `${res.status}`;
       // A definite answer (the order does not wait for packing, was cancelled, the key is refused): never again.
-      if (res.status < 500 && res.status !== 429) {
+      if (res.status < 500 && res.status !== 429 && res.status !== 409) {
         console.warn(`warehouse simulator: packed report of ${pick.reference} refused (${outcome}); not retried`);
         return;
       }
@@ -95,7 +100,8 @@ async function reportPacked(pick: Pick, url: string, apiKey: string): Promise<vo
     console.warn(
       `warehouse simulator: packed report of ${pick.reference} failed (attempt ${attempt}/${REPORT_ATTEMPTS}: ${outcome})`,
     );
-    if (attempt < REPORT_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, REPORT_RETRY_MS * attempt));
+    const wait = Math.min(REPORT_RETRY_MS * 2 ** (attempt - 1), REPORT_RETRY_MAX_MS);
+    if (attempt < REPORT_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }
 

@@ -6,6 +6,8 @@
  * back (404 for unknown ids) and refuses invalid requests with 422 and no effect. The shared protocol:
  * simulators.spec.ts.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../../providers/index.js';
 import { startSimulators, type RunningSimulators } from '../../../simulators/shared/simulator-server.js';
@@ -248,4 +250,55 @@ describe('accounting', () => {
     expectProblem(answer, 422, 'validation-failed');
     expect(sims.provider('accounting').ledger.effects()).toHaveLength(0);
   });
+});
+
+describe('warehouse: the packed report (the simulator calling our API back)', () => {
+  /** A callback server answering each report with the next of `statuses` (then 200), recording every request. */
+  async function callbackServer(statuses: number[]) {
+    const requests: Array<{ url: string; key: string | undefined; auth: string | undefined }> = [];
+    const server = createServer((req, res) => {
+      requests.push({ url: req.url!, key: req.headers['idempotency-key'] as string, auth: req.headers.authorization });
+      req.resume();
+      res.writeHead(statuses.shift() ?? 200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests, server };
+  }
+
+  it('retries a 503, a 429 and a 409 (in progress) with the same key until one is accepted; never after a 422', async () => {
+    const api = await callbackServer([503, 429, 409]);
+    try {
+      sims.provider('warehouse').configure({
+        WAREHOUSE_CALLBACK_URL: api.url,
+        WAREHOUSE_CALLBACK_API_KEY: 'of_test_warehouse',
+        WAREHOUSE_PACK_DELAY_MS: '10',
+      });
+      const pick = await providerCall('warehouse', 'POST', '/v1/picks', {
+        body: { reference: 'ord_42', lines: [{ sku: 'TEE-BLK-M', quantity: 1 }] },
+        key: 'pick:ord_42',
+      });
+      expect(pick.status).toBe(201);
+      // Waits of 1, 2 and 4 s between the four attempts.
+      const deadline = Date.now() + 15_000;
+      while (api.requests.length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(api.requests).toHaveLength(4);
+      expect(new Set(api.requests.map((r) => `${r.url} ${r.key} ${r.auth}`))).toEqual(
+        new Set([`/orders/ord_42/packed packed:${pick.body.id} Bearer of_test_warehouse`]),
+      );
+
+      // A definite refusal (the order does not wait for packing) is never sent again.
+      const refusing = await callbackServer([422]);
+      sims.provider('warehouse').configure({ WAREHOUSE_CALLBACK_URL: refusing.url });
+      await providerCall('warehouse', 'POST', '/v1/picks', {
+        body: { reference: 'ord_43', lines: [{ sku: 'TEE-BLK-M', quantity: 1 }] },
+        key: 'pick:ord_43',
+      });
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(refusing.requests).toHaveLength(1);
+      refusing.server.close();
+    } finally {
+      api.server.close();
+      sims.provider('warehouse').configure({ WAREHOUSE_CALLBACK_URL: '', WAREHOUSE_CALLBACK_API_KEY: '' });
+    }
+  }, 30_000);
 });
