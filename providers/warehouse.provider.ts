@@ -18,7 +18,7 @@
  * test's switch). A report that fails (network, 5xx) is retried a few times, each failure logged.
  */
 import { z } from 'zod';
-import { defineProvider, SimulatedRefusal } from './kit/define.js';
+import { defineProvider, SimulatedRefusal, type SimulateContext } from './kit/define.js';
 
 /** A pick as the simulator stores it (by id, and its id by `ref:<reference>`). */
 interface Pick {
@@ -64,45 +64,48 @@ function pickingStarted(pick: Pick, settings: Readonly<Record<string, string | u
 }
 
 /**
- * Reports `pick` packed to our API (the simulator's callback), retried up to {@link REPORT_ATTEMPTS} times on a
- * network failure, a 5xx, a 429 or a 409 (the report under its key still in progress); every failure is logged. Any
- * other 4xx is a definite answer: never sent again. A cancelled pick is never reported.
+ * Reports `pick` packed to our API (the simulator's callback): attempt `attempt` now, and on a network failure, a 5xx,
+ * a 429 or a 409 (the report under its key still in progress) the next one through `later` (so a reset or the
+ * simulator's close cancels it), up to {@link REPORT_ATTEMPTS}; every failure is logged. Any other 4xx is a definite
+ * answer: never sent again. A cancelled pick is never reported.
  */
-async function reportPacked(pick: Pick, url: string, apiKey: string): Promise<void> {
-  for (let attempt = 1; attempt <= REPORT_ATTEMPTS; attempt++) {
-    if (pick.status === 'cancelled') return;
-    let outcome: string;
-    try {
-      const res = await fetch(`${url.replace(/\/+$/, '')}/orders/${encodeURIComponent(pick.reference)}/packed`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          'content-type': 'application/json',
-          'idempotency-key': `packed:${pick.id}`,
-        },
-        body: JSON.stringify({ parcels: 1, note: `packed by the simulated warehouse (pick ${pick.id})` }),
-        signal: AbortSignal.timeout(10_000),
-      });
-      await res.text();
-      if (res.ok) {
-        pick.status = 'packed';
-        return;
-      }
-      outcome = `${res.status}`;
-      // A definite answer (the order does not wait for packing, was cancelled, the key is refused): never again.
-      if (res.status < 500 && res.status !== 429 && res.status !== 409) {
-        console.warn(`warehouse simulator: packed report of ${pick.reference} refused (${outcome}); not retried`);
-        return;
-      }
-    } catch (error) {
-      outcome = error instanceof Error ? error.message : String(error);
+async function reportPacked(
+  pick: Pick,
+  callback: { url: string; apiKey: string; later: NonNullable<SimulateContext<unknown>['later']> },
+  attempt = 1,
+): Promise<void> {
+  if (pick.status === 'cancelled') return;
+  let outcome: string;
+  try {
+    const res = await fetch(`${callback.url.replace(/\/+$/, '')}/orders/${encodeURIComponent(pick.reference)}/packed`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${callback.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': `packed:${pick.id}`,
+      },
+      body: JSON.stringify({ parcels: 1, note: `packed by the simulated warehouse (pick ${pick.id})` }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.text();
+    if (res.ok) {
+      pick.status = 'packed';
+      return;
     }
-    console.warn(
-      `warehouse simulator: packed report of ${pick.reference} failed (attempt ${attempt}/${REPORT_ATTEMPTS}: ${outcome})`,
-    );
-    const wait = Math.min(REPORT_RETRY_MS * 2 ** (attempt - 1), REPORT_RETRY_MAX_MS);
-    if (attempt < REPORT_ATTEMPTS) await new Promise((resolve) => setTimeout(resolve, wait));
+    outcome = `${res.status}`;
+    // A definite answer (the order does not wait for packing, was cancelled, the key is refused): never again.
+    if (res.status < 500 && res.status !== 429 && res.status !== 409) {
+      console.warn(`warehouse simulator: packed report of ${pick.reference} refused (${outcome}); not retried`);
+      return;
+    }
+  } catch (error) {
+    outcome = error instanceof Error ? error.message : String(error);
   }
+  console.warn(
+    `warehouse simulator: packed report of ${pick.reference} failed (attempt ${attempt}/${REPORT_ATTEMPTS}: ${outcome})`,
+  );
+  const wait = Math.min(REPORT_RETRY_MS * 2 ** (attempt - 1), REPORT_RETRY_MAX_MS);
+  if (attempt < REPORT_ATTEMPTS) callback.later(wait, () => reportPacked(pick, callback, attempt + 1));
 }
 
 const line = z.object({ sku: z.string().min(1).max(255), quantity: z.number().int().min(1) });
@@ -132,7 +135,7 @@ export const warehouse = defineProvider({
         const delay = numberSetting(settings ?? {}, 'WAREHOUSE_PACK_DELAY_MS', DEFAULT_PACK_DELAY_MS);
         const url = settings?.WAREHOUSE_CALLBACK_URL?.trim() || settings?.SIMULATOR_CALLBACK_URL?.trim();
         const apiKey = settings?.WAREHOUSE_CALLBACK_API_KEY?.trim() || settings?.SIMULATOR_CALLBACK_API_KEY?.trim();
-        if (delay > 0 && url && apiKey && later) later(delay, () => reportPacked(pick, url, apiKey));
+        if (delay > 0 && url && apiKey && later) later(delay, () => reportPacked(pick, { url, apiKey, later }));
         return { status: 201, body: { id: pick.id, status: pick.status }, effect: 'pick.requested' };
       },
       example: {
