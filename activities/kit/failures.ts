@@ -157,9 +157,9 @@ export function businessRefusal(
 }
 
 /**
- * The non-retryable `RefusedError` of a step whose precondition failed (`precondition` of a provider step): nothing was called.
- * Its message starts with the public failure code and the reason, as {@link refusalFailure}'s; details
- * `{ mayHaveActed: false, failure, reason }`.
+ * The non-retryable `RefusedError` of a step whose precondition failed (`precondition` of a provider step): nothing
+ * was called. Its message starts with the public failure code and the reason, as {@link refusalFailure}'s; details
+ * `{ mayHaveActed: false, failure, reason }` (a reason that is not `[a-z0-9_]{1,64}` is kept in the text only).
  */
 export function preconditionFailure(step: string, failure: string, reason: string): ApplicationFailure {
   const safe = REFUSAL_REASON.test(reason) ? reason : null;
