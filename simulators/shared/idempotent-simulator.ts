@@ -119,6 +119,9 @@ export interface ProviderSimulatorControl {
 /** Idempotency record of one key. */
 type KeyRecord =
   { state: 'processing'; fingerprint: string } | { state: 'done'; fingerprint: string; response: StoredResponse };
+/** Setting names whose values `POST /_sim/settings` never shows (e.g. `WAREHOUSE_CALLBACK_API_KEY`). */
+const SECRET = /KEY|SECRET|TOKEN|PASSWORD/;
+
 /** `<prefix>_<24 hex digits>`. */
 function newId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -299,7 +302,10 @@ export function createProviderSimulator(
       sendProblem(res, problem(400, 'invalid-settings', 'Invalid settings', z.prettifyError(parsed.error)));
       return;
     }
-    res.json({ settings: configure(parsed.data) });
+    configure(parsed.data);
+    // Only the overrides, never the process environment (its provider keys, paths), and no secret's value.
+    const shown = Object.entries(overrides).map(([name, value]) => [name, SECRET.test(name) ? '[redacted]' : value]);
+    res.json({ settings: Object.fromEntries(shown) });
   });
   control.post('/actions/:action', (req, res) => {
     const result = act(String(req.params.action), req.body ?? {});

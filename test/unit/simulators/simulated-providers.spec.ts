@@ -252,6 +252,27 @@ describe('accounting', () => {
   });
 });
 
+describe('POST /<provider>/_sim/settings', () => {
+  it('answers the overrides only, never the process environment, and no key or secret in clear', async () => {
+    const served = await startSimulators(PROVIDER_LIST, {
+      apiKeys: API_KEYS,
+      settings: { HOME: '/root', EMAIL_PROVIDER_API_KEY: 'of_secret_env', WAREHOUSE_PACK_DELAY_MS: '3000' },
+    });
+    try {
+      const answer = await simCall('POST', `${served.url}/warehouse/_sim/settings`, {
+        body: { WAREHOUSE_PACK_DELAY_MS: '50', WAREHOUSE_CALLBACK_API_KEY: 'of_dev_warehouse_secret' },
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({
+        settings: { WAREHOUSE_PACK_DELAY_MS: '50', WAREHOUSE_CALLBACK_API_KEY: '[redacted]' },
+      });
+      expect(JSON.stringify(answer.body)).not.toMatch(/of_secret_env|of_dev_warehouse_secret|\/root/);
+    } finally {
+      await served.close();
+    }
+  });
+});
+
 describe('warehouse: the packed report (the simulator calling our API back)', () => {
   /** A callback server answering each report with the next of `statuses` (then 200), recording every request. */
   async function callbackServer(statuses: number[]) {
