@@ -1,6 +1,6 @@
 /**
- * `npm run keys -- <command>`: manage API clients' keys in the database at `DATABASE_URL` (default: the one of
- * src/config/config.ts; `npm start`'s embedded database is postgresql://postgres:postgres@127.0.0.1:54329/order_fulfilment).
+ * `npm run keys -- <command>`: manage API clients' keys in the database at `DATABASE_URL` (default: `npm start`'s
+ * embedded database, postgresql://postgres:postgres@127.0.0.1:<EMBEDDED_PG_PORT, 54329>/order_fulfilment).
  *
  * - `create --client <id> --scopes <s1,s2> [--name <client name>] [--label <text>] [--dev]`: makes a key (and the
  *   client, when new) and prints it once; only its SHA-256 is stored. Scopes: orders:write, orders:read,
@@ -13,9 +13,9 @@ import { parseArgs } from 'node:util';
 import { ApiKeyEnv } from '../src/auth/api-key.js';
 import { ApiKeyStore } from '../src/auth/api-key.store.js';
 import { parseScopes } from '../src/auth/scopes.js';
-import { configSchema } from '../src/config/config.js';
 import { createPrismaClient } from '../src/prisma/prisma.js';
 import { errorMessage } from './lib/env.js';
+import { stackPorts } from './lib/stack-definition.js';
 
 const USAGE = `usage:
   npm run keys -- create --client <id> --scopes <orders:write,orders:read,...> [--name <name>] [--label <text>] [--dev]
@@ -42,7 +42,8 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 1;
   }
 
-  const databaseUrl = process.env.DATABASE_URL?.trim() || configSchema.shape.DATABASE_URL.parse(undefined);
+  const embedded = `postgresql://postgres:postgres@127.0.0.1:${stackPorts().embeddedPostgres}/order_fulfilment`;
+  const databaseUrl = process.env.DATABASE_URL?.trim() || embedded;
   const prisma = createPrismaClient(databaseUrl, 1);
   const store = new ApiKeyStore(prisma);
   try {
