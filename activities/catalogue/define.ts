@@ -1,8 +1,8 @@
 /**
  * The step catalogue's kit: what a step IS, without what it DOES. A catalogue entry holds a step's metadata (its
  * activity name, phase, kind, status and label, its provider's name, its idempotency key, its compensation's name,
- * its `when` and `summary`, an event step's wait, a provider step's business refusal): what the API, the plan and the
- * docs read. The step's code (SQL, provider calls, records) is its definition (activities/steps/<name>.step.ts), which
+ * its `when` and `summary`, an event step's wait, a provider step's business refusal and precondition): what the
+ * API, the plan and the docs read. The step's code (SQL, provider calls, records) is its definition (activities/steps/<name>.step.ts), which
  * spreads its entry, so nothing is written twice; the registry (activities/steps/index.ts) loads the definitions in
  * the worker only, and checks each against its entry ({@link sameEntry}).
  *
