@@ -36,10 +36,16 @@ import type { ActivityDeps } from './ports.js';
 import { recordResolution } from './kit/resolutions.js';
 import { eventDeadline, runEventStep } from './kit/events.js';
 import { createRetentionActivities } from './retention.activities.js';
+import { createReturnActivities } from './returns/return.activities.js';
+import { RETURN_PROVIDER_OF, type ReturnActivities } from '../workflows/order-return.contract.js';
 import { STEPS } from './steps/index.js';
 
-/** Every activity: the kit's, the retention one, and one per step and compensation (by activity name). */
+/**
+ * Every activity: the kit's, the return workflow's (./returns/return.activities.ts), the retention one, and one per
+ * step and compensation (by activity name).
+ */
 export type OrderActivities = KitActivities &
+  ReturnActivities &
   ReturnType<typeof createRetentionActivities> &
   Record<string, StepActivity | CompensationActivity | ((input: never) => Promise<unknown>)>;
 
@@ -96,7 +102,12 @@ export function createActivities(deps: ActivityDeps, steps: readonly StepDefinit
       return stored!.plan;
     },
   };
-  return { ...activities, ...kit, ...createRetentionActivities(deps.idempotencyRecords) } as OrderActivities;
+  return {
+    ...activities,
+    ...kit,
+    ...createReturnActivities(deps),
+    ...createRetentionActivities(deps.idempotencyRecords),
+  } as OrderActivities;
 }
 
 /** Activities grouped by where they run: the order task queue, and each provider's own task queue. */
@@ -115,7 +126,7 @@ export function activitiesByTaskQueue(
   activities: Record<string, unknown>,
   steps: readonly StepDefinition[] = STEPS,
 ): ActivitiesByTaskQueue {
-  const providerOf = new Map<string, string>();
+  const providerOf = new Map<string, string>(Object.entries(RETURN_PROVIDER_OF));
   for (const step of steps) {
     if (step.kind === 'provider') providerOf.set(step.name, step.provider.name);
     if (step.compensation?.kind === 'provider') providerOf.set(step.compensation.name, step.compensation.provider.name);

@@ -4,3 +4,4 @@
  */
 export { orderFulfilment } from './order-fulfilment.workflow.js';
 export { purgeIdempotencyRecords } from './idempotency-retention.workflow.js';
+export { orderReturn } from './order-return.workflow.js';

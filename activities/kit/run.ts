@@ -55,7 +55,7 @@ import {
 } from './order-guards.js';
 
 /** The provider's client of a step, or an error naming the missing configuration. */
-function clientOf(deps: ActivityDeps, provider: string): ProviderClient {
+export function clientOf(deps: ActivityDeps, provider: string): ProviderClient {
   const client = deps.providers[provider];
   if (!client) throw new Error(`no client for provider ${provider} (is it in providers/index.ts?)`);
   return client;
@@ -109,7 +109,7 @@ export async function runDatabaseStep(
 }
 
 /** The attempt and retry policy of the running activity (for jittered retries), when there is one. */
-function retryTiming(): { attempt: number; retryPolicy?: ReturnType<typeof activityInfo>['retryPolicy'] } {
+export function retryTiming(): { attempt: number; retryPolicy?: ReturnType<typeof activityInfo>['retryPolicy'] } {
   const info = activityInfo();
   return { attempt: info.attempt, ...(info.retryPolicy ? { retryPolicy: info.retryPolicy } : {}) };
 }

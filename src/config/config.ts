@@ -121,6 +121,29 @@ export const configSchema = z.object({
     )
     .default(4 * 3_600_000),
   /**
+   * How many days after its shipment an order may be returned (`POST /orders/:id/returns` answers 409
+   * `return-window-closed` after that). Default 30.
+   */
+  RETURN_WINDOW_DAYS: z.coerce.number().int().min(0).max(3650).default(30),
+  /**
+   * How long a return waits for the warehouse's receipt before it expires with nothing refunded: a duration (`30d`,
+   * `4h`...), at least 1 s, passed to each new return's workflow. Default 30 days.
+   */
+  RETURN_RECEIPT_TIMEOUT: duration
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(1_000)
+        .max(365 * 86_400_000),
+    )
+    .default(30 * 86_400_000),
+  /**
+   * The share of a damaged unit's price a return refunds, in percent (0–100), fixed on each return when it is asked
+   * for. Default 0: a unit received damaged is not refunded (nor restocked); 100 refunds it in full.
+   */
+  RETURN_DAMAGED_REFUND_PERCENT: z.coerce.number().int().min(0).max(100).default(0),
+  /**
    * How long before a deadline of the wait for packing (the payment authorization's capture deadline) the order stops
    * waiting and goes to `attention_required`: a duration, default 10 min.
    */

@@ -10,6 +10,8 @@
  * - `order_fulfilment_payments{outcome,decline_code}` and `order_fulfilment_payment_authorization_seconds_to_deadline`:
  *   card payments by outcome and decline code, and the soonest capture deadline of a held authorization, read from
  *   PostgreSQL when Prometheus scrapes;
+ * - `order_fulfilment_returns{status}` and `order_fulfilment_longest_waiting_return_seconds{status}`: returns by
+ *   status and how long the one longest in an open status has waited, read from PostgreSQL when Prometheus scrapes;
  * - prom-client's default Node.js process metrics (`process_*`, `nodejs_*`).
  * Definitions (names, help, labels): src/metrics/metric-definitions.ts.
  *
@@ -23,6 +25,7 @@ import { COMPENSATION_NAMES, ORDER_STATUSES } from '../orders/order-steps.js';
 import { PRISMA } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { IdempotencyOutcome, METRICS } from './metric-definitions.js';
+import { FINAL_RETURN_STATUSES, ReturnStatus } from '../../workflows/order-return.contract.js';
 
 /** How long one database snapshot serves scrapes, ms: both gauges of one scrape read the same query. */
 export const ORDER_SNAPSHOT_TTL_MS = 1_000;
@@ -43,6 +46,9 @@ const ALL_STATUSES: readonly string[] = ORDER_STATUSES;
 const OPEN_STATUSES = ALL_STATUSES.filter((s) => !isTerminalStatus(s));
 /** The outcomes of a card payment (`payments.status`): every one present from the start. */
 const PAYMENT_OUTCOMES = ['authorized', 'captured', 'voided', 'declined'] as const;
+/** Every status of a return, and the open ones (a return in them still waits for something). */
+const RETURN_STATUSES: readonly string[] = Object.values(ReturnStatus);
+const OPEN_RETURN_STATUSES = RETURN_STATUSES.filter((s) => !(FINAL_RETURN_STATUSES as readonly string[]).includes(s));
 
 @Injectable()
 export class ApiMetrics {
@@ -152,6 +158,33 @@ export class ApiMetrics {
         if (snap?.secondsToDeadline != null) this.set(snap.secondsToDeadline);
       },
     });
+    const returnSnapshot = () => this.returnSnapshot();
+    new Gauge({
+      name: METRICS.returns.name,
+      help: METRICS.returns.help,
+      labelNames: METRICS.returns.labels,
+      registers: [this.registry],
+      async collect() {
+        const rows = await returnSnapshot();
+        this.reset();
+        if (!rows) return;
+        const counts = new Map(rows.map((r) => [r.status, r.count]));
+        for (const status of RETURN_STATUSES) this.set({ status }, counts.get(status) ?? 0);
+      },
+    });
+    new Gauge({
+      name: METRICS.longestWaitingReturn.name,
+      help: METRICS.longestWaitingReturn.help,
+      labelNames: METRICS.longestWaitingReturn.labels,
+      registers: [this.registry],
+      async collect() {
+        const rows = await returnSnapshot();
+        this.reset();
+        if (!rows) return;
+        const ages = new Map(rows.map((r) => [r.status, r.longestSeconds]));
+        for (const status of OPEN_RETURN_STATUSES) this.set({ status }, ages.get(status) ?? 0);
+      },
+    });
     new Gauge({
       name: METRICS.longestInStatus.name,
       help: METRICS.longestInStatus.help,
@@ -228,6 +261,23 @@ export class ApiMetrics {
       return new Map(rows.map((r) => [r.compensation ?? 'unknown', Number(r.count)]));
     } catch (err) {
       this.logger.warn({ err }, 'Could not read compensation failures for /metrics');
+      return undefined;
+    }
+  }
+
+  /**
+   * Returns by status, with how long the one longest in each status has been in it (seconds since its last status
+   * write), from one grouped query.
+   * @returns undefined when the database could not be read (logged; the gauges are left out of the scrape).
+   */
+  private async returnSnapshot(): Promise<Array<{ status: string; count: number; longestSeconds: number }> | undefined> {
+    try {
+      const rows = await this.prisma.$queryRaw<Array<{ status: string; count: number; seconds: number }>>`
+        SELECT status, count(*)::int AS count, EXTRACT(EPOCH FROM (now() - min(updated_at)))::float8 AS seconds
+        FROM returns GROUP BY status`;
+      return rows.map((r) => ({ status: r.status, count: Number(r.count), longestSeconds: Number(r.seconds) }));
+    } catch (err) {
+      this.logger.warn({ err }, 'Could not read returns for /metrics');
       return undefined;
     }
   }

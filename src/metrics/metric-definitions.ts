@@ -171,6 +171,20 @@ export const METRICS = {
     help: 'Seconds left before the soonest capture deadline among the held (authorized, not captured) payment authorizations, read from PostgreSQL at scrape time; negative once passed; no sample when none is held. The "authorization near its capture deadline" alert reads it.',
     process: 'api',
   },
+  returns: {
+    name: `${METRIC_PREFIX}returns`,
+    type: 'gauge',
+    labels: ['status'],
+    help: 'Returns by status (requested, label_created, received, refunded, completed, withdrawn, expired, attention_required), read from PostgreSQL at scrape time; every status is present, 0 when none.',
+    process: 'api',
+  },
+  longestWaitingReturn: {
+    name: `${METRIC_PREFIX}longest_waiting_return_seconds`,
+    type: 'gauge',
+    labels: ['status'],
+    help: 'Seconds the return longest in an open status (requested, label_created, received, refunded, attention_required) has been in it, read from PostgreSQL at scrape time; 0 when none. The "returns waiting too long" alerts read it.',
+    process: 'api',
+  },
   idempotencyOutcomes: {
     name: `${METRIC_PREFIX}idempotency_outcomes_total`,
     type: 'counter',
