@@ -1,6 +1,6 @@
 /**
  * Root module of the HTTP API: configuration, logging, Prisma, the Temporal client side (starter and
- * reconciler), and the orders, inventory and health features; `GET /metrics` and the web page at `/`.
+ * reconciler), and the orders, returns, inventory and health features; `GET /metrics` and the web page at `/`.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -16,6 +16,7 @@ import { baseLoggerOptions } from './logging/logging.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { OrdersModule } from './orders/orders.module.js';
 import { PrismaModule } from './prisma/prisma.module.js';
+import { ReturnsModule } from './returns/returns.module.js';
 import { TemporalModule } from './temporal/temporal.module.js';
 import { WebModule } from './web/web.module.js';
 
@@ -77,6 +78,7 @@ export class AppModule {
         AuthModule,
         TemporalModule,
         OrdersModule,
+        ReturnsModule,
         InventoryModule,
         HealthModule,
         MetricsModule,

@@ -75,7 +75,10 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
   let receipt: ReceiveReturnResult | null = null;
   let withdrawn = false;
   let retryRequested = false;
-  const awaitingReceipt = () => status === ReturnStatus.LabelCreated && receipt === null && !withdrawn;
+  let labelCreated = false;
+  let ended = false;
+  // From the label on (even while its email waits for an operator) until the return ends.
+  const awaitingReceipt = () => labelCreated && !ended && receipt === null && !withdrawn;
 
   setHandler(returnStatusQuery, () => ({ returnId, status, step, attentionReason }));
   setHandler(
@@ -142,8 +145,12 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
 
   const show = (now: string) => setCurrentDetails(`**${status}**: ${now}`);
 
-  /** Runs a provider step; when it fails for good, waits in `attention_required` for an operator's retry. */
-  async function withOperatorRetry<T>(name: string, run: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a provider step; when it fails for good, waits in `attention_required` for an operator's retry (or a
+   * withdrawal, or `moot()`: the step is no longer needed, e.g. the label's email once the parcel arrived).
+   * @returns the step's result, or undefined when it became moot.
+   */
+  async function withOperatorRetry<T>(name: string, run: () => Promise<T>, moot = () => false): Promise<T | undefined> {
     step = name;
     const before = status;
     for (;;) {
@@ -156,7 +163,7 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
         show(attentionReason);
         await statusWrites.setReturnStatus({ returnId, status, reason: attentionReason });
         log.warn('return waits for an operator', { returnId, step: name, reason: attentionReason });
-        while (!(await condition(() => retryRequested || withdrawn, ATTENTION_RECHECK_MS))) {
+        while (!(await condition(() => retryRequested || withdrawn || moot(), ATTENTION_RECHECK_MS))) {
           log.warn('return still waits for an operator', { returnId, step: name });
         }
         retryRequested = false;
@@ -164,6 +171,7 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
         status = before;
         await statusWrites.setReturnStatus({ returnId, status, reason: null });
         if (withdrawn) throw new ReturnWithdrawn();
+        if (moot()) return undefined;
       }
     }
   }
@@ -172,19 +180,23 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
     show('asks the carrier for a return label');
     await withOperatorRetry('createReturnLabel', () => providerActivity('createReturnLabel')({ returnId }));
     status = ReturnStatus.LabelCreated;
-    if (!withdrawn)
-      await withOperatorRetry('sendReturnEmail', () =>
-        providerActivity('sendReturnEmail')({ returnId, kind: 'label' }),
+    labelCreated = true;
+    if (!withdrawn) {
+      await withOperatorRetry(
+        'sendReturnEmail',
+        () => providerActivity('sendReturnEmail')({ returnId, kind: 'label' }),
+        () => receipt !== null,
       );
+    }
   } catch (err) {
     if (!(err instanceof ReturnWithdrawn)) throw err;
   }
 
   step = 'awaitReceipt';
   show(`waits for the warehouse's receipt (at most ${Math.round(input.receiptTimeoutMs / 3_600_000)} h)`);
-  const ended = await condition(() => receipt !== null || withdrawn, input.receiptTimeoutMs);
+  const arrived = await condition(() => receipt !== null || withdrawn, input.receiptTimeoutMs);
   if (withdrawn && receipt === null) return end(ReturnStatus.Withdrawn, 0);
-  if (!ended || receipt === null) return end(ReturnStatus.Expired, 0);
+  if (!arrived || receipt === null) return end(ReturnStatus.Expired, 0);
 
   step = 'recordReturnReceipt';
   const { refundMinor } = await database.recordReturnReceipt({ returnId, receipt });
@@ -200,6 +212,7 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
 
   async function end(final: ReturnStatus, refunded: number): Promise<OrderReturnResult> {
     step = null;
+    ended = true;
     status = final;
     show(final === ReturnStatus.Completed ? `refunded ${refunded} minor units` : 'nothing refunded');
     await statusWrites.setReturnStatus({ returnId, status: final });

@@ -7,7 +7,8 @@
  *    the claim moves to `sending`.
  * 3. The call with `Idempotency-Key: <key>`, heartbeating; a definite refusal frees the claim, an unknown outcome
  *    keeps it `sending` for a retry with the same key and body (./calls.ts `settleFailedCall`).
- * 4. The claim marked `sent` with the provider's id and `record` run in one transaction.
+ * 4. The claim marked `sent` with the provider's id and `record` run in one transaction, the subject's row locked
+ *    first again (the order of locks of step 1: subject, then claim).
  */
 import { CancelledFailure, ApplicationFailure } from '@temporalio/common';
 import { ErrorType } from '../../workflows/errors.js';
@@ -28,8 +29,13 @@ export interface ProviderEffect<Req, Res> {
   provider: ProviderDefinition;
   /** An operation of `provider`. */
   operation: string;
-  /** Locks the subject's row in `tx`; throws (non-retryable) when the effect must not start. */
-  lock(tx: SqlQueries): Promise<void>;
+  /**
+   * Locks the subject's row in `tx`, first in every transaction of the effect (so the claim's and the record's
+   * transactions take their locks in one order and never deadlock). `start`: before the claim, where it throws
+   * (non-retryable) when the effect must not start; false before the record, where it must not refuse (the provider
+   * acted: its answer is recorded whatever happened to the subject meanwhile).
+   */
+  lock(tx: SqlQueries, start: boolean): Promise<unknown>;
   /** Builds the request from stored data only (every attempt builds the identical body). */
   build(): Promise<Req>;
   /** Records the answer in the subject's tables, in the transaction that marks the claim `sent` (absolute writes). */
@@ -52,7 +58,7 @@ export async function runProviderEffect<Req, Res>(
   if (cancellationRequested()) throw new CancelledFailure(`cancelled before ${kind} was claimed`);
   const owner = currentClaimOwner();
   const claim = await db.$transaction(async (tx) => {
-    await effect.lock(tx);
+    await effect.lock(tx, true);
     return claimSideEffect(tx, { key, kind, owner, leaseMs: deps.settings.claimLeaseMs });
   });
   if (claim.state === 'done') return { performed: false, providerId: claim.providerId };
@@ -70,6 +76,7 @@ export async function runProviderEffect<Req, Res>(
   }
   try {
     const providerId = await db.$transaction(async (tx) => {
+      await effect.lock(tx, false);
       const stored = await completeSideEffect(tx, key, answer.providerId);
       await effect.record?.(tx, answer as ProviderAnswer<Res>, call.request as Req);
       return stored;

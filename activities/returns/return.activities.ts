@@ -74,14 +74,16 @@ export async function readReturn(db: SqlQueries, returnId: string): Promise<Stor
 
 /**
  * Locks the return row for the rest of the transaction.
- * @throws ApplicationFailure `RecordNotFoundError` when missing, `OrderClosedError` (non-retryable) when it ended
- *   (withdrawn, expired, completed): no effect starts for it any more.
+ * @param step the step that is about to start an effect: refused when the return ended; null: no refusal.
+ * @returns the return's status.
+ * @throws ApplicationFailure `RecordNotFoundError` when missing, `OrderClosedError` (non-retryable) when `step` is
+ *   given and the return ended (withdrawn, expired, completed): no effect starts for it any more.
  */
-async function lockOpenReturn(tx: SqlQueries, returnId: string, step: string): Promise<ReturnStatus> {
+async function lockOpenReturn(tx: SqlQueries, returnId: string, step: string | null): Promise<ReturnStatus> {
   const [row] = await tx.$queryRaw<Array<{ status: ReturnStatus }>>`
     SELECT status FROM returns WHERE id = ${returnId}::uuid FOR UPDATE`;
   if (!row) throw notFound('return', returnId);
-  if (FINAL_RETURN_STATUSES.includes(row.status)) {
+  if (step !== null && FINAL_RETURN_STATUSES.includes(row.status)) {
     throw ApplicationFailure.nonRetryable(`${step}: return ${returnId} is ${row.status}`, ErrorType.OrderClosed);
   }
   return row.status;
@@ -107,7 +109,7 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
         kind: 'createReturnLabel',
         provider: carrier,
         operation: 'createReturnLabel',
-        lock: async (tx) => void (await lockOpenReturn(tx, returnId, 'createReturnLabel')),
+        lock: (tx, start) => lockOpenReturn(tx, returnId, start ? 'createReturnLabel' : null),
         build: async () => {
           const r = await readReturn(db, returnId);
           return {
@@ -134,10 +136,7 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
         kind: 'sendReturnEmail',
         provider: email,
         operation: 'send',
-        lock: async (tx) => {
-          const [row] = await tx.$queryRaw<unknown[]>`SELECT 1 FROM returns WHERE id = ${returnId}::uuid FOR UPDATE`;
-          if (!row) throw notFound('return', returnId);
-        },
+        lock: (tx) => lockOpenReturn(tx, returnId, null),
         build: async () => returnEmail(await readReturn(db, returnId), kind),
       });
       return { messageId: providerId };
@@ -203,7 +202,7 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
         kind: 'refundReturn',
         provider: payments,
         operation: 'refund',
-        lock: async (tx) => void (await lockOpenReturn(tx, returnId, 'refundReturn')),
+        lock: (tx, start) => lockOpenReturn(tx, returnId, start ? 'refundReturn' : null),
         build: async () => ({ paymentId, amountMinor: r.refundMinor! }),
         record: async (tx, answer) => {
           await tx.$executeRaw`
@@ -231,7 +230,7 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
         kind: 'creditReturn',
         provider: accounting,
         operation: 'upsertCreditNote',
-        lock: async (tx) => void (await lockOpenReturn(tx, returnId, 'creditReturn')),
+        lock: (tx, start) => lockOpenReturn(tx, returnId, start ? 'creditReturn' : null),
         build: async () => ({
           externalId: r.rmaNumber,
           invoiceExternalId: invoiceNumber,

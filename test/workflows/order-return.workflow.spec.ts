@@ -34,13 +34,21 @@ let workers: WorkflowWorkers;
 const calls: string[] = [];
 /** Return ids whose refund fails for good until removed from here. */
 const refundRefused = new Set<string>();
+/** Return ids whose label email fails for good. */
+const labelEmailRefused = new Set<string>();
 
 function scripted(): Record<string, (input: Record<string, unknown>) => Promise<unknown>> {
   const note = (name: string, input: Record<string, unknown>, extra?: unknown) =>
     calls.push([name, input.returnId, ...(extra === undefined ? [] : [extra])].join(':'));
   return {
     createReturnLabel: async (i) => (note('createReturnLabel', i), { labelId: 'rl_1', performed: true }),
-    sendReturnEmail: async (i) => (note('sendReturnEmail', i, i.kind), { messageId: 'msg_1' }),
+    sendReturnEmail: async (i) => {
+      note('sendReturnEmail', i, i.kind);
+      if (i.kind === 'label' && labelEmailRefused.has(String(i.returnId))) {
+        throw ApplicationFailure.nonRetryable('email: 422 invalid recipient', ErrorType.ProviderRejected);
+      }
+      return { messageId: 'msg_1' };
+    },
     recordReturnReceipt: async (i) => (note('recordReturnReceipt', i), { refundMinor: 1500, restocked: 1 }),
     refundReturn: async (i) => {
       note('refundReturn', i);
@@ -194,5 +202,35 @@ describe('orderReturn', () => {
     expect(seen.filter((c) => c === 'refundReturn')).toHaveLength(2);
     expect(seen).toContain('setReturnStatus:attention_required');
     expect(seen.at(-1)).toBe('setReturnStatus:completed');
+  });
+
+  it('takes the parcel while the label email waits for an operator: the email is moot, the return completes', async () => {
+    const returnId = randomUUID();
+    labelEmailRefused.add(returnId);
+    const handle = await workers.client.workflow.start(RETURN_WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: returnWorkflowId(returnId),
+      args: [{ returnId, orderId: randomUUID(), receiptTimeoutMs: 60_000, lines: [{ sku: 'SKU-A', quantity: 1 }] }],
+    });
+    await until(
+      () => handle.query(returnStatusQuery),
+      (s) => s.status === 'attention_required',
+      20_000,
+    );
+    await handle.executeUpdate(receiveReturnUpdate, {
+      args: [{ lines: [{ sku: 'SKU-A', quantity: 1, damaged: 0 }], by: 'wh' }],
+    });
+    expect(await handle.result()).toEqual({ returnId, status: 'completed', refundMinor: 1500 });
+    expect(callsOf(returnId)).toEqual([
+      'createReturnLabel',
+      'sendReturnEmail:label',
+      'setReturnStatus:attention_required',
+      'setReturnStatus:label_created',
+      'recordReturnReceipt',
+      'refundReturn',
+      'creditReturn',
+      'sendReturnEmail:completed',
+      'setReturnStatus:completed',
+    ]);
   });
 });
