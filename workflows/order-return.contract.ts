@@ -138,6 +138,12 @@ export const retryReturnUpdate = defineUpdate<RetryReturnResult, [RetryReturnInp
 /** The return's state. */
 export const returnStatusQuery = defineQuery<OrderReturnState>('status');
 
+/**
+ * How long one wait for an operator's retry lasts before the workflow logs that it still waits and waits again, ms
+ * (7 days): the wait has a bound, and the history grows by one timer per week at most.
+ */
+export const ATTENTION_RECHECK_MS = 7 * 86_400_000;
+
 /** The failure type a validator rejects an Update with: the return does not wait for it. */
 export const RETURN_NOT_AWAITING = 'ReturnNotAwaitingError';
 /** The failure type the `receive` validator rejects bad lines with (a SKU not in the return, too many units). */

@@ -18,6 +18,7 @@ import {
 } from '@temporalio/workflow';
 import { attentionWrite, databaseStep, providerCall } from './activity-options.js';
 import {
+  ATTENTION_RECHECK_MS,
   RETURN_NOT_AWAITING,
   RETURN_PROVIDER_OF,
   RETURN_RECEIPT_INVALID,
@@ -33,8 +34,6 @@ import {
   type ReturnActivities,
 } from './order-return.contract.js';
 
-/** How long one wait for an operator's retry lasts before the workflow logs and waits again, ms (7 days). */
-export const ATTENTION_RECHECK_MS = 7 * 86_400_000;
 
 /** A provider activity of the return on its provider's task queue. */
 function providerActivity<K extends keyof typeof RETURN_PROVIDER_OF>(name: K): ReturnActivities[K] {

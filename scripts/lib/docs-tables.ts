@@ -30,6 +30,7 @@ import { registeredProblemTypes } from '../../src/common/problem-details.js';
 import '../../src/auth/auth-problems.js';
 import '../../src/inventory/inventory-problems.js';
 import '../../src/orders/order-problems.js';
+import { ATTENTION_RECHECK_MS } from '../../workflows/order-return.contract.js';
 import { loadConfig } from '../../src/config/config.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../src/idempotency/idempotency-key.js';
 import { MOVEMENTS_LIMIT } from '../../src/inventory/inventory.service.js';
@@ -255,6 +256,8 @@ export function templateValues(): Record<string, unknown> {
     HISTORY_EVENTS_LIMIT: HISTORY_EVENTS_LIMIT.toLocaleString('en'),
     COMPENSATION_ATTEMPTS: RETRY_PROFILES.compensation.retry?.maximumAttempts ?? '∞',
     COMPENSATION_SCHEDULE_TO_CLOSE: duration(RETRY_PROFILES.compensation.scheduleToCloseTimeout),
+    RETURN_RECEIPT_TIMEOUT_MS: loadConfig({}).RETURN_RECEIPT_TIMEOUT,
+    ATTENTION_RECHECK_MS,
   };
 }
 

@@ -75,6 +75,7 @@ export const orderPaymentViewSchema = z
     authorizedMinor: z.int().meta({ description: 'The amount authorized (held); 0 unless authorized' }),
     capturedMinor: z.int().meta({ description: 'The amount captured' }),
     voidedMinor: z.int().meta({ description: 'The amount whose hold was released' }),
+    refundedMinor: z.int().meta({ description: 'The amount refunded by the order’s returns (at most the captured)' }),
     captureBefore: z.iso.datetime().nullable().meta({ description: 'When the authorization expires, if held' }),
     declineCode: z
       .string()
@@ -113,11 +114,32 @@ const orderSummaryShape = {
 /** An order in lists (no lines; its payment, never the token). */
 export const orderSummaryViewSchema = z.object(orderSummaryShape).meta({ id: 'OrderSummary' });
 
+/** An order's returns in its view: each return's id, RMA number and status, and what they gave back. */
+export const orderReturnsViewSchema = z
+  .object({
+    refundedMinor: z.int().meta({
+      description:
+        'What the order’s returns gave back (refunded to the card, or credited for an order on account), minor units',
+    }),
+    items: z
+      .array(
+        z.object({
+          id: z.uuid(),
+          rmaNumber: z.string().meta({ example: 'RMA-000042' }),
+          status: z.string().meta({ example: 'completed' }),
+          createdAt: z.iso.datetime(),
+        }),
+      )
+      .meta({ description: 'Newest first; GET /orders/{id}/returns gives each in full' }),
+  })
+  .meta({ id: 'OrderReturns' });
+
 /** An order with its lines (`GET /orders/:id`, `POST /orders`). */
 export const orderViewSchema = z
   .object({
     ...orderSummaryShape,
     lines: z.array(orderLineViewSchema),
+    returns: orderReturnsViewSchema,
   })
   .meta({ id: 'Order' });
 /** A page of `GET /orders`: `nextCursor` is null on the last page. */

@@ -35,6 +35,7 @@ function paymentView(order: Pick<OrderSummaryRow, 'paymentMethod' | 'payment' | 
       authorizedMinor: 0,
       capturedMinor: 0,
       voidedMinor: 0,
+      refundedMinor: 0,
       captureBefore: null,
       declineCode: null,
     };
@@ -45,6 +46,7 @@ function paymentView(order: Pick<OrderSummaryRow, 'paymentMethod' | 'payment' | 
     authorizedMinor: row.status === 'declined' ? 0 : row.amountMinor,
     capturedMinor: row.capturedMinor,
     voidedMinor: row.voidedMinor,
+    refundedMinor: row.refundedMinor,
     captureBefore: row.status === 'authorized' ? (row.captureBefore?.toISOString() ?? null) : null,
     declineCode: row.declineCode,
   };
@@ -55,6 +57,19 @@ const MAX_TOTAL_MINOR = 2_147_483_647;
 
 const orderInclude = {
   lines: { orderBy: { lineNo: 'asc' } },
+  returns: {
+    select: {
+      id: true,
+      rmaNumber: true,
+      status: true,
+      createdAt: true,
+      refundMinor: true,
+      refundId: true,
+      creditNoteId: true,
+    },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    take: 100,
+  },
   payment: true,
   invoice: { select: { number: true } },
   accountingSync: { select: { accountingId: true } },
@@ -241,6 +256,7 @@ export class OrdersService {
         lines: lines.map((l) => ({ ...l, orderId: id })),
         invoice: null,
         accountingSync: null,
+        returns: [],
         payment: null,
       };
       await tx.$executeRaw`
@@ -351,6 +367,18 @@ export class OrdersService {
         quantity: l.quantity,
         unitPriceMinor: l.unitPriceMinor,
       })),
+      returns: {
+        // Refunded to the card, or credited (an order on account): what the customer got back.
+        refundedMinor: order.returns
+          .filter((r) => r.refundId !== null || r.creditNoteId !== null)
+          .reduce((n, r) => n + (r.refundMinor ?? 0), 0),
+        items: order.returns.map((r) => ({
+          id: r.id,
+          rmaNumber: r.rmaNumber,
+          status: r.status,
+          createdAt: r.createdAt.toISOString(),
+        })),
+      },
     };
   }
 

@@ -229,7 +229,7 @@ describe('npm run check:observability on the committed files and on broken dashb
     expect(report.steps.map((s) => s.ok)).toEqual([true, true, true]);
     const dashboard = dashboardExpressions(JSON.parse(readFileSync(DASHBOARD, 'utf8')), 'order-fulfilment.json');
     expect(dashboard.problems).toEqual([]);
-    expect(report.expressions.length).toBe(15 + dashboard.expressions.length); // 15 alert rules
+    expect(report.expressions.length).toBe(17 + dashboard.expressions.length); // 17 alert rules
     expect(report.names.get('temporal_workflow_task_execution_failed')?.source).toBe('sdk');
     expect(report.names.get('order_fulfilment_orders')?.source).toBe('api');
     expect(report.names.get('up')?.source).toBe('prometheus');
