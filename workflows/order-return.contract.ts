@@ -174,7 +174,11 @@ export interface ReturnActivities {
    */
   recordReturnReceipt(
     input: ReturnActivityInput & { receipt: ReceiveReturnResult },
-  ): Promise<{ refundMinor: number; restocked: number }>;
+  ): Promise<{
+    refundMinor: number;
+    restocked: number;
+    /** The amount as people read it, e.g. `EUR 14.50`. */ refund?: string;
+  }>;
   /** The card refund (`refund:<returnId>`), nothing for an order without a captured payment or a zero amount. */
   refundReturn(input: ReturnActivityInput): Promise<{ refunded: boolean; refundId: string | null }>;
   /** The credit note in accounting (`credit-note:<returnId>`), nothing for a zero amount. */

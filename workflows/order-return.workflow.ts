@@ -34,7 +34,6 @@ import {
   type ReturnActivities,
 } from './order-return.contract.js';
 
-
 /** A provider activity of the return on its provider's task queue. */
 function providerActivity<K extends keyof typeof RETURN_PROVIDER_OF>(name: K): ReturnActivities[K] {
   const taskQueue = `${workflowInfo().taskQueue}.${RETURN_PROVIDER_OF[name]}`;
@@ -198,22 +197,23 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
   if (!arrived || receipt === null) return end(ReturnStatus.Expired, 0);
 
   step = 'recordReturnReceipt';
-  const { refundMinor } = await database.recordReturnReceipt({ returnId, receipt });
+  const { refundMinor, refund } = await database.recordReturnReceipt({ returnId, receipt });
+  const amount = refund ?? `${refundMinor} (minor units)`;
   status = ReturnStatus.Received;
-  show(`received; refund of ${refundMinor} minor units`);
+  show(`received; refund of ${amount}`);
   await withOperatorRetry('refundReturn', () => providerActivity('refundReturn')({ returnId }));
   status = ReturnStatus.Refunded;
   await withOperatorRetry('creditReturn', () => providerActivity('creditReturn')({ returnId }));
   await withOperatorRetry('sendReturnEmail', () =>
     providerActivity('sendReturnEmail')({ returnId, kind: 'completed' }),
   );
-  return end(ReturnStatus.Completed, refundMinor);
+  return end(ReturnStatus.Completed, refundMinor, amount);
 
-  async function end(final: ReturnStatus, refunded: number): Promise<OrderReturnResult> {
+  async function end(final: ReturnStatus, refunded: number, amount = ''): Promise<OrderReturnResult> {
     step = null;
     ended = true;
     status = final;
-    show(final === ReturnStatus.Completed ? `refunded ${refunded} minor units` : 'nothing refunded');
+    show(final === ReturnStatus.Completed ? `refunded ${amount}` : 'nothing refunded');
     await statusWrites.setReturnStatus({ returnId, status: final });
     return { returnId, status: final, refundMinor: refunded };
   }

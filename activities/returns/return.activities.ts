@@ -151,7 +151,11 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
           if (before.refundMinor === null) {
             throw ApplicationFailure.nonRetryable(`return ${returnId} is ${status}: no receipt`, ErrorType.Validation);
           }
-          return { refundMinor: before.refundMinor, restocked: await restockedUnits(tx, returnId) };
+          return {
+            refundMinor: before.refundMinor,
+            restocked: await restockedUnits(tx, returnId),
+            refund: formatMinor(before.refundMinor, before.currency),
+          };
         }
         const received = new Map(receipt.lines.map((l) => [l.sku, l]));
         let total = 0;
@@ -188,7 +192,11 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
           UPDATE returns SET status = 'received', received_at = ${receipt.receivedAt}::timestamptz,
                  received_by = ${receipt.by}, refund_minor = ${refundMinor}, updated_at = now()
           WHERE id = ${returnId}::uuid`;
-        return { refundMinor, restocked: await restockedUnits(tx, returnId) };
+        return {
+          refundMinor,
+          restocked: await restockedUnits(tx, returnId),
+          refund: formatMinor(refundMinor, before.currency),
+        };
       });
     },
 

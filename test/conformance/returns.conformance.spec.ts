@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatMinor } from '../../activities/catalogue/text.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { ErrorType } from '../../workflows/errors.js';
 import { returnWorkflowId, type ReturnActivities } from '../../workflows/order-return.contract.js';
@@ -188,7 +189,8 @@ describe('the receipt', () => {
     const prices = await lane.db.sql.$queryRaw<Array<{ unit_price_minor: number }>>`
       SELECT unit_price_minor FROM return_lines WHERE return_id = ${r.returnId}::uuid ORDER BY sku`;
     const expected = prices[0]!.unit_price_minor + Math.floor(prices[1]!.unit_price_minor / 2);
-    for (const a of [...answers, again]) expect(a).toEqual({ refundMinor: expected, restocked: 1 });
+    for (const a of [...answers, again])
+      expect(a).toEqual({ refundMinor: expected, restocked: 1, refund: formatMinor(expected, 'EUR') });
     const [stockAfter] = await lane.db.sql.$queryRaw<Array<{ on_hand: number }>>`
       SELECT on_hand FROM products WHERE sku = ${r.skus[0]!}`;
     expect(stockAfter!.on_hand).toBe(stockBefore!.on_hand + 1);

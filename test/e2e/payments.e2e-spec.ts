@@ -57,6 +57,7 @@ describe('card payments', () => {
       authorizedMinor: 0,
       capturedMinor: 0,
       voidedMinor: 0,
+      refundedMinor: 0,
       captureBefore: null,
       declineCode: null,
     });
@@ -84,6 +85,7 @@ describe('card payments', () => {
       authorizedMinor: order.totalMinor,
       capturedMinor: order.totalMinor,
       voidedMinor: 0,
+      refundedMinor: 0,
       captureBefore: null,
       declineCode: null,
     });
