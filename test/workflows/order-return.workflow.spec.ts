@@ -7,11 +7,17 @@
  * - no receipt within the bound: `expired`, nothing refunded;
  * - a refund that fails for good waits in `attention_required` until the operator's `retry` (refused before), then
  *   completes; the same retry Update id answers the same.
+ * `RECORD_RETURN_HISTORIES=1` writes each scenario's history to test/replay/histories/v1.1.0-returns/ (the baselines
+ * test/replay/replay.spec.ts replays: record them again only before a change that needs `patched()`).
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ErrorType } from '../../workflows/errors.js';
 import {
   RETURN_NOT_AWAITING,
@@ -81,6 +87,25 @@ async function start(receiptTimeoutMs = 60_000) {
   return { returnId, handle };
 }
 
+/** With `RECORD_RETURN_HISTORIES=1`: writes the history of `returnId`'s workflow as a replay baseline named `name`. */
+async function record(returnId: string, name: string): Promise<void> {
+  if (process.env.RECORD_RETURN_HISTORIES !== '1') return;
+  const cli = process.env.TEMPORAL_CLI_PATH ?? 'temporal';
+  const args = [
+    'workflow',
+    'show',
+    '--workflow-id',
+    returnWorkflowId(returnId),
+    '--address',
+    inject('temporalAddress'),
+  ];
+  // The CLI writes the proto3 JSON form that Worker.runReplayHistories reads.
+  const { stdout } = await promisify(execFile)(cli, [...args, '--output', 'json']);
+  const dir = fileURLToPath(new URL('../replay/histories/v1.1.0-returns/', import.meta.url));
+  await mkdir(dir, { recursive: true });
+  await writeFile(`${dir}order-return-${name}.json`, JSON.stringify(JSON.parse(stdout), null, 2) + '\n');
+}
+
 function callsOf(returnId: string): string[] {
   return calls.filter((c) => c.includes(returnId)).map((c) => c.replace(`:${returnId}`, ''));
 }
@@ -148,6 +173,7 @@ describe('orderReturn', () => {
       'sendReturnEmail:completed',
       'setReturnStatus:completed',
     ]);
+    await record(returnId, 'completed');
   });
 
   it('ends withdrawn, nothing refunded, when withdrawn before the receipt; a receipt after that is refused', async () => {
@@ -161,12 +187,14 @@ describe('orderReturn', () => {
     expect(answer).toEqual({ returnId, status: 'withdrawn' });
     expect(await handle.result()).toEqual({ returnId, status: 'withdrawn', refundMinor: 0 });
     expect(callsOf(returnId)).toEqual(['createReturnLabel', 'sendReturnEmail:label', 'setReturnStatus:withdrawn']);
+    await record(returnId, 'withdrawn');
   });
 
   it('expires with nothing refunded when no receipt comes within the bound', async () => {
     const { returnId, handle } = await start(2_000);
     expect(await handle.result()).toEqual({ returnId, status: 'expired', refundMinor: 0 });
     expect(callsOf(returnId)).toEqual(['createReturnLabel', 'sendReturnEmail:label', 'setReturnStatus:expired']);
+    await record(returnId, 'expired');
   });
 
   it('waits in attention_required when the refund fails for good, until an operator retries it', async () => {
@@ -202,6 +230,7 @@ describe('orderReturn', () => {
     expect(seen.filter((c) => c === 'refundReturn')).toHaveLength(2);
     expect(seen).toContain('setReturnStatus:attention_required');
     expect(seen.at(-1)).toBe('setReturnStatus:completed');
+    await record(returnId, 'refund-retried');
   });
 
   it('takes the parcel while the label email waits for an operator: the email is moot, the return completes', async () => {
@@ -232,5 +261,6 @@ describe('orderReturn', () => {
       'sendReturnEmail:completed',
       'setReturnStatus:completed',
     ]);
+    await record(returnId, 'label-email-moot');
   });
 });
