@@ -1,7 +1,9 @@
 /**
- * The web page at `/`: plain HTML, CSS and one vanilla JavaScript module from `src/web/public/`, served as static
- * files by @nestjs/serve-static (no build step). The page uses the public API only: `GET /inventory`,
- * `POST /orders`, `GET /orders`, `POST /orders/:id/cancel` and `POST /orders/:id/retry`.
+ * The web page at `/`: plain HTML, CSS and vanilla JavaScript modules (app.js, and returns.js for an order's returns)
+ * from `src/web/public/`, served as static files by @nestjs/serve-static (no build step). The page uses the public API
+ * only: `GET /inventory`, `POST /orders`, `GET /orders`, `POST /orders/:id/cancel`, `POST /orders/:id/retry` and the
+ * operator actions, `GET /orders/:id/returns`, `POST /returns/:id/received` and `POST /returns/:id/retry`, and
+ * `GET /health` (whose `details` tell the page that its key is an operator's).
  *
  * Only `/` renders `index.html`; any other unknown path still gets the API's 404 problem document.
  */

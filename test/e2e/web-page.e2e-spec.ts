@@ -3,7 +3,8 @@
  * real stack: the API listening on a free port, a worker, PostgreSQL, Temporal and the simulators.
  * It places orders through the form and watches them on the page until they settle: one that goes through, one
  * that fails for lack of stock, and one the operator cancels from the operator view while its confirmation email
- * is being retried. It saves a screenshot to `artifacts/web-page.png` (gitignored).
+ * is being retried; it shows a shipped order's return, which an operator marks received (issue 24). It saves a
+ * screenshot to `artifacts/web-page.png` (gitignored).
  *
  * Chromium: `CHROMIUM_PATH`, default `/usr/bin/chromium`. Without it the suite is skipped, except in CI (`CI=true`),
  * where it fails.
@@ -17,7 +18,15 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testKeys } from '../helpers/api-keys.js';
+import { until } from '../helpers/poll.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
+
+/** What the test reads of a return (GET /returns/:id). */
+interface ReturnBody {
+  status: string;
+  rmaNumber: string;
+  label: { url: string; trackingNumber: string | null } | null;
+}
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -183,6 +192,97 @@ describe.skipIf(!HAVE_CHROMIUM && process.env.CI !== 'true')('the web page in Ch
     const row = page.locator(`tr[data-order-id="${placed.body.id}"]`);
     await expect(row.getByTestId('payment').textContent()).resolves.toBe('card declined (generic_decline)');
     await expect(page.content()).resolves.not.toContain('pm_card_declined');
+  });
+
+  it("shows a shipped order's return; an operator marks it received with 1 damaged and sees the refund (issue 24)", async () => {
+    const placed = await stack.http
+      .post('/orders')
+      .send({ customer: { email: 'returns@example.com', name: 'Returning' }, lines: [{ sku: 'MUG-WHT', quantity: 2 }] })
+      .expect(202);
+    const orderId = placed.body.id as string;
+    await expect(stack.waitForOrder(orderId)).resolves.toMatchObject({ status: 'completed' });
+    const created = await stack.http
+      .post(`/orders/${orderId}/returns`)
+      .send({ lines: [{ sku: 'MUG-WHT', quantity: 2 }], reason: { code: 'damaged', text: 'One is <i>chipped</i>' } })
+      .expect(202);
+    const returnId = created.body.id as string;
+    const labelled = await until(
+      async () => (await stack.ops.get(`/returns/${returnId}`).expect(200)).body as ReturnBody,
+      (r) => r.status === 'label_created',
+      30_000,
+    );
+    expect(labelled.status).toBe('label_created');
+
+    // The order's "Returns" button shows its returns: RMA number, status, label, lines, the reason as text.
+    await page.locator(`[data-testid="orders"] tr[data-order-id="${orderId}"] [data-testid="show-returns"]`).click();
+    const item = page.locator(`[data-testid="returns-list"] li[data-return-id="${returnId}"]`);
+    await item.and(page.locator('[data-status="label_created"]')).waitFor({ timeout: 15_000 });
+    await expect(item.getByTestId('rma').textContent()).resolves.toBe(labelled.rmaNumber);
+    await expect(item.locator('[data-testid="return-label"] a').getAttribute('href')).resolves.toBe(
+      labelled.label?.url,
+    );
+    await expect(item.getByTestId('tracking').textContent()).resolves.toBe(labelled.label?.trackingNumber);
+    await expect(item.textContent()).resolves.toContain('One is <i>chipped</i>');
+    await expect(item.locator('i').count()).resolves.toBe(0);
+    await expect(page.getByTestId('returns-order').textContent()).resolves.toContain(orderId.slice(0, 8));
+
+    // The customer's own key (deep link `#order=<id>`) sees the return, but no form: receipts are the warehouse's.
+    const customer = await browser.newPage();
+    try {
+      await customer.addInitScript(
+        `sessionStorage.setItem('orderFulfilment.apiKey', ${JSON.stringify(testKeys().shop.key)})`,
+      );
+      await customer.goto(`${baseUrl}/#order=${orderId}`);
+      const theirs = customer.locator(`[data-testid="returns-list"] li[data-return-id="${returnId}"]`);
+      await theirs.and(customer.locator('[data-status="label_created"]')).waitFor({ timeout: 15_000 });
+      await customer.waitForTimeout(500);
+      await expect(theirs.getByTestId('receipt-form').count()).resolves.toBe(0);
+    } finally {
+      await customer.close();
+    }
+
+    // The form: received = asked, damaged = 0 to start with.
+    const form = item.getByTestId('receipt-form');
+    const received = form.locator('input[data-field="received"][data-sku="MUG-WHT"]');
+    const damaged = form.locator('input[data-field="damaged"][data-sku="MUG-WHT"]');
+    await expect(received.inputValue()).resolves.toBe('2');
+    await expect(damaged.inputValue()).resolves.toBe('0');
+    const submit = form.getByRole('button', { name: 'Mark received' });
+    const receivedUrl = `${baseUrl}/returns/${returnId}/received`;
+
+    // More than the return holds: the problem+json is shown at the form, nothing recorded.
+    await received.fill('3');
+    const [refused] = await Promise.all([page.waitForResponse((r) => r.url() === receivedUrl), submit.click()]);
+    expect(refused.status()).toBe(422);
+    await expect(form.getByTestId('receipt-result').textContent()).resolves.toContain(
+      'Receipt does not match the return',
+    );
+    const refusedKey = refused.request().headers()['idempotency-key'];
+
+    // A network error: the resubmit of the same form sends the same Idempotency-Key (the same receipt).
+    await received.fill('2');
+    await damaged.fill('1');
+    await page.route(receivedUrl, (route) => route.abort('internetdisconnected'), { times: 1 });
+    const [lost] = await Promise.all([page.waitForRequest(receivedUrl), submit.click()]);
+    await expect(form.getByTestId('receipt-result').textContent()).resolves.toContain('Could not reach the API');
+    const lostKey = lost.headers()['idempotency-key'];
+    expect(lostKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(lostKey).not.toBe(refusedKey);
+    const [accepted] = await Promise.all([page.waitForResponse((r) => r.url() === receivedUrl), submit.click()]);
+    expect(accepted.status()).toBe(200);
+    expect(accepted.request().headers()['idempotency-key']).toBe(lostKey);
+    expect(JSON.parse(accepted.request().postData() ?? '{}')).toEqual({
+      lines: [{ sku: 'MUG-WHT', quantity: 2, damaged: 1 }],
+    });
+
+    // Completed: 1 undamaged unit refunded at its price (damaged units at 0 % in the test stack), no form any more.
+    await item.and(page.locator('[data-status="completed"]')).waitFor({ timeout: 60_000 });
+    await expect(item.getByTestId('refund-amount').textContent()).resolves.toMatch(/12\.50/);
+    await expect(item.locator('tr[data-sku="MUG-WHT"] [data-testid="received"]').textContent()).resolves.toBe('2');
+    await expect(item.locator('tr[data-sku="MUG-WHT"] [data-testid="damaged"]').textContent()).resolves.toBe('1');
+    await expect(item.getByTestId('receipt-form').count()).resolves.toBe(0);
+    const done = (await stack.ops.get(`/returns/${returnId}`).expect(200)).body;
+    expect(done.refund.amountMinor).toBe(1250);
   });
 
   it('leaves a screenshot and no script errors', async () => {

@@ -1,10 +1,12 @@
 // The page at `/`: catalogue, order form, latest orders with live status, and the operator's queues.
 // Plain browser JavaScript (no build step) over the public API: GET /inventory, POST /orders, GET /orders,
-// POST /orders/:id/retry and POST /orders/:id/cancel. Every value from the API is shown with textContent, never
-// parsed as HTML; text someone outside controls (a customer's name, a failure reason, a product name) goes through
-// `shown()`, which removes invisible characters that could reorder the page's text, in a <bdi> where it sits next to
-// ours. Every call sends the API key entered at the top (kept in sessionStorage, so it lasts as long as
+// POST /orders/:id/retry and POST /orders/:id/cancel; the returns of the order chosen in the list are returns.js's.
+// Every value from the API is shown with textContent, never parsed as HTML; text someone outside controls (a
+// customer's name, a failure reason, a product name) goes through `shown()`, which removes invisible characters that
+// could reorder the page's text, in a <bdi> where it sits next to ours. Every call sends the API key entered at the top (kept in sessionStorage, so it lasts as long as
 // the tab): a client key shows that client's orders, an operator key every order and the operator actions.
+
+import { returnsView } from './returns.js';
 
 /** Status refresh period of the orders and the operator's queues, ms. */
 const ORDERS_REFRESH_MS = 2000;
@@ -297,9 +299,25 @@ function paymentLine(order) {
 
 function orderRow(order) {
   const customer = order.customer?.name || order.customer?.email || '';
+  const showReturns = el(
+    'button',
+    {
+      type: 'button',
+      class: 'link small',
+      'data-testid': 'show-returns',
+      'aria-label': `Show the returns of order ${order.id.slice(0, 8)}`,
+      'aria-pressed': order.id === returns.shownOrderId() ? 'true' : 'false',
+    },
+    'Returns',
+  );
+  showReturns.addEventListener('click', () => returns.show(order.id));
   return el(
     'tr',
-    { 'data-order-id': order.id, 'data-status': order.status },
+    {
+      'data-order-id': order.id,
+      'data-status': order.status,
+      class: order.id === returns.shownOrderId() ? 'selected' : null,
+    },
     el(
       'td',
       {},
@@ -320,6 +338,7 @@ function orderRow(order) {
       'td',
       {},
       el('a', { href: order.temporalUiUrl, target: '_blank', rel: 'noopener', class: 'small' }, 'Temporal UI ↗'),
+      el('div', {}, showReturns),
     ),
   );
 }
@@ -486,6 +505,25 @@ async function refreshQueues() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Returns of the order on display (returns.js)
+
+const returns = returnsView({
+  $,
+  el,
+  shown,
+  isolated,
+  api,
+  apiKey,
+  problemText,
+  notify,
+  money,
+  timeOf,
+  newKey,
+  reasonText,
+  statusBadge,
+});
+
+// ---------------------------------------------------------------------------------------------------------------
 // Start
 
 /** Runs `task` now and then every `ms`, reporting (not throwing) its errors. */
@@ -507,7 +545,7 @@ async function useApiKey(event) {
   event.preventDefault();
   sessionStorage.setItem(API_KEY_STORAGE, $('#api-key').value.trim());
   try {
-    await Promise.all([refreshCatalogue(), refreshOrders(), refreshQueues()]);
+    await Promise.all([refreshCatalogue(), refreshOrders(), refreshQueues(), returns.refresh()]);
     notify('API key set');
   } catch (err) {
     notify(err.message, 'error');
@@ -525,8 +563,10 @@ async function start() {
     notify(err.message, 'error');
   }
   addLine();
+  window.addEventListener('hashchange', () => returns.followAddress());
+  returns.render();
   every(ORDERS_REFRESH_MS, async () => {
-    await Promise.all([refreshOrders(), refreshQueues()]);
+    await Promise.all([refreshOrders(), refreshQueues(), returns.refresh()]);
   });
   setTimeout(() => every(CATALOGUE_REFRESH_MS, refreshCatalogue), CATALOGUE_REFRESH_MS);
 }
