@@ -4,7 +4,7 @@
  * `{ id: 'acc_inv_<hex>' (stable per external id), externalId, version }`, one `invoice.created` or
  * `invoice.updated` effect per new key. Credit notes (a return's refund against an invoice) the same way:
  * `PUT /v1/credit-notes/:externalId` → 201 / 200 `{ id: 'acc_cn_<hex>', externalId, version }`, one
- * `credit_note.created` or `credit_note.updated` effect per new key.
+ * `creditnote.created` or `creditnote.updated` effect per new key.
  */
 import { z } from 'zod';
 import { defineProvider, SimulatedRefusal } from './kit/define.js';
@@ -114,7 +114,7 @@ export const accounting = defineProvider({
         return {
           status: previous ? 200 : 201,
           body: { id: note.id, externalId: note.externalId, version: note.version },
-          effect: previous ? 'credit_note.updated' : 'credit_note.created',
+          effect: previous ? 'creditnote.updated' : 'creditnote.created',
         };
       },
     },

@@ -3,7 +3,7 @@
  * the simulator plays it: 201 `{ id: 'shp_<24 hex>', trackingNumber: '1Z<16 upper-case alphanumerics>', status:
  * 'label_created', reference, idempotencyKey }`, one `shipment.created` effect per new key. A return gets a prepaid
  * return label the same way (`POST /v1/return-labels`): 201 `{ id: 'rl_<24 hex>', trackingNumber, labelUrl, status:
- * 'label_created' }`, one `return_label.created` effect per new key.
+ * 'label_created' }`, one `returnlabel.created` effect per new key.
  */
 import { z } from 'zod';
 import { defineProvider, SimulatedRefusal } from './kit/define.js';
@@ -82,7 +82,7 @@ export const carrier = defineProvider({
         state.set(label.id, label);
         const { id, trackingNumber, status } = label;
         const labelUrl = `https://carrier.example/labels/${id}.pdf`;
-        return { status: 201, body: { id, trackingNumber, labelUrl, status }, effect: 'return_label.created' };
+        return { status: 201, body: { id, trackingNumber, labelUrl, status }, effect: 'returnlabel.created' };
       },
     },
   },

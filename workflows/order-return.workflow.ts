@@ -73,10 +73,10 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
   let receipt: ReceiveReturnResult | null = null;
   let withdrawn = false;
   let retryRequested = false;
-  let labelCreated = false;
   let ended = false;
-  // From the label on (even while its email waits for an operator) until the return ends.
-  const awaitingReceipt = () => labelCreated && !ended && receipt === null && !withdrawn;
+  // Until the return ends: a parcel that arrives is a fact, even before its label is recorded (the label's email
+  // is then moot) or while that email waits for an operator.
+  const awaitingReceipt = () => !ended && receipt === null && !withdrawn;
 
   setHandler(returnStatusQuery, () => ({ returnId, status, step, attentionReason }));
   setHandler(
@@ -176,10 +176,13 @@ export async function orderReturn(input: OrderReturnInput): Promise<OrderReturnR
 
   try {
     show('asks the carrier for a return label');
-    await withOperatorRetry('createReturnLabel', () => providerActivity('createReturnLabel')({ returnId }));
+    await withOperatorRetry(
+      'createReturnLabel',
+      () => providerActivity('createReturnLabel')({ returnId }),
+      () => receipt !== null,
+    );
     status = ReturnStatus.LabelCreated;
-    labelCreated = true;
-    if (!withdrawn) {
+    if (!withdrawn && receipt === null) {
       await withOperatorRetry(
         'sendReturnEmail',
         () => providerActivity('sendReturnEmail')({ returnId, kind: 'label' }),

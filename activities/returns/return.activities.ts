@@ -15,7 +15,7 @@ import { carrier } from '../../providers/carrier.provider.js';
 import { email } from '../../providers/email.provider.js';
 import { payments } from '../../providers/payments.provider.js';
 import { ErrorType } from '../../workflows/errors.js';
-import { FINAL_RETURN_STATUSES, ReturnStatus, type ReturnActivities } from '../../workflows/order-return.contract.js';
+import { FINAL_RETURN_STATUSES, type ReturnStatus, type ReturnActivities } from '../../workflows/order-return.contract.js';
 import { displayText, formatMinor } from '../catalogue/text.js';
 import { runProviderEffect } from '../kit/effect.js';
 import { notFound } from '../kit/failures.js';
@@ -144,13 +144,13 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
 
     async recordReturnReceipt({ returnId, receipt }) {
       return db.$transaction(async (tx) => {
-        const status = await lockOpenReturn(tx, returnId, 'recordReturnReceipt');
+        await lockOpenReturn(tx, returnId, 'recordReturnReceipt');
         const before = await readReturn(tx, returnId);
-        if (status !== ReturnStatus.LabelCreated || before.refundMinor !== null) {
-          // Recorded before (a re-run): the stored amount and movements are the answer.
-          if (before.refundMinor === null) {
-            throw ApplicationFailure.nonRetryable(`return ${returnId} is ${status}: no receipt`, ErrorType.Validation);
-          }
+        // The order row too (return, then order): two receipts of one order take turns, so the cap below counts the
+        // other's refund.
+        await tx.$queryRaw`SELECT 1 FROM orders WHERE id = ${before.orderId}::uuid FOR UPDATE`;
+        // Recorded before (a re-run): the stored amount and movements are the answer.
+        if (before.refundMinor !== null) {
           return {
             refundMinor: before.refundMinor,
             restocked: await restockedUnits(tx, returnId),
@@ -218,6 +218,10 @@ export function createReturnActivities(deps: ActivityDeps): ReturnActivities {
                    status = CASE WHEN status IN ('received', 'attention_required') THEN 'refunded' ELSE status END,
                    attention_reason = NULL, updated_at = now()
             WHERE id = ${returnId}::uuid`;
+          // The payment row locked first, in a statement of its own: the sum below then sees a refund of another
+          // return of the order that committed while this one waited (a statement that waited for a lock reads the
+          // rest from its own, older snapshot).
+          await tx.$queryRaw`SELECT 1 FROM payments WHERE order_id = ${r.orderId}::uuid FOR UPDATE`;
           await tx.$executeRaw`
             UPDATE payments SET refunded_minor = (
               SELECT coalesce(sum(refund_minor), 0) FROM returns WHERE order_id = ${r.orderId}::uuid AND refund_id IS NOT NULL)

@@ -76,8 +76,8 @@ export const ReturnProblemTypes = defineProblemTypes({
     title: 'Return does not wait for a receipt',
     statuses: [409],
     description:
-      'A receipt for a return that does not wait for one: its label is not made yet, it was withdrawn or expired, or ' +
-      'it ended; `returnStatus` is its status. (A repeated receipt with the same `Idempotency-Key`, or any second ' +
+      'A receipt for a return that does not wait for one: it was withdrawn or expired, or it ended; `returnStatus` is ' +
+      'its status (a parcel that arrives before its label is recorded is taken). (A repeated receipt with the same `Idempotency-Key`, or any second ' +
       'receipt while the return runs, answers the first receipt instead.)',
     extensions: { returnStatus: returnStatusSchema },
     example: { detail: 'Return 5b0e… does not wait for a receipt: it is withdrawn', returnStatus: 'withdrawn' },

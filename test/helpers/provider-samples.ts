@@ -66,6 +66,22 @@ const shipment = {
   ],
 };
 
+const returnLabel = {
+  reference: 'RMA-000042',
+  shipmentReference: 'ord_42',
+  sender: { email: 'ada@example.com', name: 'Ada' },
+  items: [{ sku: 'TEE-BLK-M', quantity: 1 }],
+};
+
+const creditNote = {
+  externalId: 'RMA-000042',
+  invoiceExternalId: 'INV-000042',
+  orderId: 'ord_42',
+  currency: 'EUR',
+  totalMinor: 1999,
+  lines: [{ sku: 'TEE-BLK-M', quantity: 1, amountMinor: 1999 }],
+};
+
 const invoice = {
   externalId: 'INV/2026 #4',
   orderId: 'ord_42',
@@ -96,6 +112,35 @@ export const SAMPLES: Readonly<Record<string, Sample>> = {
       status: 201,
       body: { id: 'shp_1', trackingNumber: '1Z0000000000000001', status: 'label_created' },
       providerId: 'shp_1',
+    },
+  },
+  'carrier.createReturnLabel': {
+    settings: {},
+    request: returnLabel,
+    body: returnLabel,
+    path: '/v1/return-labels',
+    invalid: { request: { ...returnLabel, sender: { email: 'not-an-address' } }, detail: /sender/ },
+    answer: {
+      status: 201,
+      body: {
+        id: 'rl_1',
+        trackingNumber: '1Z0000000000000002',
+        labelUrl: 'https://carrier.example/labels/rl_1.pdf',
+        status: 'label_created',
+      },
+      providerId: 'rl_1',
+    },
+  },
+  'accounting.upsertCreditNote': {
+    settings: {},
+    request: creditNote,
+    body: creditNote,
+    path: '/v1/credit-notes/RMA-000042',
+    invalid: { request: { ...creditNote, currency: 'euro' }, detail: /ISO 4217/ },
+    answer: {
+      status: 201,
+      body: { id: 'acc_cn_1', externalId: creditNote.externalId, version: 1 },
+      providerId: 'acc_cn_1',
     },
   },
   'accounting.upsertInvoice': {

@@ -42,12 +42,20 @@ const calls: string[] = [];
 const refundRefused = new Set<string>();
 /** Return ids whose label email fails for good. */
 const labelEmailRefused = new Set<string>();
+/** Return ids whose label fails for good. */
+const labelRefused = new Set<string>();
 
 function scripted(): Record<string, (input: Record<string, unknown>) => Promise<unknown>> {
   const note = (name: string, input: Record<string, unknown>, extra?: unknown) =>
     calls.push([name, input.returnId, ...(extra === undefined ? [] : [extra])].join(':'));
   return {
-    createReturnLabel: async (i) => (note('createReturnLabel', i), { labelId: 'rl_1', performed: true }),
+    createReturnLabel: async (i) => {
+      note('createReturnLabel', i);
+      if (labelRefused.has(String(i.returnId))) {
+        throw ApplicationFailure.nonRetryable('carrier: 422 address rejected', ErrorType.ProviderRejected);
+      }
+      return { labelId: 'rl_1', performed: true };
+    },
     sendReturnEmail: async (i) => {
       note('sendReturnEmail', i, i.kind);
       if (i.kind === 'label' && labelEmailRefused.has(String(i.returnId))) {
@@ -262,5 +270,35 @@ describe('orderReturn', () => {
       'setReturnStatus:completed',
     ]);
     await record(returnId, 'label-email-moot');
+  });
+
+  it('takes a parcel that arrives while its label waits for an operator: label and email are moot', async () => {
+    const returnId = randomUUID();
+    labelRefused.add(returnId);
+    const handle = await workers.client.workflow.start(RETURN_WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: returnWorkflowId(returnId),
+      args: [{ returnId, orderId: randomUUID(), receiptTimeoutMs: 60_000, lines: [{ sku: 'SKU-A', quantity: 1 }] }],
+    });
+    await until(
+      () => handle.query(returnStatusQuery),
+      (s) => s.status === 'attention_required' && s.step === 'createReturnLabel',
+      20_000,
+    );
+    await handle.executeUpdate(receiveReturnUpdate, {
+      args: [{ lines: [{ sku: 'SKU-A', quantity: 1, damaged: 0 }], by: 'wh' }],
+    });
+    expect(await handle.result()).toEqual({ returnId, status: 'completed', refundMinor: 1500 });
+    expect(callsOf(returnId)).toEqual([
+      'createReturnLabel',
+      'setReturnStatus:attention_required',
+      'setReturnStatus:requested',
+      'recordReturnReceipt',
+      'refundReturn',
+      'creditReturn',
+      'sendReturnEmail:completed',
+      'setReturnStatus:completed',
+    ]);
+    await record(returnId, 'label-moot');
   });
 });

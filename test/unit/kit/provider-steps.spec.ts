@@ -585,8 +585,13 @@ describe('a registry with a provider step before the pivot, and its provider com
 
   it('registers each provider activity on its provider task queue, the compensation on its own provider', () => {
     const grouped = activitiesByTaskQueue(courier.acts, steps);
-    expect(Object.keys(grouped.providers.carrier!)).toEqual(['bookCourier']);
-    expect(Object.keys(grouped.providers.email!).sort()).toEqual(['confirmOrder', 'sendCourierCancellation']);
+    // The return workflow's provider activities (workflows/order-return.contract.ts RETURN_PROVIDER_OF) beside them.
+    expect(Object.keys(grouped.providers.carrier!).sort()).toEqual(['bookCourier', 'createReturnLabel']);
+    expect(Object.keys(grouped.providers.email!).sort()).toEqual([
+      'confirmOrder',
+      'sendCourierCancellation',
+      'sendReturnEmail',
+    ]);
     expect(Object.keys(grouped.main)).not.toContain('bookCourier');
     expect(Object.keys(grouped.main)).toEqual(expect.arrayContaining(['haltOrder', 'setOrderStatus', 'planOrder']));
   });
