@@ -14,7 +14,7 @@ import path from 'node:path';
 import { parseArgs, stripVTControlCharacters } from 'node:util';
 import { execa } from 'execa';
 import { fromMarkdown } from 'mdast-util-from-markdown';
-import { errorMessage, repoRoot } from './lib/env.js';
+import { repoRoot, runMain } from './lib/env.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 
 /** `git <args>` in `cwd`: the lines of its output. */
@@ -308,11 +308,5 @@ async function main(): Promise<number> {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
-  main().then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      console.error(`check:extending: ${errorMessage(err)}`);
-      process.exit(1);
-    },
-  );
+  runMain(main, 'check:extending: ');
 }
