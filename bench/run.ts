@@ -99,7 +99,7 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
       lines: [{ sku: only ?? skus[seq++ % skus.length], quantity: 1 }],
       ...(opt('card') ? { payment: { method: opt('card') } } : {}), // --card: every order paid by that card token
     });
-    const auth = env.apiKey ? { authorization: `Bearer ${env.apiKey}` } : {};
+    const auth: Record<string, string> = env.apiKey ? { authorization: `Bearer ${env.apiKey}` } : {};
     const headers = { 'content-type': 'application/json', 'idempotency-key': randomUUID(), ...auth };
     for (let attempt = 1; ; attempt++) {
       const res = await fetch(`${env.apiUrl}/orders`, { method: 'POST', headers, body });
