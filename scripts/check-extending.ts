@@ -200,14 +200,8 @@ type ExampleReport = { files: Set<string>; handWritten: number };
 
 /** Runs the check. @returns the process's exit code. */
 async function main(): Promise<number> {
-  const [flag, text] = [{ type: 'boolean' }, { type: 'string' }] as const;
-  const options = {
-    'working-tree': flag,
-    doc: text,
-    keep: flag,
-    'no-test': flag,
-    exclude: { ...text, multiple: true },
-  };
+  const [flag, text, list] = [{ type: 'boolean' }, { type: 'string' }, { type: 'string', multiple: true }] as const;
+  const options = { 'working-tree': flag, doc: text, keep: flag, 'no-test': flag, exclude: list };
   const { values } = parseArgs({ options, strict: true });
   const started = performance.now();
   const source = repoRoot();
