@@ -14,40 +14,27 @@ import { execa, execaSync } from 'execa';
 import pLimit from 'p-limit';
 import pg from 'pg';
 import { PROVIDER_LIST } from '../providers/index.js';
+import { runMain } from '../scripts/lib/env.js';
 import { checkLedger, describeLedgerCheck, readLedgers } from '../scripts/lib/ledgers.js';
 import { ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
 import { raiseStock, ROOT, startEnv, type ArmEnv } from './lib/env.js';
-import {
-  ARMS,
-  fmt,
-  kindOf,
-  pct,
-  unitCost,
-  csv,
-  report,
-  type Arm,
-  type ArmResult,
-  type Floor,
-  type Phase,
-  type PhaseName,
-} from './lib/report.js';
+import { ARMS, csv, fmt, kindOf, pct, report, unitCost } from './lib/report.js';
+import type { Arm, ArmResult, Floor, Phase, PhaseName } from './lib/report.js';
 
 const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms F0,S,S,F0] [--only <arm>]
   [--warmup 20] [--burst 200] [--flash <burst>] [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000]
   [--backlog-concurrency 16] [--backlog-arms F0,S] [--variant-root <checkout>] [--variant-label <text>]
   [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>] [--label <text>]`;
+const [strings, flags] = [
+  'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only card out label',
+  'quick wait-quiet no-build keep profile help',
+];
 const args = parseArgs({
   options: {
-    ...Object.fromEntries(
-      'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only card out label'
-        .split(' ')
-        .map((name) => [name, { type: 'string' as const }]),
-    ),
+    ...Object.fromEntries(strings.split(' ').map((name) => [name, { type: 'string' as const }])),
+    ...Object.fromEntries(flags.split(' ').map((name) => [name, { type: 'boolean' as const }])),
     'open-rate': { type: 'string', default: 'auto' },
     'backlog-concurrency': { type: 'string', default: '16' },
-    ...Object.fromEntries(
-      ['quick', 'wait-quiet', 'no-build', 'keep', 'profile', 'help'].map((n) => [n, { type: 'boolean' as const }]),
-    ),
   },
   strict: true,
 }).values as Record<string, string | boolean | undefined>;
@@ -80,13 +67,11 @@ const loads = (): string =>
     .map((l) => l.toFixed(2))
     .join(' ');
 
-// ---- what one arm sends
-
+/** What one arm sends; `repeated`: HTTP status → answers that made the client repeat a POST with the same key. */
 interface Sender {
   workflowType: string;
   send(sku?: string): Promise<string>;
   probe(): Promise<string>;
-  /** HTTP status → answers that made the client repeat a POST with the same Idempotency-Key. */
   repeated: Map<number, number>;
   close(): Promise<void>;
 }
@@ -99,10 +84,8 @@ function floorSender(env: ArmEnv, floor: Floor): Sender {
     await env.client.workflow.start(workflowType, { taskQueue: env.taskQueue, workflowId: id });
     return id;
   };
-  const probe = async (): Promise<string> => {
-    await probeDb.query('INSERT INTO bench_probe (id) VALUES ($1)', [randomUUID()]);
-    return send();
-  };
+  // The raw probe of the open loop: one INSERT + one workflow start.
+  const probe = () => probeDb.query('INSERT INTO bench_probe (id) VALUES ($1)', [randomUUID()]).then(() => send());
   return { workflowType, send, probe, repeated: new Map(), close: () => probeDb.end() };
 }
 
@@ -111,25 +94,20 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
   const repeated = new Map<number, number>();
   // A 5xx, 409 (its own first attempt in flight) or 429 is repeated with the same key, up to 5 attempts.
   const send = async (only?: string): Promise<string> => {
-    const key = randomUUID();
     const body = JSON.stringify({
       customer: { email: 'bench@example.com', name: 'Bench' },
       lines: [{ sku: only ?? skus[seq++ % skus.length], quantity: 1 }],
       ...(opt('card') ? { payment: { method: opt('card') } } : {}), // --card: every order paid by that card token
     });
-    const headers = {
-      'content-type': 'application/json',
-      'idempotency-key': key,
-      ...(env.apiKey ? { authorization: `Bearer ${env.apiKey}` } : {}),
-    };
+    const auth: Record<string, string> = env.apiKey ? { authorization: `Bearer ${env.apiKey}` } : {};
+    const headers = { 'content-type': 'application/json', 'idempotency-key': randomUUID(), ...auth };
     for (let attempt = 1; ; attempt++) {
       const res = await fetch(`${env.apiUrl}/orders`, { method: 'POST', headers, body });
       const json = (await res.json().catch(() => ({}))) as { id?: string };
       if (res.ok && json.id) return `order-${json.id}`;
       repeated.set(res.status, (repeated.get(res.status) ?? 0) + 1);
-      if (!(res.status >= 500 || res.status === 409 || res.status === 429) || attempt >= 5) {
+      if (!(res.status >= 500 || res.status === 409 || res.status === 429) || attempt >= 5)
         throw new Error(`POST /orders answered ${res.status} (attempt ${attempt}): ${JSON.stringify(json)}`);
-      }
       await sleep(250 * attempt);
     }
   };
@@ -138,47 +116,43 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
 
 async function burst(s: Sender, n: number, sku?: string): Promise<{ ids: string[]; latencies: number[] }> {
   const latencies: number[] = [];
-  const ids = await Promise.all(
-    Array.from({ length: n }, async () => {
-      const t = performance.now();
-      const id = await s.send(sku);
-      latencies.push(performance.now() - t);
-      return id;
-    }),
-  );
-  return { ids, latencies };
+  const timed = async () => {
+    const t = performance.now();
+    const id = await s.send(sku);
+    latencies.push(performance.now() - t);
+    return id;
+  };
+  return { ids: await Promise.all(Array.from({ length: n }, timed)), latencies };
 }
-
-// ---- waiting for completions (visibility)
 
 const count = async (env: ArmEnv, query: string): Promise<number> =>
   Number((await env.connection.workflowService.countWorkflowExecutions({ namespace: 'default', query })).count ?? 0);
 
+/** Waits (visibility) until `expected` units of `type` closed. @throws Error after `timeoutMs`, or 120 s without one. */
 async function waitClosed(env: ArmEnv, type: string, expected: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  let [last, lastChange] = [-1, Date.now()];
-  for (;;) {
+  for (let [last, lastChange] = [-1, Date.now()]; ; await sleep(250)) {
     const n = await count(env, `WorkflowType = "${type}" AND ExecutionStatus != "Running"`);
     if (n >= expected) return;
     if (n !== last) [last, lastChange] = [n, Date.now()];
     if (Date.now() > deadline || Date.now() - lastChange > 120_000)
       throw new Error(`${n} of ${expected} ${type} closed`);
-    await sleep(250);
   }
 }
 
 const sampleCpu = async (env: ArmEnv): Promise<Record<string, number>> =>
   Object.fromEntries(await Promise.all(env.meters.map(async (m) => [m.name, await m.read()] as const)));
 
+type Cpu = Record<string, number>;
 async function finishPhase(
   env: ArmEnv,
   s: Sender,
   ids: string[],
   firstSend: number,
-  before: Record<string, number>,
+  before: Cpu,
   total: number,
   latencies: number[],
-): Promise<Phase> {
+) {
   await waitClosed(env, s.workflowType, total, Math.max(300_000, ids.length * 2000));
   const after = await sampleCpu(env);
   const cpu = Object.fromEntries(Object.keys(after).map((k) => [k, after[k]! - (before[k] ?? 0)]));
@@ -198,19 +172,21 @@ async function finishPhase(
   const bad = mine.filter((c) => c.status !== 'COMPLETED').length;
   if (bad) throw new Error(`${bad} of ${ids.length} units closed other than COMPLETED`);
   const lastClose = Math.max(...mine.map((c) => c.close));
+  const [rate, closeOffsets] = [
+    ids.length / ((lastClose - firstSend) / 1000),
+    mine.map((c) => (c.close - firstSend) / 1000),
+  ];
   return {
     units: ids.length,
     firstSend,
     lastClose,
-    rate: ids.length / ((lastClose - firstSend) / 1000),
+    rate,
     cpu,
     latencies,
-    closeOffsets: mine.map((c) => (c.close - firstSend) / 1000),
+    closeOffsets,
     events: mine.map((c) => c.events),
   };
 }
-
-// ---- one arm
 
 let serviceRate: number | undefined;
 
@@ -220,47 +196,40 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
   const loadBefore = load();
   say(`arm ${position} ${arm}: starting a fresh environment (load ${loadBefore.toFixed(2)})`);
   const env = await startEnv({
-    kind,
-    dir,
-    serviceRoot: arm === 'V' ? opt('variant-root') : undefined,
-    profileDir: args.profile ? path.join(dir, 'profiles') : undefined,
-    log: (line) => say(`  ${line}`),
+    ...{ kind, dir, serviceRoot: arm === 'V' ? opt('variant-root') : undefined },
+    ...{ profileDir: args.profile ? path.join(dir, 'profiles') : undefined, log: (line) => say(`  ${line}`) },
   });
   const phases: ArmResult['phases'] = {};
   let s: Sender | undefined;
   try {
     // Enough stock on every SKU for every phase, the flash SKU's whole sale on top.
     const skus = kind === 'service' ? await raiseStock(env.databaseUrl, WARMUP + BURST + FLASH + 1000 + BACKLOG) : [];
-    s = kind === 'service' ? serviceSender(env, skus) : floorSender(env, arm as Floor);
-    const sender = s;
+    const sender = (s = kind === 'service' ? serviceSender(env, skus) : floorSender(env, arm as Floor));
     let total = (await burst(sender, WARMUP)).ids.length;
     await waitClosed(env, sender.workflowType, total, 300_000);
     const measure = async (name: PhaseName, n: number, sku?: string): Promise<Phase> => {
       await sleep(1000);
-      const before = await sampleCpu(env);
-      const firstSend = Date.now();
+      const [before, firstSend] = [await sampleCpu(env), Date.now()];
       const b = await burst(sender, n, sku);
       total += n;
       return (phases[name] = await finishPhase(env, sender, b.ids, firstSend, before, total, b.latencies));
     };
+    const cost = (p: Phase, name: PhaseName) => fmt(unitCost(kind, p, name), 0);
     const b = await measure('burst', BURST);
     if (arm === 'S') serviceRate = b.rate;
     say(
-      `  burst: ${BURST} units, ${fmt(b.rate, 2)}/s, CPU ${fmt(unitCost(kind, b, 'burst'), 0)} ms/unit, send p50 ${fmt(pct(b.latencies, 50), 0)} ms`,
+      `  burst: ${BURST} units, ${fmt(b.rate, 2)}/s, CPU ${cost(b, 'burst')} ms/unit, send p50 ${fmt(pct(b.latencies, 50), 0)} ms`,
     );
     if (FLASH > 0) {
       const f = await measure('flash', FLASH, skus[0]);
-      say(
-        `  flash sale: ${FLASH} units${skus[0] ? ` for ${skus[0]}` : ' (floor: a second burst)'}, ${fmt(f.rate, 2)}/s, CPU ${fmt(unitCost(kind, f, 'flash'), 0)} ms/unit`,
-      );
+      const what = skus[0] ? ` for ${skus[0]}` : ' (floor: a second burst)';
+      say(`  flash sale: ${FLASH} units${what}, ${fmt(f.rate, 2)}/s, CPU ${cost(f, 'flash')} ms/unit`);
     }
     const target = OPEN_RATE ?? (serviceRate ? serviceRate / 2 : undefined);
     if (OPEN_SECONDS > 0 && target) {
       await sleep(1000);
       const n = Math.max(1, Math.round(target * OPEN_SECONDS));
-      const before = await sampleCpu(env);
-      const firstSend = Date.now();
-      const start = performance.now();
+      const [before, firstSend, start] = [await sampleCpu(env), Date.now(), performance.now()];
       const sends: Array<Promise<{ id: string; latency: number }>> = [];
       for (let i = 0; i < n; i++) {
         const intended = start + (i * 1000) / target;
@@ -272,9 +241,8 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
       const [ids, latencies] = [sent.map((x) => x.id), sent.map((x) => x.latency)];
       const p = await finishPhase(env, sender, ids, firstSend, before, total, latencies);
       phases.open = { ...p, targetRate: target };
-      say(
-        `  open loop: ${n} at ${fmt(target, 2)}/s, p50 ${fmt(pct(p.latencies, 50), 1)} ms, p99 ${fmt(pct(p.latencies, 99), 1)} ms`,
-      );
+      const [p50, p99] = [fmt(pct(p.latencies, 50), 1), fmt(pct(p.latencies, 99), 1)];
+      say(`  open loop: ${n} at ${fmt(target, 2)}/s, p50 ${p50} ms, p99 ${p99} ms`);
     } else say('  open loop: skipped (no service rate yet; --open-rate sets one)');
     if (BACKLOG > 0 && (!BACKLOG_ARMS || BACKLOG_ARMS.includes(arm))) {
       await env.stopWorker();
@@ -285,19 +253,13 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
       const p = await finishPhase(env, sender, ids, spawnedAt, before, total, []);
       phases.backlog = { ...p, drainSeconds: (p.lastClose - spawnedAt) / 1000 };
       say(
-        `  backlog: ${BACKLOG} drained in ${fmt(phases.backlog.drainSeconds, 1)} s, CPU ${fmt(unitCost(kind, p, 'backlog'), 0)} ms/unit`,
+        `  backlog: ${BACKLOG} drained in ${fmt(phases.backlog.drainSeconds, 1)} s, CPU ${cost(p, 'backlog')} ms/unit`,
       );
     }
     const checks = await check(env, sender, total, skus[0]);
     for (const c of checks) say(`  check: ${c}`);
-    return {
-      arm,
-      position,
-      phases,
-      checks,
-      ok: checks.every((c) => !c.startsWith('FAIL')),
-      load: [loadBefore, load()],
-    };
+    const ok = checks.every((c) => !c.startsWith('FAIL'));
+    return { arm, position, phases, checks, ok, load: [loadBefore, load()] };
   } finally {
     await s?.close().catch(() => undefined);
     await env.stop();
@@ -308,27 +270,24 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
 
 /** Every unit completed once; for the service also the orders, every provider's ledger and the stock. */
 async function check(env: ArmEnv, s: Sender, total: number, flashSku?: string): Promise<string[]> {
-  const out = s.repeated.size
-    ? [`WARN: POSTs repeated after an error answer (status: count) ${JSON.stringify(Object.fromEntries(s.repeated))}`]
-    : [];
+  const repeats = JSON.stringify(Object.fromEntries(s.repeated));
+  const out = s.repeated.size ? [`WARN: POSTs repeated after an error answer (status: count) ${repeats}`] : [];
   const runs = await count(env, `WorkflowType = "${s.workflowType}"`);
   const done = await count(env, `WorkflowType = "${s.workflowType}" AND ExecutionStatus = "Completed"`);
-  out.push(
-    `${runs === total && done === total ? 'ok' : 'FAIL'}: workflow runs ${runs}, completed ${done}, sent ${total}`,
-  );
+  const verdict = (ok: boolean): string => (ok ? 'ok' : 'FAIL');
+  out.push(`${verdict(runs === total && done === total)}: workflow runs ${runs}, completed ${done}, sent ${total}`);
   if (s.workflowType !== ORDER_WORKFLOW_TYPE) return out;
   const db = new pg.Client({ connectionString: env.databaseUrl });
   await db.connect();
   try {
     const { rows } = await db.query<{ id: string; status: string }>('SELECT id, status FROM orders');
     const completed = rows.filter((r) => r.status === 'completed').length;
-    out.push(
-      `${rows.length === total && completed === total ? 'ok' : 'FAIL'}: orders ${rows.length} (one per POST: ${total}), completed ${completed}`,
-    );
+    const allDone = rows.length === total && completed === total;
+    out.push(`${verdict(allDone)}: orders ${rows.length} (one per POST: ${total}), completed ${completed}`);
     const ids = new Set(rows.map((r) => r.id));
     for (const ledger of await readLedgers(env.simulatorUrl!, PROVIDER_LIST)) {
       const c = checkLedger(ledger, ids);
-      out.push(`${c.ok ? 'ok' : 'FAIL'}: ${describeLedgerCheck(c, ids.size)}`);
+      out.push(`${verdict(c.ok)}: ${describeLedgerCheck(c, ids.size)}`);
     }
     // Stock: on-hand and reserved equal the sums of the product's movements, nothing left reserved.
     const stock = await db.query<{ sku: string; on_hand: number; reserved: number; moved: string; held: string }>(
@@ -339,7 +298,7 @@ async function check(env: ArmEnv, s: Sender, total: number, flashSku?: string): 
       (r) => Number(r.moved) !== r.on_hand || Number(r.held) !== r.reserved || r.reserved !== 0,
     );
     out.push(
-      `${off.length ? 'FAIL' : 'ok'}: stock of ${stock.rows.length} products = the sums of their movements, none left reserved` +
+      `${verdict(!off.length)}: stock of ${stock.rows.length} products = the sums of their movements, none left reserved` +
         `${off.length ? ` (off: ${off.map((r) => r.sku).join(', ')})` : ''}${flashSku ? `; flash SKU ${flashSku}` : ''}`,
     );
   } finally {
@@ -365,11 +324,12 @@ async function main(): Promise<void> {
     const r = execaSync('git', a, { cwd: ROOT, reject: false });
     return r.failed ? '?' : r.stdout;
   };
-  const cpus = os.cpus();
+  const [cpus, label] = [os.cpus(), opt('label') ? ` (${opt('label')})` : ''];
+  const changes = git('status', '--porcelain', '--untracked-files=no') ? ' (with local changes)' : '';
   const meta: Record<string, string> = {
-    run: `${stamp}${opt('label') ? ` (${opt('label')})` : ''}${quick ? ' --quick' : ''}`,
+    run: `${stamp}${label}${quick ? ' --quick' : ''}`,
     machine: `${cpus.length} × ${cpus[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}`,
-    commit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') ? ' (with local changes)' : ''}`,
+    commit: `${git('rev-parse', '--short', 'HEAD')}${changes}`,
     'load average at start': loads(),
     arms: `${order.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
     phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s, backlog ${BACKLOG}`,
@@ -390,10 +350,4 @@ async function main(): Promise<void> {
   if (results.some((r) => !r.ok)) process.exit(1);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exit(1);
-  },
-);
+runMain(main, 'bench failed: ', (err) => (err instanceof Error ? (err.stack ?? err.message) : String(err)));

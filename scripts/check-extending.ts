@@ -14,7 +14,7 @@ import path from 'node:path';
 import { parseArgs, stripVTControlCharacters } from 'node:util';
 import { execa } from 'execa';
 import { fromMarkdown } from 'mdast-util-from-markdown';
-import { errorMessage, repoRoot } from './lib/env.js';
+import { repoRoot, runMain } from './lib/env.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 
 /** `git <args>` in `cwd`: the lines of its output. */
@@ -75,10 +75,7 @@ export function newStepArguments(command: string): string[] | undefined {
 
 /** The e2e test of the steps the examples added (`steps`): one order through the copy's whole stack. */
 export function e2eSource(steps: readonly string[]): string {
-  return `/**
- * Written by scripts/check-extending.ts into a temporary copy of the repository (not part of the product): one
- * order through the whole stack with the steps the examples of docs/extending.md added.
- */
+  return `/** Written by scripts/check-extending.ts into a copy of the repository: one order with the examples' steps. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { STEPS } from '../../activities/steps/index.js';
 import { startTestStack, type TestStack } from '../helpers/test-stack.js';
@@ -126,11 +123,7 @@ it(\`completes an order with \${ADDED.join(', ')}: each once, one effect each\`,
 }
 
 /** How one command ended. */
-interface Ran {
-  command: string;
-  code: number;
-  output: string;
-}
+type Ran = { command: string; code: number; output: string };
 
 /**
  * Runs `command` with bash in `cwd`, streaming its output indented (or, with `buffered`, printing it once it ended,
@@ -158,7 +151,6 @@ async function run(
 
 /** A failed check: its message is the one line CI prints. */
 class CheckFailed extends Error {}
-
 function check(ok: boolean, message: string): asserts ok {
   if (!ok) throw new CheckFailed(message);
 }
@@ -204,23 +196,13 @@ async function copyRepository(source: string, workingTree: boolean): Promise<str
 }
 
 /** What one example (a `## ` section of the document) changed, and the lines of it written by hand. */
-interface ExampleReport {
-  files: Set<string>;
-  handWritten: number;
-}
+type ExampleReport = { files: Set<string>; handWritten: number };
 
 /** Runs the check. @returns the process's exit code. */
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      'working-tree': { type: 'boolean' },
-      doc: { type: 'string' },
-      keep: { type: 'boolean' },
-      'no-test': { type: 'boolean' },
-      exclude: { type: 'string', multiple: true },
-    },
-    strict: true,
-  });
+  const [flag, text, list] = [{ type: 'boolean' }, { type: 'string' }, { type: 'string', multiple: true }] as const;
+  const options = { 'working-tree': flag, doc: text, keep: flag, 'no-test': flag, exclude: list };
+  const { values } = parseArgs({ options, strict: true });
   const started = performance.now();
   const source = repoRoot();
   const cli = await ensureTemporalCli();
@@ -308,11 +290,5 @@ async function main(): Promise<number> {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
-  main().then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      console.error(`check:extending: ${errorMessage(err)}`);
-      process.exit(1);
-    },
-  );
+  runMain(main, 'check:extending: ');
 }

@@ -10,9 +10,8 @@ import { formatReport, runObservabilityCheck } from './lib/observability-check.j
 import { ensurePromtool } from './lib/promtool.js';
 import { localUrl, stackPorts } from './lib/stack-definition.js';
 
-const { values } = parseArgs({
-  options: { 'api-url': { type: 'string' }, 'worker-url': { type: 'string', multiple: true } },
-});
+const options = { 'api-url': { type: 'string' }, 'worker-url': { type: 'string', multiple: true } } as const;
+const { values } = parseArgs({ options });
 const ports = stackPorts();
 
 /** The text exposition at `url` (its `/metrics` when it has no path), 10 s at most. */

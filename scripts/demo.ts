@@ -15,7 +15,7 @@ import logUpdate from 'log-update';
 import { orderStatuses, STEPS } from '../activities/index.js';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { apiKeyFor } from './lib/dev-api-keys.js';
-import { errorMessage, repoRoot } from './lib/env.js';
+import { errorMessage, repoRoot, runMain } from './lib/env.js';
 import { checkLedger, describeLedgerCheck, orderEffects, readLedgers, type ProviderLedger } from './lib/ledgers.js';
 import { spawnChild, stop, waitForHttp, type Proc } from './lib/processes.js';
 import { localUrl, stackPorts } from './lib/stack-definition.js';
@@ -42,7 +42,7 @@ async function http(method: string, url: string, body?: unknown, headers: Record
   const json: unknown = await Promise.resolve()
     .then(() => (text ? JSON.parse(text) : undefined))
     .catch(() => text);
-  return { status: res.status, headers: res.headers, json };
+  return { status: res.status, json };
 }
 
 /**
@@ -73,11 +73,7 @@ async function startStack(): Promise<{ proc: Proc }> {
   return { proc: stack }; // wrapped: a returned execa process would be awaited
 }
 
-interface Plan {
-  label: string;
-  expect: 'completed' | 'failed';
-  lines: { sku: string; quantity: number }[];
-}
+type Plan = { label: string; expect: 'completed' | 'failed'; lines: { sku: string; quantity: number }[] };
 
 /** 4 orders that fit in the stock (1-3 lines, quantities 1-2) and one for `available + 1` of the scarcest product. */
 function planOrders(inventory: Array<{ sku: string; available: number }>): Plan[] {
@@ -101,18 +97,10 @@ function planOrders(inventory: Array<{ sku: string; available: number }>): Plan[
   return [...plans, { label: 'over stock', expect: 'failed', lines: [over] }];
 }
 
-interface Outcome {
-  plan: Plan;
-  id?: string;
-  status: string;
-  ms?: number;
-  order?: {
-    steps?: Array<{ name: string; state: string }>;
-    invoiceNumber?: string;
-    failure?: { code: string; message: string };
-    temporalUiUrl?: string;
-  };
-}
+type Order = { steps?: Array<{ name: string; state: string }>; invoiceNumber?: string; temporalUiUrl?: string } & {
+  failure?: { code: string; message: string };
+};
+type Outcome = { plan: Plan; id?: string; status: string; ms?: number; order?: Order };
 
 /** Places `plan`, then polls the order every 200 ms until it is final or `deadline` passes. */
 async function placeAndFollow(
@@ -142,10 +130,8 @@ async function placeAndFollow(
 function storyProblems(o: Outcome, ledgers: readonly ProviderLedger[]): string[] {
   if (o.id === undefined) return [];
   const steps = o.order?.steps ?? [];
-  const problems =
-    o.status === 'completed'
-      ? steps.filter((s) => s.state !== 'done').map((s) => `completed with ${s.name} ${s.state}`)
-      : [];
+  const undone = o.status === 'completed' ? steps.filter((s) => s.state !== 'done') : [];
+  const problems = undone.map((s) => `completed with ${s.name} ${s.state}`);
   for (const step of steps) {
     const def = PROVIDER_STEPS.get(step.name);
     const ledger = def && ledgers.find((l) => l.provider === def.provider.name);
@@ -154,9 +140,8 @@ function storyProblems(o: Outcome, ledgers: readonly ProviderLedger[]): string[]
     if (found !== expected) problems.push(`${step.name} ${step.state} but ${found} effect(s) at ${def!.provider.name}`);
   }
   for (const ledger of ledgers) {
-    for (const [key, count] of Object.entries(orderEffects(ledger, o.id))) {
+    for (const [key, count] of Object.entries(orderEffects(ledger, o.id)))
       if (count !== 1) problems.push(`${count} effects under ${key} at ${ledger.provider}`);
-    }
   }
   return problems;
 }
@@ -246,11 +231,8 @@ async function main(): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const healthy = await fetch(`${API_URL}/health`, { signal: AbortSignal.timeout(2000) }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (!healthy) stack = (await startStack()).proc;
+    const healthy = await fetch(`${API_URL}/health`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
+    if (!healthy?.ok) stack = (await startStack()).proc;
     return (await runDemo()) ? 0 : 1;
   } finally {
     if (stack) console.log('Stopping the stack started for the demo…');
@@ -258,10 +240,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(`demo failed: ${errorMessage(error)}`);
-    process.exit(1);
-  },
-);
+runMain(main, 'demo failed: ');

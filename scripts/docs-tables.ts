@@ -26,16 +26,8 @@ for (const file of GENERATED_FILES) {
     console.log(`${file}: tables regenerated`);
   }
 }
-const embed = await execa(
-  'embedme',
-  ['--source-root', '.', '--silent', ...(check ? ['--verify'] : []), ...EMBED_FILES],
-  {
-    cwd: repoRoot(),
-    preferLocal: true,
-    reject: false,
-    all: true,
-  },
-);
+const embedArgs = ['--source-root', '.', '--silent', ...(check ? ['--verify'] : []), ...EMBED_FILES];
+const embed = await execa('embedme', embedArgs, { cwd: repoRoot(), preferLocal: true, reject: false, all: true });
 if (embed.exitCode !== 0) {
   console.error(`${EMBED_FILES.join(', ')}: the files shown by reference are out of date: run \`npm run docs:tables\``);
   console.error(embed.all);

@@ -14,7 +14,7 @@ import { ApiKeyEnv } from '../src/auth/api-key.js';
 import { ApiKeyStore } from '../src/auth/api-key.store.js';
 import { parseScopes } from '../src/auth/scopes.js';
 import { createPrismaClient } from '../src/prisma/prisma.js';
-import { errorMessage } from './lib/env.js';
+import { runMain } from './lib/env.js';
 import { stackPorts } from './lib/stack-definition.js';
 
 const USAGE = `usage:
@@ -58,8 +58,7 @@ async function main(argv: string[]): Promise<number> {
           env: values.dev ? ApiKeyEnv.Dev : ApiKeyEnv.Live,
         });
         console.log(`Created key ${created.id} for client ${created.clientId} (${created.scopes.join(' ')}).`);
-        console.log('The key (shown only now; store it safely):');
-        console.log(created.key);
+        console.log(`The key (shown only now; store it safely):\n${created.key}`);
         return 0;
       }
       case 'list': {
@@ -95,10 +94,4 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(`keys: ${errorMessage(error)}`);
-    process.exit(1);
-  },
-);
+runMain(() => main(process.argv.slice(2)), 'keys: ');

@@ -226,13 +226,10 @@ async function main(): Promise<void> {
   const keys = await ensureDevApiKeys({ databaseUrl });
   // The simulated warehouse reports orders packed to our API with the warehouse's development key.
   await configureWarehouseCallback(simulatorUrl, def.localUrl(ports.api), keys);
+  const services = { databaseUrl, temporalAddress: temporal.address, taskQueue, simulatorUrl, providerApiKeys };
   const serviceEnv = {
-    ...def.serviceEnvironment({
-      ...{ databaseUrl, temporalAddress: temporal.address, taskQueue, simulatorUrl, providerApiKeys },
-      temporalUiUrl: temporal.uiUrl,
-    }),
-    TEMPORAL_NAMESPACE: namespace,
-    PORT: String(ports.api),
+    ...def.serviceEnvironment(services),
+    ...{ TEMPORAL_UI_URL: temporal.uiUrl, TEMPORAL_NAMESPACE: namespace, PORT: String(ports.api) },
     WORKER_METRICS_PORT: String(ports.workerMetrics),
     LOG_FORMAT: env.LOG_FORMAT ?? 'pretty',
   };

@@ -4,7 +4,7 @@
  * promtool (scripts/lib/promtool.ts), printing progress on stderr and the paths on stdout (CI exports them).
  * `npm run promtool -- <args>` runs promtool with those arguments. Exit code: the tool's, or 1 on an error.
  */
-import { errorMessage } from './lib/env.js';
+import { runMain } from './lib/env.js';
 import { ensurePromtool, runPromtool } from './lib/promtool.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 import { ensureClusterBinaries } from './lib/temporal-cluster.js';
@@ -31,10 +31,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    log(errorMessage(error));
-    process.exit(1);
-  },
-);
+runMain(main, '');

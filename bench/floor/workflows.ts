@@ -11,11 +11,5 @@ const { noop } = proxyActivities<FloorActivities>({ startToCloseTimeout: '10 sec
 async function sequential(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await noop();
 }
-
-export async function floor4(): Promise<void> {
-  await sequential(4);
-}
-
-export async function floor5(): Promise<void> {
-  await sequential(5);
-}
+export const floor4 = (): Promise<void> => sequential(4);
+export const floor5 = (): Promise<void> => sequential(5);

@@ -21,43 +21,36 @@ import { PROVIDER_LIST } from '../../providers/index.js';
 import { Scope } from '../../src/auth/scopes.js';
 import { ORDER_TASK_QUEUE } from '../../workflows/order-fulfilment.contract.js';
 
-/** The simulated warehouse's packing time in the service arms, ms (npm start's default is 3000). */
-const BENCH_PACK_DELAY_MS = '100';
-
 export const ROOT = repoRoot();
 const NAMESPACE = 'default';
-
 export type ArmKind = 'floor' | 'service';
 
 /** Reads the CPU ms a role (server, worker, api, postgres, client, sims) used so far. */
-export type CpuMeter = { name: string; read(): Promise<number> };
+type CpuMeter = { name: string; read(): Promise<number> };
 
 /** CPU ms of a process and its children (PostgreSQL's backends) by pidusage; an exited one's last value kept. */
 function treeMeter(name: string, pid: () => number | undefined): CpuMeter {
   const seen = new Map<number, number>();
-  return {
-    name,
-    read: async () => {
-      const root = pid();
-      if (root !== undefined) {
-        // Gone, or no /proc: the process alone.
-        const list = await readFile(`/proc/${root}/task/${root}/children`, 'utf8').catch(() => '');
-        const children = list.split(/\s+/).filter(Boolean).map(Number);
-        const stats = await pidusage([root, ...children]).catch(() => ({}) as Record<string, { ctime: number }>);
-        for (const [p, s] of Object.entries(stats)) if (s) seen.set(Number(p), s.ctime);
-      }
-      return [...seen.values()].reduce((a, b) => a + b, 0);
-    },
+  const read = async (): Promise<number> => {
+    const root = pid();
+    if (root !== undefined) {
+      // Gone, or no /proc: the process alone.
+      const list = await readFile(`/proc/${root}/task/${root}/children`, 'utf8').catch(() => '');
+      const children = list.split(/\s+/).filter(Boolean).map(Number);
+      const stats = await pidusage([root, ...children]).catch(() => ({}) as Record<string, { ctime: number }>);
+      for (const [p, s] of Object.entries(stats)) if (s) seen.set(Number(p), s.ctime);
+    }
+    return [...seen.values()].reduce((a, b) => a + b, 0);
   };
+  return { name, read };
 }
 
+/** One arm's environment; the API's and the simulators' URLs and the API key in service arms only. */
 export interface ArmEnv {
-  kind: ArmKind;
   connection: Connection;
   client: Client;
   taskQueue: string;
   databaseUrl: string;
-  /** The API's and the simulator process's base URLs and the API key (service arms). */
   apiUrl?: string;
   apiKey?: string;
   simulatorUrl?: string;
@@ -66,17 +59,6 @@ export interface ArmEnv {
   startWorker(): { spawnedAt: number };
   stopWorker(): Promise<void>;
   stop(): Promise<void>;
-}
-
-export interface EnvOptions {
-  kind: ArmKind;
-  /** Folder of this arm: dev-server database, PostgreSQL data, logs. */
-  dir: string;
-  /** The checkout whose build, migrations and seed the service runs from (a lever experiment); default this one. */
-  serviceRoot?: string;
-  /** `--cpu-prof` for the worker and the API, profiles into this folder. */
-  profileDir?: string;
-  log: (line: string) => void;
 }
 
 /** Raises every product's stock by `units` (with an adjustment movement, as the ledger requires); returns the SKUs. */
@@ -103,8 +85,18 @@ export async function raiseStock(databaseUrl: string, units: number): Promise<st
   }
 }
 
-/** Starts one arm's environment. Everything started is stopped again by `stop()`, also when starting fails. */
-export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
+/**
+ * Starts one arm's environment in `dir` (dev-server database, PostgreSQL data, logs): the service from `serviceRoot`'s
+ * build (default this checkout), `--cpu-prof` for the worker and the API into `profileDir`. Everything started is
+ * stopped again by `stop()`, also when starting fails.
+ */
+export async function startEnv(opts: {
+  kind: ArmKind;
+  dir: string;
+  serviceRoot?: string;
+  profileDir?: string;
+  log: (line: string) => void;
+}): Promise<ArmEnv> {
   const { dir, log } = opts;
   const root = opts.serviceRoot ?? ROOT;
   const logDir = path.join(dir, 'logs');
@@ -118,20 +110,12 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
   try {
     const cliPath = await ensureTemporalCli({ log });
     const dbFilename = path.join(dir, 'temporal', 'dev.db');
-    const [server, database] = await Promise.all([
-      (async () => {
-        const s = await startDevServer({
-          cliPath,
-          dbFilename,
-          port: await getPort(),
-          uiPort: await getPort(),
-          log() {},
-        });
-        stops.push(s.stop);
-        return s;
-      })(),
-      embeddedDatabase(dir, logDir, stops),
-    ]);
+    const startServer = async () => {
+      const s = await startDevServer({ cliPath, dbFilename, port: await getPort(), uiPort: await getPort(), log() {} });
+      stops.push(s.stop);
+      return s;
+    };
+    const [server, database] = await Promise.all([startServer(), embeddedDatabase(dir, logDir, stops)]);
     const connection = await Connection.connect({ address: server.address });
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: NAMESPACE });
@@ -144,19 +128,14 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
     };
     let workerProcess: def.StackProcess = { name: 'worker', entry: path.join(ROOT, 'bench', 'floor', 'worker.ts') };
     let worker: Proc | undefined;
-    const meters: CpuMeter[] = [
+    const meters = [
       treeMeter('server', () => server.child.pid),
       treeMeter('worker', () => worker?.pid),
       database.meter,
     ];
     const workerLog = path.join(logDir, 'worker.log');
     const env: ArmEnv = {
-      kind: opts.kind,
-      connection,
-      client,
-      taskQueue,
-      databaseUrl: database.url,
-      meters,
+      ...{ connection, client, taskQueue, databaseUrl: database.url, meters, stop: stopAll },
       startWorker: () => {
         worker = spawnStackProcess(workerProcess, { root, env: workerEnv, logFile: workerLog, nodeArgs });
         return { spawnedAt: Date.now() };
@@ -165,11 +144,9 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
         await stop(worker);
         worker = undefined;
       },
-      stop: stopAll,
     };
-
     if (opts.kind === 'floor') {
-      // The raw probe of the open loop: one INSERT + one workflow start.
+      // For the raw probe of the open loop: one INSERT + one workflow start.
       const db = new pg.Client({ connectionString: database.url });
       await db.connect();
       await db.query('CREATE TABLE bench_probe (id uuid PRIMARY KEY)');
@@ -180,16 +157,17 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       const out = { file: path.join(logDir, 'migrate-seed.log'), append: true } as const;
       await execa(bin('prisma'), ['migrate', 'deploy'], { cwd: root, env: dbEnv, stdout: out, stderr: out });
       await execa(bin('tsx'), ['prisma/seed.ts'], { cwd: root, env: dbEnv, stdout: out, stderr: out });
-      const keys = process.env.BENCH_API_KEY?.trim()
+      const ownKey = process.env.BENCH_API_KEY?.trim();
+      const keys = ownKey
         ? []
         : await ensureDevApiKeys({ databaseUrl: database.url, file: path.join(dir, 'api-keys.json') });
-      env.apiKey = process.env.BENCH_API_KEY?.trim() || keys.find((k) => k.scopes.includes('orders:write'))?.key;
+      env.apiKey = ownKey || keys.find((k) => k.scopes.includes('orders:write'))?.key;
       // The processes of the stack definition on free ports; the caller's provider variables dropped.
       const inherited = def.withoutProviderVariables(process.env);
       const providerApiKeys = def.devProviderApiKeys(PROVIDER_LIST);
       const [simPort, apiPort, metricsPort] = [await getPort(), await getPort(), await getPort()];
-      env.simulatorUrl = def.localUrl(simPort);
-      env.apiUrl = def.localUrl(apiPort);
+      const [simulatorUrl, apiUrl] = [def.localUrl(simPort), def.localUrl(apiPort)];
+      Object.assign(env, { simulatorUrl, apiUrl });
       const spawn = (proc: def.StackProcess, extra: NodeJS.ProcessEnv, args: string[] = []): Proc => {
         const logFile = path.join(logDir, `${proc.name}.log`);
         const child = spawnStackProcess(proc, { root, env: { ...inherited, ...extra }, logFile, nodeArgs: args });
@@ -199,31 +177,27 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
       // The simulated warehouse reports every order packed to this API after 100 ms (npm start: 3 s), with the
       // warehouse's development key (or BENCH_API_KEY, which then needs scope warehouse or operator).
       const callbackKey = keys.find((k) => k.scopes.includes(Scope.Warehouse))?.key ?? env.apiKey;
-      const sims = spawn(def.STACK_PROCESSES.simulators, {
-        ...def.simulatorEnvironment({
-          port: simPort,
-          providerApiKeys,
-          ...(callbackKey ? { callback: { url: env.apiUrl, apiKey: callbackKey } } : {}),
-        }),
-        WAREHOUSE_PACK_DELAY_MS: BENCH_PACK_DELAY_MS,
-      });
+      const callback = callbackKey ? { callback: { url: apiUrl, apiKey: callbackKey } } : {};
+      const simEnv = def.simulatorEnvironment({ port: simPort, providerApiKeys, ...callback });
+      const sims = spawn(def.STACK_PROCESSES.simulators, { ...simEnv, WAREHOUSE_PACK_DELAY_MS: '100' });
       meters.push(treeMeter('sims', () => sims.pid));
-      await waitForHttp(`${env.simulatorUrl}/_sim/health`, { child: sims });
+      await waitForHttp(`${simulatorUrl}/_sim/health`, { child: sims });
       const serviceEnv = {
         ...def.serviceEnvironment({
-          ...{ databaseUrl: database.url, temporalAddress: server.address, taskQueue, simulatorUrl: env.simulatorUrl },
+          databaseUrl: database.url,
+          temporalAddress: server.address,
+          taskQueue,
+          simulatorUrl,
           providerApiKeys,
         }),
-        TEMPORAL_NAMESPACE: NAMESPACE,
-        NO_COLOR: '1',
-        // One client sending thousands of orders: no per-client rate limit.
-        RATE_LIMIT_MAX: '0',
+        ...{ TEMPORAL_NAMESPACE: NAMESPACE, NO_COLOR: '1' },
+        RATE_LIMIT_MAX: '0', // one client sending thousands of orders: no per-client rate limit
       };
       workerEnv = { ...inherited, ...serviceEnv, WORKER_METRICS_PORT: String(metricsPort) };
       workerProcess = def.STACK_PROCESSES.worker;
       const api = spawn(def.STACK_PROCESSES.api, { ...serviceEnv, PORT: String(apiPort) }, nodeArgs);
       meters.push(treeMeter('api', () => api.pid));
-      await waitForHttp(`${env.apiUrl}/health`, { child: api });
+      await waitForHttp(`${apiUrl}/health`, { child: api });
     }
     meters.push({ name: 'client', read: async () => (process.cpuUsage().user + process.cpuUsage().system) / 1000 });
     stops.push(env.stopWorker); // stopped first
@@ -246,12 +220,9 @@ export async function startEnv(opts: EnvOptions): Promise<ArmEnv> {
 
 /** An embedded PostgreSQL in `<dir>/postgres`, as `npm start` starts it, with database `order_fulfilment`. */
 async function embeddedDatabase(dir: string, logDir: string, stops: Array<() => Promise<void>>) {
-  const port = await getPort();
   const server = await startEmbeddedPostgres({
-    ...{ dataDir: path.join(dir, 'postgres'), checkout: dir, port, user: 'postgres', password: 'postgres' },
-    log: () => undefined,
-    logFile: path.join(logDir, 'postgres.log'),
-    fresh: true,
+    ...{ dataDir: path.join(dir, 'postgres'), checkout: dir, port: await getPort(), user: 'postgres' },
+    ...{ password: 'postgres', log: () => undefined, logFile: path.join(logDir, 'postgres.log'), fresh: true },
   });
   stops.push(server.stop);
   const url = server.adminUrl.replace(/\/postgres$/, '/order_fulfilment');

@@ -10,8 +10,7 @@ export type Arm = Floor | 'S' | 'V';
 export const ARMS: readonly Arm[] = ['F0', 'F5', 'S', 'V'];
 export const kindOf = (arm: Arm): ArmKind => (arm === 'S' || arm === 'V' ? 'service' : 'floor');
 
-// ---- statistics: percentiles from an HDR histogram (µs resolution, 3 significant digits)
-
+/** The `p`th percentile of `values`, from an HDR histogram (µs resolution, 3 significant digits); NaN for none. */
 export function pct(values: readonly number[], p: number): number {
   if (values.length === 0) return NaN;
   const h = hdr.build({ numberOfSignificantValueDigits: 3 });
@@ -20,13 +19,13 @@ export function pct(values: readonly number[], p: number): number {
   h.destroy();
   return value;
 }
-export const mean = (values: readonly number[]): number => {
+const mean = (values: readonly number[]): number => {
   const v = values.filter(Number.isFinite);
   return v.length ? v.reduce((a, b) => a + b, 0) / v.length : NaN;
 };
 export const fmt = (v: number | undefined, digits = 1): string =>
   v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(digits);
-export const mode = (values: readonly number[]): number => {
+const mode = (values: readonly number[]): number => {
   const counts = values.reduce((m, v) => m.set(v, (m.get(v) ?? 0) + 1), new Map<number, number>());
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? NaN;
 };
@@ -69,8 +68,6 @@ export interface ArmResult {
   ok: boolean;
   load: [number, number];
 }
-// ---- report
-
 const table = (headers: string[], rows: string[][]): string => markdownTable([headers, ...rows]);
 
 /** The event count of the newest recorded history of a completed order (test/replay/histories/): the design's. */

@@ -13,42 +13,35 @@ import { createPrismaClient } from '../../src/prisma/prisma.js';
 import { repoRoot } from './env.js';
 
 /** One entry of the file: client id (`api_clients.id`), the whole key (`Authorization: Bearer <key>`), scopes. */
-export interface DevApiKey {
-  client: string;
-  key: string;
-  scopes: string[];
-}
+type DevApiKey = { client: string; key: string; scopes: string[] };
 
 /** Where `npm start` writes the development keys. */
-export const API_KEYS_FILE = path.join(repoRoot(), '.data', 'api-keys.json');
+const API_KEYS_FILE = path.join(repoRoot(), '.data', 'api-keys.json');
 
 /** The entries of `file`; `[]` when it does not exist or is not JSON. */
-export async function readApiKeysFile(file = API_KEYS_FILE): Promise<DevApiKey[]> {
+async function readApiKeysFile(file = API_KEYS_FILE): Promise<DevApiKey[]> {
   const parsed = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8').catch(() => '[]')) as unknown) : [];
-  return Array.isArray(parsed)
-    ? (parsed as DevApiKey[]).filter((e) => typeof e?.key === 'string' && Array.isArray(e.scopes))
-    : [];
+  const entries = Array.isArray(parsed) ? (parsed as DevApiKey[]) : [];
+  return entries.filter((e) => typeof e?.key === 'string' && Array.isArray(e.scopes));
 }
 
 /**
- * The key a script should use for `scope`: `API_KEY` from the environment when set, else the first key of the
- * file that has `scope` (or `operator`).
- * @throws Error saying how to get one when there is none.
+ * The key a script should use for `scope`: `API_KEY` when set, else the first key of the file with `scope` (or
+ * `operator`). @throws Error saying how to get one when there is none.
  */
 export async function apiKeyFor(scope: string, file = API_KEYS_FILE): Promise<string> {
   const fromEnv = process.env.API_KEY?.trim();
   if (fromEnv) return fromEnv;
   const entry = (await readApiKeysFile(file)).find((e) => e.scopes.includes(scope) || e.scopes.includes('operator'));
-  if (!entry) {
-    throw new Error(
-      `no API key with scope ${scope}: set API_KEY, or start the stack with \`npm start\` (it writes ${path.relative(process.cwd(), file)})`,
-    );
-  }
-  return entry.key;
+  if (entry) return entry.key;
+  const written = path.relative(process.cwd(), file);
+  throw new Error(
+    `no API key with scope ${scope}: set API_KEY, or start the stack with \`npm start\` (it writes ${written})`,
+  );
 }
 
 /** The development clients: id, display name, scopes. */
-export const DEV_CLIENTS: readonly { client: string; name: string; scopes: readonly Scope[] }[] = [
+const DEV_CLIENTS: readonly { client: string; name: string; scopes: readonly Scope[] }[] = [
   { client: 'dev-shop-a', name: 'Development shop A', scopes: CLIENT_SCOPES },
   { client: 'dev-shop-b', name: 'Development shop B', scopes: CLIENT_SCOPES },
   { client: 'dev-ops', name: 'Development operators', scopes: [Scope.Operator] },
@@ -57,8 +50,7 @@ export const DEV_CLIENTS: readonly { client: string; name: string; scopes: reado
 
 /**
  * Makes sure every development client has a working key in the database at `databaseUrl`, and writes them all to
- * `file`.
- * @returns the keys, in {@link DEV_CLIENTS} order.
+ * `file`. @returns the keys, in {@link DEV_CLIENTS} order.
  */
 export async function ensureDevApiKeys(options: { databaseUrl: string; file?: string }): Promise<DevApiKey[]> {
   const file = options.file ?? API_KEYS_FILE;
@@ -67,15 +59,15 @@ export async function ensureDevApiKeys(options: { databaseUrl: string; file?: st
   try {
     const store = new ApiKeyStore(prisma);
     const keys: DevApiKey[] = [];
-    for (const wanted of DEV_CLIENTS) {
-      const scopes = [...wanted.scopes];
-      const known = previous.find((e) => e.client === wanted.client && sameScopes(e.scopes, scopes));
+    for (const { client, name, scopes } of DEV_CLIENTS) {
+      const base = { clientId: client, clientName: name, scopes, env: ApiKeyEnv.Dev, label: 'npm start (development)' };
+      const known = previous.find((e) => e.client === client && sameScopes(e.scopes, scopes));
       let key: string | undefined;
       if (known && (await store.authenticate(known.key))) key = known.key;
       else if (known && !(await prisma.apiKey.findFirst({ where: { secretHash: hashApiKey(known.key) } })))
-        key = (await store.createKey({ ...base(wanted), key: known.key })).key; // a fresh database: registered again
-      key ??= (await store.createKey(base(wanted))).key;
-      keys.push({ client: wanted.client, key, scopes });
+        key = (await store.createKey({ ...base, key: known.key })).key; // a fresh database: registered again
+      key ??= (await store.createKey(base)).key;
+      keys.push({ client, key, scopes: [...scopes] });
     }
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, `${JSON.stringify(keys, null, 2)}\n`, { mode: 0o600 });
@@ -86,37 +78,31 @@ export async function ensureDevApiKeys(options: { databaseUrl: string; file?: st
   }
 }
 
-function base({ client, name, scopes }: (typeof DEV_CLIENTS)[number]) {
-  return { clientId: client, clientName: name, scopes, env: ApiKeyEnv.Dev, label: 'npm start (development)' };
-}
+const sameScopes = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((s) => b.includes(s));
 
-function sameScopes(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((s) => b.includes(s));
-}
-
-/**
- * The banner lines about the keys: each client with its key, and curl lines that use them.
- * @param bold highlights a value (the banner's own style).
- */
+/** The banner lines about the keys: each client with its key, and curl lines that use them; `bold` highlights a value. */
 export function devApiKeysBanner(apiUrl: string, keys: readonly DevApiKey[], bold: (s: string) => string): string[] {
   const width = Math.max(...keys.map((k) => k.client.length));
   const shop = keys.find((k) => k.scopes.includes('orders:write'));
   const ops = keys.find((k) => k.scopes.includes('operator'));
-  const lines = [`  API keys (${path.relative(process.cwd(), API_KEYS_FILE) || API_KEYS_FILE}; npm run keys -- list):`];
-  for (const k of keys) lines.push(`    ${k.client.padEnd(width)}  ${bold(k.key)}  ${k.scopes.join(' ')}`);
-  lines.push('', '  Place an order:');
-  lines.push(`    curl -i -X POST ${apiUrl}/orders -H 'Authorization: Bearer ${shop?.key ?? '<key>'}' \\`);
-  lines.push(`      -H 'content-type: application/json' -H "Idempotency-Key: $(node -p 'crypto.randomUUID()')" \\`);
   const order = '{"customer":{"email":"ada@example.com","name":"Ada"},"lines":[{"sku":"TEE-BLK-M","quantity":2}]}';
-  lines.push(`      -d '${order}'`);
-  if (ops) lines.push(`  Every order (operator):  curl -s ${apiUrl}/orders -H 'Authorization: Bearer ${ops.key}'`);
-  return lines;
+  return [
+    `  API keys (${path.relative(process.cwd(), API_KEYS_FILE) || API_KEYS_FILE}; npm run keys -- list):`,
+    ...keys.map((k) => `    ${k.client.padEnd(width)}  ${bold(k.key)}  ${k.scopes.join(' ')}`),
+    '',
+    '  Place an order:',
+    `    curl -i -X POST ${apiUrl}/orders -H 'Authorization: Bearer ${shop?.key ?? '<key>'}' \\`,
+    `      -H 'content-type: application/json' -H "Idempotency-Key: $(node -p 'crypto.randomUUID()')" \\`,
+    `      -d '${order}'`,
+    ...(ops ? [`  Every order (operator):  curl -s ${apiUrl}/orders -H 'Authorization: Bearer ${ops.key}'`] : []),
+  ];
 }
 
 /**
  * Points the simulated warehouse at our API (`POST /warehouse/_sim/settings`): it reports orders packed to `apiUrl`
- * with the warehouse's development key, so `npm start`'s orders complete on their own. `WAREHOUSE_CALLBACK_URL` and
- * `WAREHOUSE_CALLBACK_API_KEY` set in `env` win: those are not overridden.
+ * with the warehouse's development key, so `npm start`'s orders complete on their own; `WAREHOUSE_CALLBACK_URL` and
+ * `WAREHOUSE_CALLBACK_API_KEY` set in `env` are not overridden.
  * @throws Error when there is no warehouse key or the simulator refuses.
  */
 export async function configureWarehouseCallback(
@@ -132,9 +118,7 @@ export async function configureWarehouseCallback(
     ...(env.WAREHOUSE_CALLBACK_API_KEY?.trim() ? {} : { WAREHOUSE_CALLBACK_API_KEY: key }),
   };
   const res = await fetch(`${simulatorUrl.replace(/\/+$/, '')}/warehouse/_sim/settings`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(settings),
+    ...{ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(settings) },
   });
   if (!res.ok) throw new Error(`the warehouse simulator refused its settings: ${res.status} ${await res.text()}`);
 }

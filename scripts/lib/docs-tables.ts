@@ -43,10 +43,7 @@ import * as temporalConstants from '../../src/temporal/temporal.constants.js';
 import { HISTORY_EVENTS_LIMIT, REMEMBERED_UPDATES } from '../../workflows/order-fulfilment.contract.js';
 import { repoRoot } from './env.js';
 
-/**
- * The documents with code blocks that show a file by reference (embedme: the block's first line `// <path from the
- * repository's root>`), kept equal to the files by `npm run docs:tables` and checked by its `--check`.
- */
+/** Documents with code blocks that show a file by reference (embedme: the block's first line `// <path>`). */
 export const EMBED_FILES = ['docs/extending.md'] as const;
 
 /** The document (path from the repository's root) that holds each generated section, in rendering order. */
@@ -60,21 +57,17 @@ export const SECTION_FILES = {
   providers: 'docs/configuration.md',
 } as const;
 export type GeneratedSection = keyof typeof SECTION_FILES;
-/** Names of the generated sections. */
 export const GENERATED_SECTIONS = Object.keys(SECTION_FILES) as GeneratedSection[];
 
 /** The documents this generates into, as paths from the repository's root, each once. */
 export const GENERATED_FILES: readonly string[] = [...new Set(Object.values(SECTION_FILES))].sort();
 
 /** Absolute path of a file (a document, the workflows) named by its path from the repository's root. */
-export function docPath(file: string): string {
-  return path.join(repoRoot(), file);
-}
+export const docPath = (file: string): string => path.join(repoRoot(), file);
 
 /** The sections a document holds, in {@link GENERATED_SECTIONS} order. */
-export function sectionsOf(file: string): GeneratedSection[] {
-  return GENERATED_SECTIONS.filter((section) => SECTION_FILES[section] === file);
-}
+export const sectionsOf = (file: string): GeneratedSection[] =>
+  GENERATED_SECTIONS.filter((s) => SECTION_FILES[s] === file);
 
 /** Opening and closing marker of a section. */
 export function markers(section: GeneratedSection): { start: string; end: string } {
@@ -91,9 +84,8 @@ export function formatDuration(ms: number): string {
   return `${ms / 1000} s`;
 }
 
-function duration(value: ActivityOptions['startToCloseTimeout']): string {
-  return value === undefined ? '-' : formatDuration(msToNumber(value));
-}
+const duration = (value: ActivityOptions['startToCloseTimeout']): string =>
+  value === undefined ? '-' : formatDuration(msToNumber(value));
 
 /**
  * Which activities the workflows' sources call through each profile (`const x = proxyActivities(profile)` or
@@ -324,7 +316,6 @@ export function renderProblemTypes(): string {
   );
 }
 
-/** Renders every section. */
 export async function renderSections(): Promise<Record<GeneratedSection, string>> {
   const workflowFiles = (await readdir(docPath('workflows'))).filter((f) => f.endsWith('.ts')).sort();
   return {

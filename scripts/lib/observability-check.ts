@@ -14,20 +14,12 @@ import { parse as parseYaml } from 'yaml';
 import { runPromtool } from './promtool.js';
 
 /** One PromQL expression, where it comes from, and whether promtool already parsed it (a rule) or not. */
-export interface PromqlExpression {
-  source: string;
-  expr: string;
-  kind: 'rule' | 'dashboard';
-}
+type PromqlExpression = { source: string; expr: string; kind: 'rule' | 'dashboard' };
 
 /** One rule of a Prometheus rule file. */
-export interface PromRule {
-  alert?: string;
-  record?: string;
-  expr: string;
-  labels: Record<string, string>;
+export type PromRule = { alert?: string; record?: string; expr: string; labels: Record<string, string> } & {
   annotations: Record<string, string>;
-}
+};
 
 /** Where the checked files are, relative to the repository root. */
 export const OBSERVABILITY_FILES = {
@@ -92,14 +84,8 @@ export function variableExpression(query: string): string | undefined {
   return (m?.[1] ?? m?.[2])?.trim();
 }
 
-interface Panel {
-  id?: number;
-  type?: string;
-  title?: string;
-  datasource?: unknown;
-  targets?: Array<{ refId?: string; expr?: string; datasource?: unknown }>;
-  panels?: Panel[];
-}
+type Target = { refId?: string; expr?: string; datasource?: unknown };
+type Panel = { id?: number; type?: string; title?: string; datasource?: unknown; targets?: Target[]; panels?: Panel[] };
 
 /**
  * The expressions of a dashboard (every target, every query variable) and its structural problems: no uid or title,
@@ -110,22 +96,17 @@ export function dashboardExpressions(
   file: string,
   datasourceUid = 'prometheus',
 ): { expressions: PromqlExpression[]; problems: string[] } {
-  const d = dashboard as {
-    uid?: string;
-    title?: string;
-    schemaVersion?: number;
-    panels?: Panel[];
-    templating?: { list?: Array<{ name?: string; type?: string; query?: unknown; definition?: string }> };
+  type Variable = { name?: string; type?: string; query?: unknown; definition?: string };
+  const d = dashboard as { uid?: string; title?: string; schemaVersion?: number; panels?: Panel[] } & {
+    templating?: { list?: Variable[] };
   };
   const problems: string[] = [];
   const expressions: PromqlExpression[] = [];
   if (!d.uid || !d.title) problems.push(`${file}: no uid or no title`);
   if (!(Number(d.schemaVersion) >= 39))
     problems.push(`${file}: schemaVersion ${d.schemaVersion} (Grafana 11+ writes 39+)`);
-  const ours = (ds: unknown): boolean => {
-    const o = ds as { type?: string; uid?: string } | null | undefined;
-    return o?.type === 'prometheus' && o.uid === datasourceUid;
-  };
+  const ours = (ds: unknown): boolean =>
+    (ds as { type?: string } | null)?.type === 'prometheus' && (ds as { uid?: string }).uid === datasourceUid;
   const flat = (panels: Panel[] = []): Panel[] => panels.flatMap((p) => [p, ...flat(p.panels)]);
   const ids = new Set<number>();
   for (const panel of flat(d.panels)) {
@@ -174,9 +155,7 @@ export function servedNames(exposition: string): Set<string> {
 }
 
 /** Series Prometheus writes itself for every target and alert (not in any scrape). */
-export const PROMETHEUS_SERIES: ReadonlySet<string> = new Set(
-  'up scrape_duration_seconds ALERTS ALERTS_FOR_STATE'.split(' '),
-);
+const PROMETHEUS_SERIES = new Set('up scrape_duration_seconds ALERTS ALERTS_FOR_STATE'.split(' '));
 
 /**
  * Temporal SDK worker metrics (docs.temporal.io/references/sdk-metrics, with the worker's `temporal_` prefix) that
@@ -195,8 +174,7 @@ export const SDK_LAZY_METRICS: ReadonlySet<string> = new Set(
     .map((name) => `temporal_${name}`),
 );
 
-/** Where a metric name was found. */
-export type NameSource = 'api' | 'worker' | 'api+worker' | 'prometheus' | 'sdk' | 'missing';
+type NameSource = 'api' | 'worker' | 'api+worker' | 'prometheus' | 'sdk' | 'missing';
 
 /** Where a name an expression reads comes from: a scrape, Prometheus itself, the SDK's lazy metrics, or nowhere. */
 export function nameSource(
@@ -210,7 +188,7 @@ export function nameSource(
 }
 
 /** Parses expressions with promtool (each a recording rule of its own group): each failing one with its message. */
-export async function promtoolParseErrors(
+async function promtoolParseErrors(
   promtool: string,
   expressions: readonly PromqlExpression[],
 ): Promise<Map<PromqlExpression, string>> {
@@ -235,7 +213,7 @@ export async function promtoolParseErrors(
 }
 
 /** What {@link runObservabilityCheck} found: every metric name read (where found, read by which), one line a problem. */
-export interface ObservabilityReport {
+interface ObservabilityReport {
   steps: Array<{ name: string; ok: boolean }>;
   expressions: PromqlExpression[];
   names: Map<string, { source: NameSource; usedBy: string[] }>;
@@ -272,10 +250,9 @@ export async function runObservabilityCheck(opts: {
     expr: r.expr,
     kind: 'rule',
   }));
-  const datasources = parseYaml(readFileSync(file(F.datasources), 'utf8')) as {
-    datasources?: Array<{ uid?: string; type?: string }>;
-  };
-  const uid = datasources.datasources?.find((d) => d.type === 'prometheus')?.uid ?? 'prometheus';
+  type Datasources = { datasources?: Array<{ uid?: string; type?: string }> };
+  const datasources = (parseYaml(readFileSync(file(F.datasources), 'utf8')) as Datasources).datasources;
+  const uid = datasources?.find((d) => d.type === 'prometheus')?.uid ?? 'prometheus';
   const dashboards =
     opts.dashboardFiles ??
     readdirSync(file(F.dashboards))

@@ -1,34 +1,36 @@
 /**
- * Readiness and child processes for the launchers that run the stack's processes themselves (the bench, the
- * scale-out run, the e2e helpers): execa spawns and stops them (SIGTERM, SIGKILL after a delay), wait-on waits for
- * ports and health URLs, and a Temporal describe call tells when a worker polls. `npm start` supervises its
- * processes with concurrently (scripts/stack.ts).
+ * Child processes and readiness for the launchers that run the stack's processes themselves (the bench, the
+ * scale-out run, the e2e helpers, the demo): execa spawns and stops them, wait-on waits for ports and health URLs, a
+ * Temporal describe call tells when a worker polls. `npm start` supervises its own with concurrently (scripts/stack.ts).
  */
 import { Connection } from '@temporalio/client';
 import { execa, type Options, type ResultPromise } from 'execa';
 import waitOn from 'wait-on';
 import { workerTaskQueues, type StackProcess } from './stack-definition.js';
 
-/** A line logger. */
 export type LogFn = (line: string) => void;
 
 /** A child process (execa): awaiting it waits for its exit and never rejects; `kill()` escalates to SIGKILL. */
 export type Proc = ResultPromise<{ reject: false; all: true; buffer: false }>;
 
-/** Starts one process of the stack: `node --enable-source-maps <entry>` (a `.ts` entry through tsx), as {@link spawnChild}. */
+/** Starts one process of the stack: `node [nodeArgs] --enable-source-maps <entry>` (a `.ts` entry through tsx). */
 export function spawnStackProcess(
   proc: StackProcess,
   opts: { env: NodeJS.ProcessEnv; root: string; logFile: string; entry?: string; nodeArgs?: readonly string[] },
 ): Proc {
   const entry = opts.entry ?? proc.entry;
-  const tsx = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const args = [...(opts.nodeArgs ?? []), ...tsx, '--enable-source-maps', entry];
+  const args = [
+    ...(opts.nodeArgs ?? []),
+    ...(entry.endsWith('.ts') ? ['--import', 'tsx'] : []),
+    '--enable-source-maps',
+    entry,
+  ];
   return spawnChild(process.execPath, args, { cwd: opts.root, env: opts.env, extendEnv: false }, opts.logFile);
 }
 
 /**
- * Spawns a child as every launcher here does (execa): no stdin, never rejecting, killed with this process, SIGKILL
- * 25 s after a stop signal; its output appended to `logFile`, else per `options` (default: ignored).
+ * Spawns a child (execa): no stdin, never rejecting, killed with this process, SIGKILL 25 s after a stop signal; its
+ * output appended to `logFile`, else per `options` (default: ignored).
  */
 export function spawnChild(file: string, args: readonly string[], options: Options, logFile?: string): Proc {
   const out = logFile ? ({ file: logFile, append: true } as const) : 'ignore';
@@ -55,10 +57,7 @@ function exitOf(child: Proc | undefined, what: string): Promise<never> {
 
 const WAIT_ON = { interval: 250, window: 0, proxy: false, tcpTimeout: 1000, httpTimeout: 2000 } as const;
 
-/**
- * Waits until `GET url` answers 2xx (wait-on), or fails when `child` exits first.
- * @throws Error after `timeoutMs` (default 60 000).
- */
+/** Waits until `GET url` answers 2xx. @throws Error after `timeoutMs` (60 000), or when `child` exits first. */
 export async function waitForHttp(url: string, opts: { timeoutMs?: number; child?: Proc } = {}): Promise<void> {
   const timeout = opts.timeoutMs ?? 60_000;
   const what = `${url} to answer 2xx`;
@@ -73,20 +72,17 @@ export async function waitForHttp(url: string, opts: { timeoutMs?: number; child
 
 /** The ones of `ports` on which something accepts TCP connections right now. */
 export async function portsInUse(ports: readonly number[], host = '127.0.0.1'): Promise<number[]> {
-  const busy = async (port: number): Promise<number[]> => {
-    const free = waitOn({ ...WAIT_ON, resources: [`tcp:${host}:${port}`], reverse: true, timeout: 300 });
-    return free.then(
+  const busy = (port: number): Promise<number[]> =>
+    waitOn({ ...WAIT_ON, resources: [`tcp:${host}:${port}`], reverse: true, timeout: 300 }).then(
       () => [],
       () => [port],
     );
-  };
   return (await Promise.all(ports.map(busy))).flat();
 }
 
 /**
- * Calls `probe` every `intervalMs` (250) until it returns something other than undefined or false; errors count as
- * "not yet", and the last one is reported on timeout.
- * @throws Error after `timeoutMs`, or when `child` exits first.
+ * Calls `probe` every `intervalMs` (250) until it returns other than undefined or false; errors count as "not yet",
+ * the last one is reported. @throws Error after `timeoutMs`, or when `child` exits first.
  */
 export async function pollUntil<T>(
   what: string,
@@ -95,8 +91,7 @@ export async function pollUntil<T>(
 ): Promise<T> {
   const poll = async (): Promise<T> => {
     const deadline = Date.now() + opts.timeoutMs;
-    let lastError = '';
-    for (;;) {
+    for (let lastError = ''; ; await new Promise((resolve) => setTimeout(resolve, opts.intervalMs ?? 250))) {
       try {
         const value = await probe();
         if (value !== undefined && value !== false) return value;
@@ -105,31 +100,20 @@ export async function pollUntil<T>(
       }
       if (Date.now() > deadline)
         throw new Error(`timed out after ${opts.timeoutMs} ms waiting for ${what}${lastError ? `: ${lastError}` : ''}`);
-      await new Promise((resolve) => setTimeout(resolve, opts.intervalMs ?? 250));
     }
   };
   return Promise.race([poll(), exitOf(opts.child, what)]);
 }
 
-/**
- * Waits until the Temporal frontend at `address` accepts a connection and serves `namespace`.
- * @throws Error after `timeoutMs`, or when `child` (the server) exits first.
- */
-export async function waitForTemporal(opts: {
-  address: string;
-  namespace: string;
-  timeoutMs: number;
-  child?: Proc;
-}): Promise<void> {
+/** Waits until Temporal at `address` serves `namespace`. @throws Error after `timeoutMs`, or when `child` exits first. */
+export async function waitForTemporal(opts: { address: string; namespace: string; timeoutMs: number; child?: Proc }) {
   await pollUntil(
     `Temporal at ${opts.address} to serve namespace ${opts.namespace}`,
     async () => {
       const connection = await Connection.connect({ address: opts.address, connectTimeout: 1000 });
       try {
-        await connection.withDeadline(Date.now() + 2000, () =>
-          connection.workflowService.describeNamespace({ namespace: opts.namespace }),
-        );
-        return true;
+        const describe = () => connection.workflowService.describeNamespace({ namespace: opts.namespace });
+        return !!(await connection.withDeadline(Date.now() + 2000, describe));
       } finally {
         await connection.close().catch(() => undefined);
       }
@@ -139,10 +123,9 @@ export async function waitForTemporal(opts: {
 }
 
 /**
- * Waits until the worker process `pid` (its SDK identity is `<pid>@<host>`) polls every task queue it serves:
- * workflow and activity tasks on the order task queue, activity tasks on each provider's ({@link workerTaskQueues};
- * `queues` overrides them, e.g. the bench's floor worker).
- * @throws Error after `timeoutMs` (default 120 000), or when `child` exits first.
+ * Waits until the worker process `pid` (SDK identity `<pid>@<host>`) polls every task queue it serves (workflow and
+ * activity tasks on the order task queue, activity tasks on each provider's: {@link workerTaskQueues}; `queues`
+ * overrides them). @throws Error after `timeoutMs` (120 000), or when `child` exits first.
  */
 export async function waitForWorkerPollers(opts: {
   connection: Connection;
@@ -155,22 +138,18 @@ export async function waitForWorkerPollers(opts: {
 }): Promise<void> {
   const queues = opts.queues ?? workerTaskQueues(opts.taskQueue);
   // TaskQueueType: 1 = workflow, 2 = activity. TaskQueueKind 1 = normal.
-  const targets = queues.flatMap((q) => [...(q.workflows ? [1] : []), 2].map((type) => ({ name: q.name, type })));
-  const ready = new Set<string>();
+  const pending = queues.flatMap((q) => [...(q.workflows ? [1] : []), 2].map((type) => ({ name: q.name, type })));
   await pollUntil(
     `the worker (pid ${opts.pid}) to poll ${queues.map((q) => q.name).join(', ')}`,
     async () => {
-      for (const t of targets) {
-        if (ready.has(`${t.name}/${t.type}`)) continue;
+      while (pending.length > 0) {
+        const { name, type } = pending[0]!;
+        const request = { namespace: opts.namespace, taskQueue: { name, kind: 1 }, taskQueueType: type };
         const res = await opts.connection.withDeadline(Date.now() + 2000, () =>
-          opts.connection.workflowService.describeTaskQueue({
-            namespace: opts.namespace,
-            taskQueue: { name: t.name, kind: 1 },
-            taskQueueType: t.type,
-          }),
+          opts.connection.workflowService.describeTaskQueue(request),
         );
         if (!(res.pollers ?? []).some((p) => p.identity?.startsWith(`${opts.pid}@`))) return false;
-        ready.add(`${t.name}/${t.type}`);
+        pending.shift();
       }
       return true;
     },

@@ -16,11 +16,7 @@ export const DEFAULT_PORTS = {
   ...{ api: 3000, simulators: 4010, temporal: 7233, temporalUi: 8233 },
   ...{ workerMetrics: 9464, embeddedPostgres: 54329 },
 } as const;
-
-/** A port of the local stack, by its role. */
 export type StackPort = keyof typeof DEFAULT_PORTS;
-
-/** The environment variable that overrides each default port. */
 export const PORT_VARIABLES: Readonly<Record<StackPort, string>> = {
   ...{ api: 'PORT', simulators: 'SIMULATOR_PORT', temporal: 'TEMPORAL_PORT', temporalUi: 'TEMPORAL_UI_PORT' },
   ...{ workerMetrics: 'WORKER_METRICS_PORT', embeddedPostgres: 'EMBEDDED_PG_PORT' },
@@ -35,47 +31,37 @@ export function stackPorts(env: NodeJS.ProcessEnv = process.env): Record<StackPo
     const raw = env[PORT_VARIABLES[role]]?.trim();
     if (!raw) return DEFAULT_PORTS[role];
     const value = Number(raw);
-    if (!Number.isInteger(value) || value < (role === 'workerMetrics' ? 0 : 1) || value > 65535) {
+    if (!Number.isInteger(value) || value < (role === 'workerMetrics' ? 0 : 1) || value > 65535)
       throw new Error(`${PORT_VARIABLES[role]}=${raw} is not a TCP port`);
-    }
     return value;
   };
   const roles = Object.keys(DEFAULT_PORTS) as StackPort[];
   return Object.fromEntries(roles.map((role) => [role, read(role)])) as Record<StackPort, number>;
 }
 
-/** A process of the stack that runs from the build (`dist/`). */
-export interface StackProcess {
-  name: 'simulators' | 'worker' | 'api';
-  /** Entry point, relative to the repository root. */
-  entry: string;
-  /** Its port's role in {@link DEFAULT_PORTS} (HTTP processes). */
-  port?: StackPort;
-  /** The path whose 2xx says it is ready (HTTP processes); the worker is ready once it polls its task queues. */
-  readyPath?: string;
-}
+/**
+ * A process of the stack that runs from the build: its entry point (from the repository root) and the path whose 2xx
+ * says it is ready (HTTP processes; the worker is ready once it polls its task queues).
+ */
+export type StackProcess = { name: 'simulators' | 'worker' | 'api'; entry: string; readyPath?: string };
 
 /** The built processes of the stack, in start order. */
 export const STACK_PROCESSES = {
-  simulators: { name: 'simulators', entry: 'dist/simulators/main.js', port: 'simulators', readyPath: '/_sim/health' },
+  simulators: { name: 'simulators', entry: 'dist/simulators/main.js', readyPath: '/_sim/health' },
   worker: { name: 'worker', entry: 'dist/src/worker.js' },
-  api: { name: 'api', entry: 'dist/src/main.js', port: 'api', readyPath: '/health' },
+  api: { name: 'api', entry: 'dist/src/main.js', readyPath: '/health' },
 } as const satisfies Record<string, StackProcess>;
 
 /** `http://<host>:<port>`: the base URL of a local process. */
-export function localUrl(port: number, host = '127.0.0.1'): string {
-  return `http://${host}:${port}`;
-}
+export const localUrl = (port: number, host = '127.0.0.1'): string => `http://${host}:${port}`;
 
 /** A provider's base URL on the simulator process: `<simulatorUrl>/<name>` (its `<NAME>_PROVIDER_URL` default). */
-export function simulatedProviderUrl(simulatorUrl: string, provider: string): string {
-  return `${simulatorUrl.replace(/\/+$/, '')}/${encodeURIComponent(provider)}`;
-}
+export const simulatedProviderUrl = (simulatorUrl: string, provider: string): string =>
+  `${simulatorUrl.replace(/\/+$/, '')}/${encodeURIComponent(provider)}`;
 
 /** A provider's ledger on the simulator process: `<simulatorUrl>/<name>/_sim/ledger`. */
-export function providerLedgerUrl(simulatorUrl: string, provider: string): string {
-  return `${simulatedProviderUrl(simulatorUrl, provider)}/_sim/ledger`;
-}
+export const providerLedgerUrl = (simulatorUrl: string, provider: string): string =>
+  `${simulatedProviderUrl(simulatorUrl, provider)}/_sim/ledger`;
 
 const bearerKeys = (prefix: string) => (providers: readonly ProviderDefinition[]) =>
   Object.fromEntries(providers.map((p) => [p.name, `${prefix}-${p.name}-key`])) as Record<string, string>;
@@ -86,14 +72,13 @@ export const testProviderApiKeys = bearerKeys('test');
 
 /** `<NAME>_PROVIDER_API_KEY`: the variable of a provider's bearer token. */
 const keyVariable = (p: { name: string }): string => `${envPrefix(p)}_PROVIDER_API_KEY`;
+const apiKeyVariables = (keys: Readonly<Record<string, string>> = {}): Record<string, string> =>
+  Object.fromEntries(Object.entries(keys).map(([name, key]) => [keyVariable({ name }), key]));
 
 /** The bearer tokens set in `env` (`<NAME>_PROVIDER_API_KEY`), by provider name; unset ones are left out. */
-export function providerApiKeysFromEnv(
-  env: NodeJS.ProcessEnv,
-  providers: readonly ProviderDefinition[] = PROVIDER_LIST,
-) {
+export function providerApiKeysFromEnv(env: NodeJS.ProcessEnv, providers = PROVIDER_LIST): Record<string, string> {
   const keys = providers.map((p) => [p.name, env[keyVariable(p)]?.trim()]);
-  return Object.fromEntries(keys.filter(([, key]) => key)) as Record<string, string>;
+  return Object.fromEntries(keys.filter(([, key]) => key));
 }
 
 /**
@@ -105,33 +90,22 @@ export function withoutProviderVariables(env: NodeJS.ProcessEnv): NodeJS.Process
   return Object.fromEntries(Object.entries(env).filter(([name]) => !drop.has(name)));
 }
 
-function apiKeyVariables(keys: Readonly<Record<string, string>> | undefined): Record<string, string> {
-  return Object.fromEntries(Object.entries(keys ?? {}).map(([name, key]) => [keyVariable({ name }), key]));
-}
-
-/** Where the services of one stack find each other (the task queue defaults to the service's own). */
-export interface ServiceEnvironmentOptions {
+/**
+ * The environment of the API and the worker of one stack (src/config/config.ts reads it): `DATABASE_URL`,
+ * `TEMPORAL_ADDRESS`, `TEMPORAL_TASK_QUEUE` (default: the service's own), `SIMULATOR_URL` (every
+ * `<NAME>_PROVIDER_URL` defaults to `<SIMULATOR_URL>/<name>`) and each provider's key.
+ */
+export function serviceEnvironment(opts: {
   databaseUrl: string;
   temporalAddress: string;
   taskQueue?: string;
   simulatorUrl: string;
   providerApiKeys?: Readonly<Record<string, string>>;
-  temporalUiUrl?: string;
-}
-
-/**
- * The environment of the API and the worker of one stack (src/config/config.ts reads it): `DATABASE_URL`,
- * `TEMPORAL_ADDRESS`, `TEMPORAL_TASK_QUEUE`, `SIMULATOR_URL` (every `<NAME>_PROVIDER_URL` defaults to
- * `<SIMULATOR_URL>/<name>`), each provider's key and `TEMPORAL_UI_URL`.
- */
-export function serviceEnvironment(opts: ServiceEnvironmentOptions): Record<string, string> {
+}): Record<string, string> {
   return {
-    DATABASE_URL: opts.databaseUrl,
-    TEMPORAL_ADDRESS: opts.temporalAddress,
+    ...{ DATABASE_URL: opts.databaseUrl, TEMPORAL_ADDRESS: opts.temporalAddress },
     ...(opts.taskQueue ? { TEMPORAL_TASK_QUEUE: opts.taskQueue } : {}),
-    SIMULATOR_URL: opts.simulatorUrl,
-    ...apiKeyVariables(opts.providerApiKeys),
-    ...(opts.temporalUiUrl ? { TEMPORAL_UI_URL: opts.temporalUiUrl } : {}),
+    ...{ SIMULATOR_URL: opts.simulatorUrl, ...apiKeyVariables(opts.providerApiKeys) },
   };
 }
 
@@ -146,18 +120,16 @@ export function simulatorEnvironment(opts: {
   providerApiKeys?: Readonly<Record<string, string>>;
   callback?: { url: string; apiKey: string };
 }): Record<string, string> {
+  const { port, host, callback } = opts;
   return {
-    SIMULATOR_PORT: String(opts.port),
-    ...(opts.host ? { SIMULATOR_HOST: opts.host } : {}),
+    ...{ SIMULATOR_PORT: String(port), ...(host ? { SIMULATOR_HOST: host } : {}) },
     ...apiKeyVariables(opts.providerApiKeys),
-    ...(opts.callback
-      ? { SIMULATOR_CALLBACK_URL: opts.callback.url, SIMULATOR_CALLBACK_API_KEY: opts.callback.apiKey }
-      : {}),
+    ...(callback ? { SIMULATOR_CALLBACK_URL: callback.url, SIMULATOR_CALLBACK_API_KEY: callback.apiKey } : {}),
   };
 }
 
 /** The providers a step or a compensation of `steps` calls, in registry order. */
-export function calledProviders(steps: readonly StepDefinition[] = STEPS): ProviderDefinition[] {
+function calledProviders(steps: readonly StepDefinition[] = STEPS): ProviderDefinition[] {
   const called = new Set(
     steps.flatMap((s) => [
       ...(s.kind === 'provider' ? [s.provider.name] : []),
@@ -171,17 +143,14 @@ export function calledProviders(steps: readonly StepDefinition[] = STEPS): Provi
  * The providers every order calls: those of the steps without a `when` condition (a card order's payments steps are
  * conditional, so an order on account never calls `payments`). What the ledger checks require a key of every order at.
  */
-export function providersEveryOrderCalls(steps: readonly StepDefinition[] = STEPS): ProviderDefinition[] {
-  return calledProviders(steps.filter((s) => !s.when));
-}
+export const providersEveryOrderCalls = (steps = STEPS): ProviderDefinition[] =>
+  calledProviders(steps.filter((s) => !s.when));
 
 /**
  * The task queues a worker process polls: the order task queue (workflows and the database steps) and
  * `<taskQueue>.<provider>` of each provider a step or a compensation calls (src/worker/order-worker.ts).
  */
 export function workerTaskQueues(taskQueue: string): Array<{ name: string; workflows: boolean }> {
-  return [
-    { name: taskQueue, workflows: true },
-    ...calledProviders().map((p) => ({ name: providerTaskQueue(taskQueue, p.name), workflows: false })),
-  ];
+  const providers = calledProviders().map((p) => ({ name: providerTaskQueue(taskQueue, p.name), workflows: false }));
+  return [{ name: taskQueue, workflows: true }, ...providers];
 }

@@ -25,19 +25,17 @@ const CLUSTER_TOOLS = [
   ['Temporal UI server', 'TEMPORAL_UI_SERVER_PATH', UI_PACKAGE, 'temporal-ui-server', '2.42.1'],
 ] as const;
 
-/** Absolute paths of the cluster's programs and of the server's config template. */
+/** Absolute paths of the cluster's programs and of the server module's `config/docker.yaml` (beside the server). */
 export interface ClusterBinaries {
   server: string;
   sqlTool: string;
   uiServer: string;
-  /** The server module's `config/docker.yaml`, kept beside the server binary. */
   configTemplate: string;
 }
 
 /**
- * Finds or builds the server, its sql tool and the UI server (one build at a time), and the server's config
- * template (copied beside the binary from the server module in Go's module cache the first time).
- * @throws Error when a binary is missing and cannot be built, or the module cannot be read.
+ * Finds or builds the server, its sql tool and the UI server, and copies the server's config template from Go's
+ * module cache the first time. @throws Error when a binary cannot be built, or the module cannot be read.
  */
 export async function ensureClusterBinaries(log: LogFn): Promise<ClusterBinaries> {
   const found: string[] = [];
@@ -63,8 +61,7 @@ export interface PostgresDatabase {
 }
 
 function database(url: string, name?: string): PostgresDatabase {
-  const u = new URL(url);
-  const d = decodeURIComponent;
+  const [u, d] = [new URL(url), decodeURIComponent];
   return {
     ...{ host: u.hostname, port: Number(u.port || 5432), user: d(u.username || 'postgres'), password: d(u.password) },
     database: name ?? d(u.pathname.slice(1)),
@@ -85,34 +82,22 @@ export function clusterDatabasesFromEnv(fallbackUrl: string): Record<'persistenc
 }
 
 /**
- * Sets up (or upgrades) one database's schema with the server's sql tool, as Temporal's admin-tools image does:
- * `create-database`, `setup-schema -v 0.0`, `update-schema` (each idempotent, so run at every start). The password
- * goes through `SQL_PASSWORD`, not the command line.
+ * Sets up or upgrades one database's schema as Temporal's admin-tools image does: `create-database`, `setup-schema -v
+ * 0.0`, `update-schema` (each idempotent), the password in `SQL_PASSWORD`, not on the command line.
  */
 async function setupSchema(sqlTool: string, db: PostgresDatabase, schema: string, log: LogFn): Promise<void> {
   const common = ['--plugin', 'postgres12', '--ep', db.host, '--port', String(db.port), '--user', db.user];
   for (const step of [['create-database'], ['setup-schema', '-v', '0.0'], ['update-schema', '--schema-name', schema]]) {
-    const env = { SQL_PASSWORD: db.password };
-    const result = await execa(sqlTool, [...common, '--db', db.database, ...step], {
-      env,
-      stdin: 'ignore',
-      all: true,
-      reject: false,
-    });
-    if (result.failed)
-      throw new Error(
-        `Temporal schema step \`sql ${step.join(' ')}\` on ${db.database} failed:\n${result.all.slice(-2000)}`,
-      );
+    const options = { env: { SQL_PASSWORD: db.password }, stdin: 'ignore', all: true, reject: false } as const;
+    const result = await execa(sqlTool, [...common, '--db', db.database, ...step], options);
+    const failed = `Temporal schema step \`sql ${step.join(' ')}\` on ${db.database} failed`;
+    if (result.failed) throw new Error(`${failed}:\n${result.all.slice(-2000)}`);
   }
   log(`schema ${schema} is up to date in ${db.host}:${db.port}/${db.database}`);
 }
 
 /** A command line of the cluster: the file, its arguments and its whole environment. */
-export interface ClusterCommand {
-  file: string;
-  args: string[];
-  env: NodeJS.ProcessEnv;
-}
+export type ClusterCommand = { file: string; args: string[]; env: NodeJS.ProcessEnv };
 
 /** The server's ports as offsets from the frontend's gRPC port (7233 gives the upstream defaults). */
 const PORT_OFFSETS = {
@@ -123,8 +108,7 @@ const PORT_OFFSETS = {
 
 /**
  * Sets up both schemas and writes the server's and the UI server's configuration under `dataDir`. Run the two
- * commands (the server first), then {@link clusterReady}.
- * @throws Error when a schema step fails.
+ * commands (the server first), then {@link clusterReady}. @throws Error when a schema step fails.
  */
 export async function prepareCluster(opts: {
   binaries: ClusterBinaries;
@@ -169,9 +153,8 @@ export async function prepareCluster(opts: {
 
 /**
  * Waits until the frontend answers, registers the namespace and this project's search attributes when missing, and
- * waits until the UI serves the namespace.
- * @returns what the frontend reports: persistence and visibility stores (e.g. `postgres12`), server version.
- * @throws Error when a step is not done within `timeoutMs`.
+ * waits until the UI serves the namespace. @returns the frontend's persistence and visibility stores (e.g.
+ * `postgres12`) and server version. @throws Error when a step is not done within `timeoutMs`.
  */
 export async function clusterReady(opts: {
   address: string;
@@ -190,11 +173,8 @@ export async function clusterReady(opts: {
     const added = await ensureSearchAttributes(connection, opts.namespace, { attributes, timeoutMs: opts.timeoutMs });
     if (added.length > 0) opts.log(`registered search attributes ${added.join(', ')} in namespace ${opts.namespace}`);
     await waitForHttp(`${opts.uiUrl}/api/v1/namespaces/${encodeURIComponent(opts.namespace)}`, opts);
-    return {
-      persistenceStore: info.persistenceStore ?? '?',
-      visibilityStore: info.visibilityStore ?? '?',
-      serverVersion: info.serverVersion ?? '?',
-    };
+    const [persistenceStore, visibilityStore] = [info.persistenceStore ?? '?', info.visibilityStore ?? '?'];
+    return { persistenceStore, visibilityStore, serverVersion: info.serverVersion ?? '?' };
   } finally {
     await connection.close();
   }
@@ -211,14 +191,15 @@ export async function ensureNamespace(
   retentionDays: number,
   timeoutMs: number,
   log: LogFn,
-): Promise<void> {
+) {
   const code = (error: unknown): number | undefined => (error as { code?: number }).code;
+  const service = connection.workflowService;
   try {
-    await connection.workflowService.describeNamespace({ namespace });
+    await service.describeNamespace({ namespace });
   } catch (error) {
     if (code(error) !== 5) throw error;
-    const retention = msToTs(`${retentionDays} days`);
-    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: retention }).then(
+    const workflowExecutionRetentionPeriod = msToTs(`${retentionDays} days`);
+    await service.registerNamespace({ namespace, workflowExecutionRetentionPeriod }).then(
       () => log(`registered namespace ${namespace} (retention ${retentionDays} days)`),
       (e: unknown) => {
         if (code(e) !== 6) throw e; // ALREADY_EXISTS: registered meanwhile
@@ -226,7 +207,7 @@ export async function ensureNamespace(
     );
   }
   for (const deadline = Date.now() + timeoutMs; ; await sleep(500)) {
-    const served = await connection.workflowService.countWorkflowExecutions({ namespace, query: '' }).then(
+    const served = await service.countWorkflowExecutions({ namespace, query: '' }).then(
       () => true,
       (e: unknown) => (code(e) === 5 && Date.now() < deadline ? false : Promise.reject(e)),
     );
