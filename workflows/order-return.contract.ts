@@ -172,9 +172,7 @@ export interface ReturnActivities {
    * The receipt recorded once: received and damaged quantities, the refund amount fixed, the undamaged units
    * restocked (`return:<returnId>:<sku>` movements); status `received`.
    */
-  recordReturnReceipt(
-    input: ReturnActivityInput & { receipt: ReceiveReturnResult },
-  ): Promise<{
+  recordReturnReceipt(input: ReturnActivityInput & { receipt: ReceiveReturnResult }): Promise<{
     refundMinor: number;
     restocked: number;
     /** The amount as people read it, e.g. `EUR 14.50`. */ refund?: string;

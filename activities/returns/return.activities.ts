@@ -15,7 +15,11 @@ import { carrier } from '../../providers/carrier.provider.js';
 import { email } from '../../providers/email.provider.js';
 import { payments } from '../../providers/payments.provider.js';
 import { ErrorType } from '../../workflows/errors.js';
-import { FINAL_RETURN_STATUSES, type ReturnStatus, type ReturnActivities } from '../../workflows/order-return.contract.js';
+import {
+  FINAL_RETURN_STATUSES,
+  type ReturnStatus,
+  type ReturnActivities,
+} from '../../workflows/order-return.contract.js';
 import { displayText, formatMinor } from '../catalogue/text.js';
 import { runProviderEffect } from '../kit/effect.js';
 import { notFound } from '../kit/failures.js';

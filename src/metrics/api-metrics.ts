@@ -270,7 +270,9 @@ export class ApiMetrics {
    * write), from one grouped query.
    * @returns undefined when the database could not be read (logged; the gauges are left out of the scrape).
    */
-  private async returnSnapshot(): Promise<Array<{ status: string; count: number; longestSeconds: number }> | undefined> {
+  private async returnSnapshot(): Promise<
+    Array<{ status: string; count: number; longestSeconds: number }> | undefined
+  > {
     try {
       const rows = await this.prisma.$queryRaw<Array<{ status: string; count: number; seconds: number }>>`
         SELECT status, count(*)::int AS count, EXTRACT(EPOCH FROM (now() - min(updated_at)))::float8 AS seconds
