@@ -30,6 +30,7 @@ import { registeredProblemTypes } from '../../src/common/problem-details.js';
 import '../../src/auth/auth-problems.js';
 import '../../src/inventory/inventory-problems.js';
 import '../../src/orders/order-problems.js';
+import '../../src/returns/return-problems.js';
 import { ATTENTION_RECHECK_MS } from '../../workflows/order-return.contract.js';
 import { loadConfig } from '../../src/config/config.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../src/idempotency/idempotency-key.js';

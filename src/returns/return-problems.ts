@@ -66,9 +66,9 @@ export const ReturnProblemTypes = defineProblemTypes({
       errors: validationErrorsSchema,
     },
     example: {
-      detail: 'TEE-BLK-M: 2 requested, 1 returnable (3 shipped, 2 in open returns)',
+      detail: 'TEE-BLK-M: 2 requested, 1 returnable (3 shipped, 2 in other returns)',
       lines: [{ sku: 'TEE-BLK-M', requested: 2, shipped: 3, returnable: 1 }],
-      errors: [{ path: 'lines.0.quantity', message: '2 requested, 1 returnable (3 shipped, 2 in open returns)' }],
+      errors: [{ path: 'lines.0.quantity', message: '2 requested, 1 returnable (3 shipped, 2 in other returns)' }],
     },
   },
   ReturnNotAwaitingReceipt: {

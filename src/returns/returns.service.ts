@@ -114,11 +114,14 @@ export class ReturnsService {
           });
         }
 
+        // Claimed by the order's other returns: what came back once received, else what each asked for (as the
+        // CHECK return_lines_within_shipped counts).
         const returnable = await tx.$queryRaw<ReturnableRow[]>`
           SELECT ol.sku, ol.unit_price_minor,
                  coalesce((SELECT sum(-m.reserved_delta) FROM inventory_movements m
                            WHERE m.order_id = ol.order_id AND m.sku = ol.sku AND m.reason = 'shipment'), 0)::int AS shipped,
-                 coalesce((SELECT sum(l.quantity) FROM return_lines l JOIN returns r ON r.id = l.return_id
+                 coalesce((SELECT sum(coalesce(l.received_quantity, l.quantity))
+                           FROM return_lines l JOIN returns r ON r.id = l.return_id
                            WHERE r.order_id = ol.order_id AND l.sku = ol.sku
                              AND r.status NOT IN (${ReturnStatus.Withdrawn}, ${ReturnStatus.Expired})), 0)::int AS claimed
           FROM order_lines ol WHERE ol.order_id = ${orderId}::uuid`;
@@ -223,7 +226,7 @@ function checkReturnable(request: CreateReturnRequest, bySku: ReadonlyMap<string
         ? { path: `lines.${index}.sku`, message: `${line.sku} was not shipped with this order` }
         : {
             path: `lines.${index}.quantity`,
-            message: `${line.sku}: ${line.quantity} requested, ${returnable} returnable (${shipped} shipped, ${claimed} in open returns)`,
+            message: `${line.sku}: ${line.quantity} requested, ${returnable} returnable (${shipped} shipped, ${claimed} in other returns)`,
           },
     );
   });

@@ -349,6 +349,27 @@ describe('returns API', () => {
     expect(res.body).toMatchObject({ type: `${PROBLEMS}return-window-closed`, windowDays: 30 });
   });
 
+  it('a partial receipt: the units asked for and never received may be returned again', async () => {
+    const order = await placeCompleted({
+      customer: { email: 'cy@example.com' },
+      lines: [{ sku: 'MUG-WHT', quantity: 2 }],
+    });
+    const first = (await stack.http.post(`/orders/${order}/returns`).send(returnBody(2, 'MUG-WHT')).expect(202)).body;
+    await waitForReturn(first.id as string, (r) => r.status === 'label_created');
+    // Nothing more while both units are asked for.
+    await stack.http.post(`/orders/${order}/returns`).send(returnBody(1, 'MUG-WHT')).expect(422);
+    await warehouse()
+      .post(`/returns/${first.id as string}/received`)
+      .send({ lines: [{ sku: 'MUG-WHT', quantity: 1, damaged: 0 }] })
+      .expect(200);
+    await waitForReturn(first.id as string, (r) => r.status === 'completed');
+    // One came back: the other may be returned; two may not.
+    const two = await stack.http.post(`/orders/${order}/returns`).send(returnBody(2, 'MUG-WHT'));
+    expect(two.status).toBe(422);
+    expect(two.body.lines).toEqual([{ sku: 'MUG-WHT', requested: 2, shipped: 2, returnable: 1 }]);
+    await stack.http.post(`/orders/${order}/returns`).send(returnBody(1, 'MUG-WHT')).expect(202);
+  });
+
   /** [on hand of SKU, the initial stock plus the sum of its movements' on-hand deltas]. */
   async function stockOnHand(): Promise<[number, number]> {
     const product = await stack.db.prisma.product.findUniqueOrThrow({ where: { sku: SKU } });
