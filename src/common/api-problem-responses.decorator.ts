@@ -9,7 +9,7 @@
  * named by their own definitions (`appliesTo`), not here.
  */
 import { DECORATORS } from '@nestjs/swagger';
-import type { ProblemTypeDefinition } from './problem-details.js';
+import { ProblemTypes, type ProblemTypeDefinition } from './problem-details.js';
 
 /** The internal extensions the decorators leave on an operation; the document builder reads and removes them. */
 export const OPERATION_MARKS = {
@@ -79,3 +79,16 @@ export function markOperations(
     return target;
   }) as MethodDecorator & ClassDecorator;
 }
+
+/** The 503 of a workflow action (an Update or a start): Temporal or its worker unavailable (`Retry-After` from the type). */
+export const TEMPORAL_UNAVAILABLE = {
+  type: ProblemTypes.ServiceUnavailable,
+  description: 'Temporal or the database is unreachable, or no worker took the action in time',
+};
+
+/** The OpenAPI header `Idempotent-Replayed` of a replayed answer. */
+export const REPLAYED_HEADER = {
+  description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key',
+  required: false,
+  schema: { type: 'string', enum: ['true'] },
+};

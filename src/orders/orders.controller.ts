@@ -23,7 +23,7 @@ import type { Response } from 'express';
 import type { AuthenticatedClient } from '../auth/api-key.store.js';
 import { CurrentClient, RequireScope } from '../auth/auth.decorators.js';
 import { Scope } from '../auth/scopes.js';
-import { ApiProblems } from '../common/api-problem-responses.decorator.js';
+import { ApiProblems, REPLAYED_HEADER, TEMPORAL_UNAVAILABLE } from '../common/api-problem-responses.decorator.js';
 import { ProblemTypes, ServiceUnavailableProblem } from '../common/problem-details.js';
 import {
   IDEMPOTENCY_KEY_HEADER,
@@ -60,21 +60,8 @@ import { OrderProblemTypes } from './order-problems.js';
 import { OrderActionsService } from './order-actions.service.js';
 import { OrdersService } from './orders.service.js';
 
-/** The 503 of order actions: Temporal or its worker unavailable (`Retry-After` from the problem type). */
-const TEMPORAL_UNAVAILABLE = {
-  type: ProblemTypes.ServiceUnavailable,
-  description: 'Temporal or the database is unreachable, or no worker took the action in time',
-};
-
 /** `Location` of a 202: where to watch the order. */
 const LOCATION_HEADER = { description: 'URL of the order: /orders/{id}', required: true, schema: { type: 'string' } };
-
-/** `Idempotent-Replayed` of a replayed answer. */
-const REPLAYED_HEADER = {
-  description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key',
-  required: false,
-  schema: { type: 'string', enum: ['true'] },
-};
 
 /** Rebuilds the 202 of `POST /orders` from a stored order (recovery of a stale idempotency record). */
 @Injectable()

@@ -19,7 +19,7 @@ import type { Response } from 'express';
 import type { AuthenticatedClient } from '../auth/api-key.store.js';
 import { CurrentClient, RequireScope } from '../auth/auth.decorators.js';
 import { hasScope, Scope } from '../auth/scopes.js';
-import { ApiProblems } from '../common/api-problem-responses.decorator.js';
+import { ApiProblems, REPLAYED_HEADER, TEMPORAL_UNAVAILABLE } from '../common/api-problem-responses.decorator.js';
 import { ProblemTypes, ServiceUnavailableProblem } from '../common/problem-details.js';
 import {
   IDEMPOTENCY_KEY_HEADER,
@@ -59,21 +59,8 @@ import { ReturnActionsService } from './return-actions.service.js';
 import { ReturnProblemTypes } from './return-problems.js';
 import { type ReturnViewOptions, ReturnsService } from './returns.service.js';
 
-/** The 503 of return actions: Temporal or its worker unavailable (`Retry-After` from the problem type). */
-const TEMPORAL_UNAVAILABLE = {
-  type: ProblemTypes.ServiceUnavailable,
-  description: 'Temporal or the database is unreachable, or no worker took the action in time',
-};
-
 /** `Location` of a 202: where to watch the return. */
 const LOCATION_HEADER = { description: 'URL of the return: /returns/{id}', required: true, schema: { type: 'string' } };
-
-/** `Idempotent-Replayed` of a replayed answer. */
-const REPLAYED_HEADER = {
-  description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key',
-  required: false,
-  schema: { type: 'string', enum: ['true'] },
-};
 
 /** What a caller sees of a return: `attentionReason` with `operator` only. */
 function viewOf(client: AuthenticatedClient): ReturnViewOptions {
