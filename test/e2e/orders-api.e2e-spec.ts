@@ -237,6 +237,8 @@ describe('POST /orders and GET /orders/:id', () => {
       cancellable: true,
       // Placed without `payment`: paid on account.
       payment: null,
+      // No return yet.
+      returns: { refundedMinor: 0, items: [] },
     });
     expect(created.workflowStartedAt === null || !Number.isNaN(Date.parse(created.workflowStartedAt))).toBe(true);
 
