@@ -258,8 +258,10 @@ export default tseslint.config(
   {
     // The API (src/ but the worker: src/worker/, src/worker.ts, src/worker.module.ts) reads steps from the catalogue
     // (activities/catalogue/: names, phases, statuses, labels, providers' names, plans) and never loads the worker's
-    // runtime: no step code, no kit (SQL), no activities, no provider client. Types (e.g. the ports) may be imported:
-    // they vanish from the output. test/unit/api-import-graph.spec.ts proves it on the running import graph.
+    // runtime: no step code, no kit (SQL), no activities, no provider client, no provider definition (the registry
+    // providers/index.ts and each providers/<name>.provider.ts, with its simulator: the providers' configuration is
+    // the worker's, src/worker/worker-config.ts). Types (e.g. the ports) may be imported: they vanish from the
+    // output. test/unit/api-import-graph.spec.ts proves it on the running import graph.
     files: ['src/**/*.ts'],
     ignores: WORKER_FILES,
     rules: {
@@ -279,6 +281,12 @@ export default tseslint.config(
               allowTypeImports: true,
               message:
                 'The API calls no provider: provider clients are built in the worker (src/worker/provider-clients.ts).',
+            },
+            {
+              regex: '(^|/)providers/(index|[^/]+\\.provider)\\.js$',
+              allowTypeImports: true,
+              message:
+                'The API loads no provider definition (nor its simulator): the providers and their configuration are the worker’s (src/worker/worker-config.ts).',
             },
           ],
         },

@@ -5,13 +5,14 @@
  */
 import { type DynamicModule, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { ActivityDeps } from '../activities/ports.js';
-import { APP_CONFIG, type AppConfig, loadConfig } from './config/config.js';
+import { APP_CONFIG, type AppConfig } from './config/config.js';
 import { ConfigModule } from './config/config.module.js';
 import { IdempotencyModule } from './idempotency/idempotency.module.js';
 import { IdempotencyService } from './idempotency/idempotency.service.js';
 import { createSqlClient, SQL_CLIENT } from './database/sql-client.js';
 import { PrismaModule } from './prisma/prisma.module.js';
 import { createProviderClients } from './worker/provider-clients.js';
+import { loadWorkerConfig, type WorkerConfig } from './worker/worker-config.js';
 
 /** Injection token of the worker's ActivityDeps. */
 export const ACTIVITY_DEPS = Symbol('ACTIVITY_DEPS');
@@ -33,10 +34,10 @@ export class WorkerModule implements OnApplicationShutdown {
   }
 
   /**
-   * @param config validated configuration; default {@link loadConfig} over `process.env` for the `worker` role
-   *   (under `NODE_ENV=production` every provider URL and key must be set).
+   * @param config validated configuration; default {@link loadWorkerConfig} over `process.env` (under
+   *   `NODE_ENV=production` every provider URL and key must be set).
    */
-  static forRoot(config: AppConfig = loadConfig(process.env, 'worker')): DynamicModule {
+  static forRoot(config: WorkerConfig = loadWorkerConfig()): DynamicModule {
     return {
       module: WorkerModule,
       imports: [ConfigModule.forRoot(config), PrismaModule, IdempotencyModule],
@@ -53,8 +54,8 @@ export class WorkerModule implements OnApplicationShutdown {
         },
         {
           provide: ACTIVITY_DEPS,
-          inject: [APP_CONFIG, SQL_CLIENT, IdempotencyService],
-          useFactory: (config: AppConfig, sql: SqlClient, idempotency: IdempotencyService): ActivityDeps => ({
+          inject: [SQL_CLIENT, IdempotencyService],
+          useFactory: (sql: SqlClient, idempotency: IdempotencyService): ActivityDeps => ({
             db: sql.client,
             // One HTTP client per provider of providers/index.ts, configured from its variables.
             providers: createProviderClients(config),

@@ -17,7 +17,7 @@
  *
  * SIGTERM/SIGINT: `worker.shutdown()` (stop polling, let running activities finish within the grace
  * time), then close the Nest context (Prisma pool) and exit 0. A second signal exits at once.
- * Env: see src/config/config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_API_KEY or
+ * Env: see src/config/config.ts and src/worker/worker-config.ts (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_API_KEY or
  * TEMPORAL_TLS_CERT/KEY for Temporal Cloud, DATABASE_URL,
  * `<NAME>_PROVIDER_URL` and `<NAME>_PROVIDER_API_KEY` of each provider, ...). With NODE_ENV=production a missing
  * provider URL or key, or a missing DATABASE_URL, stops it at start (exit 1) naming the variables.
@@ -30,10 +30,11 @@ import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@tempor
 import { pino } from 'pino';
 import { createActivities } from '../activities/index.js';
 import type { ActivityDeps } from '../activities/ports.js';
-import { type AppConfig, ConfigError, loadConfig } from './config/config.js';
+import { type AppConfig, ConfigError } from './config/config.js';
 import { describeConnectionOptions, temporalConnectionOptions } from './config/temporal-connection.js';
 import { baseLoggerOptions } from './logging/logging.js';
 import { createOrderWorkers, ensureSearchAttributes } from './worker/order-worker.js';
+import { loadWorkerConfig } from './worker/worker-config.js';
 import { ensureRetentionSchedule } from './worker/retention-schedule.js';
 import { recordEventWaits, recordSideEffectClaims, workerMetricsOptions } from './worker/worker-observability.js';
 import { ACTIVITY_DEPS, WorkerModule } from './worker.module.js';
@@ -55,7 +56,7 @@ function sdkLogLevel(level: AppConfig['LOG_LEVEL']): LogLevel {
 
 async function main(): Promise<void> {
   // Configuration first, outside Nest: a missing variable is one readable message and exit 1.
-  const config = loadConfig(process.env, 'worker');
+  const config = loadWorkerConfig(process.env);
   const connectionOptions = temporalConnectionOptions(config);
   const app = await NestFactory.createApplicationContext(WorkerModule.forRoot(config), {
     logger: ['error', 'warn'],

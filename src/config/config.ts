@@ -5,10 +5,14 @@
  * stack: simulators, the dev server, the local database), so a fresh checkout runs without a `.env` file.
  *
  * Production (`NODE_ENV=production`) fails closed: the variables that name a host or hold a credential have no
- * default there ({@link PRODUCTION_REQUIRED}: the database, Temporal, the UI link, every provider URL and key, the
- * sender address), so a deploy that forgets one stops at start with a message naming each missing variable instead
- * of silently using development hosts and keys. Which ones a process needs depends on its role: the API never calls
- * a provider, the worker never builds UI links.
+ * default there ({@link PRODUCTION_REQUIRED}: the database, Temporal, the UI link, the customer id secret), so a
+ * deploy that forgets one stops at start with a message naming each missing variable instead of silently using
+ * development hosts and keys. Which ones a process needs depends on its role: the API never calls a provider, the
+ * worker never builds UI links.
+ *
+ * The providers' variables (every provider's URL and key, its settings such as the sender address) are the worker's:
+ * src/worker/worker-config.ts reads them on top of this configuration (`loadWorkerConfig`), with the same
+ * fail-closed checks and one {@link ConfigError} for all, so the API loads no provider definition.
  *
  * Invalid values fail at start-up too, with one line per variable ({@link ConfigError}).
  */
@@ -16,13 +20,9 @@ import { z } from 'zod';
 import { LOG_FORMATS } from '../logging/logging.js';
 import { CANCEL_WAIT_MS } from '../temporal/temporal.constants.js';
 import { HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS } from '../common/api-limits.js';
-import { PROVIDER_LIST } from '../../providers/index.js';
-import {
-  DEFAULT_SIMULATOR_URL,
-  providerProductionRequired,
-  type ProvidersConfig,
-  readProvidersConfig,
-} from './provider-config.js';
+
+/** Development default of `SIMULATOR_URL`: the simulator process of `npm start`. */
+export const DEFAULT_SIMULATOR_URL = 'http://127.0.0.1:4010';
 
 const port = z.coerce.number().int().min(1).max(65535);
 /** A duration: milliseconds (`90000`), or a number with a unit (`500ms`, `90s`, `30m`, `4h`, `2d`); ms after parsing. */
@@ -82,8 +82,8 @@ export const configSchema = z.object({
   TEMPORAL_UI_URL: url.default('http://127.0.0.1:8233'),
   /**
    * Base of the development provider URLs: each provider's `<NAME>_PROVIDER_URL` defaults to `<SIMULATOR_URL>/<name>`
-   * (the one simulator process; src/config/provider-config.ts). Not used in production, where every provider URL
-   * must be set.
+   * (the one simulator process; src/config/provider-config.ts, read by the worker). Not used in production, where
+   * every provider URL must be set.
    */
   SIMULATOR_URL: url.default(DEFAULT_SIMULATOR_URL),
   /** Per-request HTTP timeout of provider calls, ms. Keep below the provider profile's 30 s start-to-close. */
@@ -202,26 +202,32 @@ export const configSchema = z.object({
 });
 
 /**
- * Validated configuration. `API_DOCS` is resolved to a boolean (its default depends on `NODE_ENV`); `providers` holds
- * every provider's URL, key and settings (src/config/provider-config.ts).
+ * Validated configuration. `API_DOCS` is resolved to a boolean (its default depends on `NODE_ENV`). The worker's
+ * adds `providers`: every provider's URL, key and settings (`WorkerConfig`, src/worker/worker-config.ts).
  */
-export type AppConfig = Omit<z.infer<typeof configSchema>, 'API_DOCS'> & {
-  API_DOCS: boolean;
-  providers: ProvidersConfig;
-};
+export type AppConfig = Omit<z.infer<typeof configSchema>, 'API_DOCS'> & { API_DOCS: boolean };
 
 /** Which process reads the configuration: each fails closed on the variables it uses. */
 export type ConfigRole = 'api' | 'worker' | 'all';
 
 /**
- * Variables without a default under `NODE_ENV=production`, per role. A missing (unset or empty) one stops the
- * process at start. `all` (the default of {@link loadConfig}) is the union.
+ * Variables of this schema without a default under `NODE_ENV=production`, per role. A missing (unset or empty) one
+ * stops the process at start. `all` (the default of {@link loadConfig}) is the union. A production worker also needs
+ * every provider's URL, key and required settings: `WORKER_PRODUCTION_REQUIRED` of src/worker/worker-config.ts.
  */
 export const PRODUCTION_REQUIRED: Readonly<Record<Exclude<ConfigRole, 'all'>, readonly string[]>> = {
   api: ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_UI_URL', 'CUSTOMER_ID_SECRET'],
-  // Every provider's URL, key and required settings, from providers/index.ts.
-  worker: ['DATABASE_URL', 'TEMPORAL_ADDRESS', ...providerProductionRequired(PROVIDER_LIST)],
+  worker: ['DATABASE_URL', 'TEMPORAL_ADDRESS'],
 };
+
+/** A problem with one variable. */
+export interface VariableProblem {
+  variable: string;
+  message: string;
+}
+
+/** The message of a variable missing under `NODE_ENV=production`. */
+const REQUIRED_IN_PRODUCTION = 'required when NODE_ENV=production (no development default)';
 
 /** The configuration is invalid or incomplete; `message` has one line per variable, `variables` their names. */
 export class ConfigError extends Error {
@@ -239,43 +245,58 @@ export function isProduction(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.NODE_ENV?.trim() === 'production';
 }
 
+/** What {@link checkConfig} found: the problems, one per variable, and the parsed values (unless invalid). */
+export interface ConfigCheck {
+  /** The values, when the schema accepted `env` (possibly with missing production variables: see `problems`). */
+  config: AppConfig | undefined;
+  problems: VariableProblem[];
+  production: boolean;
+}
+
 /**
- * Parses configuration from `env`.
+ * Checks and parses `env` without throwing: {@link loadConfig}, and the worker's `loadWorkerConfig`
+ * (src/worker/worker-config.ts), which adds the providers' problems before it throws.
  * @param role the process reading it; under `NODE_ENV=production` the role's {@link PRODUCTION_REQUIRED}
- *   variables must be set (default `all`: every one).
- * @throws ConfigError listing every missing or invalid variable, e.g.
- *   `DATABASE_URL: required when NODE_ENV=production (no development default)` or
- *   `PORT: Too big: expected number to be <=65535`.
+ *   variables must be set (`all`: every one).
+ * @param alsoRequired more variables that must be set under `NODE_ENV=production` (the worker's provider variables).
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: ConfigRole = 'all'): AppConfig {
+export function checkConfig(
+  env: NodeJS.ProcessEnv,
+  role: ConfigRole,
+  alsoRequired: readonly string[] = [],
+): ConfigCheck {
   const production = isProduction(env);
-  const problems: { variable: string; message: string }[] = [];
+  const problems: VariableProblem[] = [];
   if (production) {
     const required =
       role === 'all' ? [...new Set(Object.values(PRODUCTION_REQUIRED).flat())] : PRODUCTION_REQUIRED[role];
-    for (const name of required) {
-      if (!env[name]?.trim()) {
-        problems.push({ variable: name, message: 'required when NODE_ENV=production (no development default)' });
-      }
+    for (const name of [...required, ...alsoRequired]) {
+      if (!env[name]?.trim()) addProblem(problems, { variable: name, message: REQUIRED_IN_PRODUCTION });
     }
   }
   const parsed = configSchema.safeParse(env);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const variable = issue.path.join('.');
-      if (!problems.some((p) => p.variable === variable)) problems.push({ variable, message: issue.message });
+      addProblem(problems, { variable: issue.path.join('.'), message: issue.message });
     }
   }
-  const providers = readProvidersConfig(
-    PROVIDER_LIST,
-    env,
-    parsed.success ? parsed.data.SIMULATOR_URL : DEFAULT_SIMULATOR_URL,
-    production,
-  );
-  for (const problem of providers.problems) {
-    if (!problems.some((p) => p.variable === problem.variable)) problems.push(problem);
-  }
-  if (problems.length > 0 || !parsed.success) {
+  const config = parsed.success ? { ...parsed.data, API_DOCS: parsed.data.API_DOCS ?? !production } : undefined;
+  return { config, problems, production };
+}
+
+/** Adds `problem` to `problems` unless its variable already has one. */
+export function addProblem(problems: VariableProblem[], problem: VariableProblem): void {
+  if (!problems.some((p) => p.variable === problem.variable)) problems.push(problem);
+}
+
+/**
+ * The configuration of a {@link checkConfig} without problems.
+ * @throws ConfigError listing every problem, e.g.
+ *   `DATABASE_URL: required when NODE_ENV=production (no development default)` or
+ *   `PORT: Too big: expected number to be <=65535`.
+ */
+export function validConfig({ config, problems, production }: ConfigCheck): AppConfig {
+  if (problems.length > 0 || !config) {
     const lines = problems.map((p) => `  ${p.variable}: ${p.message}`);
     const where = production ? ' (NODE_ENV=production)' : '';
     throw new ConfigError(
@@ -283,7 +304,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: ConfigRol
       problems.map((p) => p.variable),
     );
   }
-  return { ...parsed.data, API_DOCS: parsed.data.API_DOCS ?? !production, providers: providers.config };
+  return config;
+}
+
+/**
+ * Parses configuration from `env` (without the providers': the worker reads them, src/worker/worker-config.ts).
+ * @param role the process reading it; under `NODE_ENV=production` the role's {@link PRODUCTION_REQUIRED}
+ *   variables must be set (default `all`: every one).
+ * @throws ConfigError listing every missing or invalid variable, e.g.
+ *   `DATABASE_URL: required when NODE_ENV=production (no development default)` or
+ *   `PORT: Too big: expected number to be <=65535`.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: ConfigRole = 'all'): AppConfig {
+  return validConfig(checkConfig(env, role));
 }
 
 /** Nest injection token of AppConfig. */

@@ -7,12 +7,14 @@
  * - each of its settings (e.g. `EMAIL_FROM`), with its own default and schema.
  * Under `NODE_ENV=production` the URL, the key and the settings marked `requiredInProduction` have no default: a
  * worker that lacks one stops at start naming it (fail closed).
+ *
+ * Functions of the definitions they are given: the worker reads its providers' configuration with them
+ * (src/worker/worker-config.ts, over the registry providers/index.ts), the docs tables list the variables. The API
+ * loads neither this file nor any provider definition (eslint.config.js).
  */
 import { z } from 'zod';
 import { envPrefix, type ProviderDefinition } from '../../providers/kit/define.js';
-
-/** Development default of `SIMULATOR_URL`: the simulator process of `npm start`. */
-export const DEFAULT_SIMULATOR_URL = 'http://127.0.0.1:4010';
+import type { VariableProblem } from './config.js';
 
 /** One provider's resolved configuration. */
 export interface ProviderConfig {
@@ -94,12 +96,6 @@ export function providerVariableDocs(providers: readonly ProviderDefinition[]): 
       })),
     ];
   });
-}
-
-/** A problem with one variable. */
-export interface VariableProblem {
-  variable: string;
-  message: string;
 }
 
 /**

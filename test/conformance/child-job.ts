@@ -9,8 +9,8 @@ import type { StepInput } from '../../workflows/order-activities.contract.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { createProviderClient } from '../../providers/kit/client.js';
 import { envPrefix, type ProviderClients, type ProviderDefinition } from '../../providers/kit/define.js';
-import type { AppConfig } from '../../src/config/config.js';
 import { createProviderClients } from '../../src/worker/provider-clients.js';
+import type { WorkerConfig } from '../../src/worker/worker-config.js';
 
 /** Where a child process finds the registry of a lane: a module (absolute path) and the name of its export. */
 export interface RegistrySource {
@@ -71,7 +71,7 @@ export function laneProviders(registry: readonly StepDefinition[]): ProviderDefi
  */
 export function laneClients(
   registry: readonly StepDefinition[],
-  config: AppConfig,
+  config: WorkerConfig,
   env: NodeJS.ProcessEnv,
   timeoutMs = config.PROVIDER_TIMEOUT_MS,
 ): ProviderClients {

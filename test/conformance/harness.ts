@@ -22,12 +22,12 @@ import type { ActivityDeps } from '../../activities/ports.js';
 import { envPrefix, type ProviderClient, type ProviderClients } from '../../providers/kit/define.js';
 import { testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
 import { startSimulators, type RunningSimulators } from '../../simulators/shared/simulator-server.js';
-import { loadConfig } from '../../src/config/config.js';
 import { RETRY_PROFILES } from '../../workflows/activity-options.js';
 import { orderWorkflowId } from '../../workflows/order-fulfilment.contract.js';
 import { StepPhase, type OrderPlan, type PlannedRetryProfile } from '../../workflows/order-plan.js';
 import { insertOrder, seedTestCatalogue, TEST_CATALOGUE } from '../helpers/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { loadWorkerConfig } from '../../src/worker/worker-config.js';
 import {
   laneClients,
   laneProviders,
@@ -126,7 +126,7 @@ function countingClients(clients: ProviderClients, calls: Map<string, number>): 
 
 /**
  * Opens a lane over `registry`: a fresh migrated database with the test catalogue, the simulator server (real HTTP,
- * each provider's test API key required), real clients from `loadConfig` over that server, and the activities of
+ * each provider's test API key required), real clients from `loadWorkerConfig` over that server, and the activities of
  * `registry` (createActivities).
  */
 export async function openLane(registry: readonly StepDefinition[], registrySource: RegistrySource): Promise<Lane> {
@@ -135,7 +135,7 @@ export async function openLane(registry: readonly StepDefinition[], registrySour
   const [db, sims] = await Promise.all([createTestDatabase(), startSimulators(providers, { apiKeys })]);
   await seedTestCatalogue(db.prisma);
   const childEnv = laneEnvironment(sims.url, apiKeys, providers);
-  const config = loadConfig(childEnv);
+  const config = loadWorkerConfig(childEnv);
   const calls = new Map<string, number>();
   const deps: ActivityDeps = {
     db: db.sql,

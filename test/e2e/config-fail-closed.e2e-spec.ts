@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { PRODUCTION_REQUIRED } from '../../src/config/config.js';
 import { providerVariables } from '../../src/config/provider-config.js';
+import { WORKER_PRODUCTION_REQUIRED } from '../../src/worker/worker-config.js';
 
 /** Every provider's variables: its URL, key and settings (e.g. EMAIL_FROM). */
 const PROVIDER_VARIABLES = PROVIDER_LIST.map(providerVariables);
@@ -17,7 +18,7 @@ const PROVIDER_VARIABLES = PROVIDER_LIST.map(providerVariables);
 const ALL_VARIABLES = [
   ...new Set([
     ...PRODUCTION_REQUIRED.api,
-    ...PRODUCTION_REQUIRED.worker,
+    ...WORKER_PRODUCTION_REQUIRED,
     ...PROVIDER_VARIABLES.flatMap((v) => [v.url, v.apiKey, ...Object.values(v.settings)]),
     'SIMULATOR_URL',
   ]),

@@ -22,9 +22,10 @@ import {
 } from '../../simulators/shared/simulator-server.js';
 import { serviceEnvironment, testProviderApiKeys } from '../../scripts/lib/stack-definition.js';
 import { createProviderClients } from '../../src/worker/provider-clients.js';
+import { loadWorkerConfig, type WorkerConfig } from '../../src/worker/worker-config.js';
 import { IdempotencyService } from '../../src/idempotency/idempotency.service.js';
 import { createApiApp } from '../../src/bootstrap.js';
-import { loadConfig, type AppConfig } from '../../src/config/config.js';
+import type { AppConfig } from '../../src/config/config.js';
 import { createOrderWorkers, type OrderWorkers } from '../../src/worker/order-worker.js';
 import { api as authedApi, testKeys } from './api-keys.js';
 import { seedTestCatalogue } from './fixtures.js';
@@ -35,7 +36,7 @@ import { createTestDatabase, type TestDatabase } from './postgres.js';
  * `as(key)` one with any key (see test/helpers/api-keys.ts).
  */
 export interface TestStack {
-  config: AppConfig;
+  config: WorkerConfig;
   /**
    * The environment the stack's services read (database, Temporal, task queue, simulator URL, provider keys and the
    * overrides): hand it to a child process (a worker, a fault fixture) to join this stack.
@@ -96,7 +97,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     LOG_LEVEL: 'warn',
     ...(overrides as Record<string, string>),
   };
-  const config = loadConfig({ ...process.env, ...env });
+  const config = loadWorkerConfig({ ...process.env, ...env });
 
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const workers: OrderWorkers | undefined =

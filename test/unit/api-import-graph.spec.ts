@@ -1,10 +1,12 @@
 /**
  * The API process never loads the worker's runtime (issue #22, item 4): it reads steps from the catalogue
  * (activities/catalogue/), and no step code (activities/steps/), no step kit (activities/kit/: SQL), no activities
- * (activities/index.ts), no provider client (providers/kit/client.ts, http.ts) and no simulator (simulators/). Proved
- * on the import graph as it runs: a fresh process imports the API's root module (src/app.module.ts) and its entry's
- * bootstrap (src/bootstrap.ts) under a module hook that records every file it loads. The same for the worker's
- * modules, which must load the step code: the check sees what it claims to see. eslint.config.js holds the import rule.
+ * (activities/index.ts), no provider client (providers/kit/client.ts, http.ts), no provider definition (the registry
+ * providers/index.ts, providers/<name>.provider.ts: their configuration is the worker's, src/worker/worker-config.ts)
+ * and no simulator (simulators/). Proved on the import graph as it runs: a fresh process imports the API's root
+ * module (src/app.module.ts) and its entry's bootstrap (src/bootstrap.ts) under a module hook that records every file
+ * it loads. The same for the worker's modules, which must load the step code: the check sees what it claims to see.
+ * eslint.config.js holds the import rule.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -24,6 +26,8 @@ const WORKER_RUNTIME = [
   /^activities\/index\.ts$/,
   /^activities\/retention\.activities\.ts$/,
   /^providers\/kit\/(client|http)\.ts$/,
+  /^providers\/index\.ts$/,
+  /^providers\/[^/]+\.provider\.ts$/,
   /^simulators\//,
 ];
 
@@ -61,7 +65,7 @@ function loadedFiles(name: string, modules: string[]): string[] {
 }
 
 describe('the API import graph', () => {
-  it('loads the catalogue and no step code, kit, activities, provider client or simulator', () => {
+  it('loads the catalogue and no step code, kit, activities, provider client or definition, or simulator', () => {
     const files = loadedFiles('api', ['src/app.module.ts', 'src/bootstrap.ts']);
     expect(files).toContain('src/orders/orders.service.ts');
     expect(files).toContain('activities/catalogue/steps.ts');
@@ -73,5 +77,7 @@ describe('the API import graph', () => {
     const files = loadedFiles('worker', ['src/worker.module.ts', 'src/worker/order-worker.ts']);
     expect(files).toContain('activities/steps/ship-order.step.ts');
     expect(files).toContain('providers/kit/client.ts');
+    expect(files).toContain('providers/email.provider.ts');
+    expect(files).toContain('src/worker/worker-config.ts');
   }, 120_000);
 });

@@ -2,12 +2,14 @@
  * Configuration fails closed in production (issue 7, input 11): with NODE_ENV=production the variables that name a
  * host or hold a credential have no default, and each missing one is named. Development keeps every default. The
  * provider variables are derived from the provider registry (`<NAME>_PROVIDER_URL`, `<NAME>_PROVIDER_API_KEY`, the
- * settings such as `EMAIL_FROM`), so this spec builds its environments from PROVIDER_LIST too.
+ * settings such as `EMAIL_FROM`), so this spec builds its environments from PROVIDER_LIST too. The worker reads them
+ * (loadWorkerConfig, src/worker/worker-config.ts) on top of loadConfig; the API's loadConfig reads none.
  */
 import { describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { ConfigError, loadConfig, PRODUCTION_REQUIRED } from '../../src/config/config.js';
 import { providerVariables } from '../../src/config/provider-config.js';
+import { loadWorkerConfig, WORKER_PRODUCTION_REQUIRED } from '../../src/worker/worker-config.js';
 
 /** Production values of the provider settings that need a specific format (others get their default). */
 const SETTING_VALUES: Record<string, string> = { EMAIL_FROM: 'orders@shop.example.org' };
@@ -36,9 +38,11 @@ const production = (): NodeJS.ProcessEnv => ({
   ...providerEnvironment(),
 });
 
+/** The error of the API's loadConfig (`api`, or unset: `all`), or of the worker's loadWorkerConfig (`worker`). */
 function configError(env: NodeJS.ProcessEnv, role?: 'api' | 'worker'): ConfigError {
   try {
-    loadConfig(env, role);
+    if (role === 'worker') loadWorkerConfig(env);
+    else loadConfig(env, role);
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError);
     return err as ConfigError;
@@ -46,9 +50,9 @@ function configError(env: NodeJS.ProcessEnv, role?: 'api' | 'worker'): ConfigErr
   throw new Error('loadConfig did not throw');
 }
 
-describe('loadConfig', () => {
+describe('loadConfig and loadWorkerConfig', () => {
   it('development: every variable has a default (the local stack)', () => {
-    const config = loadConfig({});
+    const config = loadWorkerConfig({});
     expect(config).toMatchObject({
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/order_fulfilment',
       TEMPORAL_ADDRESS: '127.0.0.1:7233',
@@ -62,7 +66,7 @@ describe('loadConfig', () => {
   });
 
   it('development: every registered provider is served by the one simulator under its name, with its dev key', () => {
-    const config = loadConfig({});
+    const config = loadWorkerConfig({});
     expect(Object.keys(config.providers)).toEqual(PROVIDER_LIST.map((p) => p.name));
     for (const provider of PROVIDER_LIST) {
       expect(config.providers[provider.name]).toEqual({
@@ -74,12 +78,12 @@ describe('loadConfig', () => {
   });
 
   it("SIMULATOR_URL moves every provider's URL; a provider's own URL still wins", () => {
-    const moved = loadConfig({ SIMULATOR_URL: 'http://sims.internal:9000/' });
+    const moved = loadWorkerConfig({ SIMULATOR_URL: 'http://sims.internal:9000/' });
     for (const provider of PROVIDER_LIST) {
       expect(moved.providers[provider.name]!.url).toBe(`http://sims.internal:9000/${provider.name}`);
     }
     const [first, ...rest] = PROVIDER_LIST;
-    const own = loadConfig({
+    const own = loadWorkerConfig({
       SIMULATOR_URL: 'http://sims.internal:9000',
       [providerVariables(first!).url]: 'https://real.example/v2',
     });
@@ -91,7 +95,7 @@ describe('loadConfig', () => {
 
   it('production with everything set: the providers as configured, docs off by default', () => {
     const env = production();
-    const config = loadConfig(env);
+    const config = loadWorkerConfig(env);
     for (const provider of PROVIDER_LIST) {
       const vars = providerVariables(provider);
       expect(config.providers[provider.name]).toEqual({
@@ -108,16 +112,26 @@ describe('loadConfig', () => {
   it("a production worker needs every provider's URL and key and the sender address; the API needs none", () => {
     for (const provider of PROVIDER_LIST) {
       const vars = providerVariables(provider);
-      expect(PRODUCTION_REQUIRED.worker).toEqual(expect.arrayContaining([vars.url, vars.apiKey]));
+      expect(WORKER_PRODUCTION_REQUIRED).toEqual(expect.arrayContaining([vars.url, vars.apiKey]));
       expect(PRODUCTION_REQUIRED.api).not.toContain(vars.url);
       expect(PRODUCTION_REQUIRED.api).not.toContain(vars.apiKey);
     }
-    expect(PRODUCTION_REQUIRED.worker).toContain('EMAIL_FROM');
-    expect(PRODUCTION_REQUIRED.worker).toEqual(expect.arrayContaining(['DATABASE_URL', 'TEMPORAL_ADDRESS']));
-    expect(new Set(PRODUCTION_REQUIRED.worker).size).toBe(PRODUCTION_REQUIRED.worker.length);
+    expect(WORKER_PRODUCTION_REQUIRED).toContain('EMAIL_FROM');
+    expect(WORKER_PRODUCTION_REQUIRED).toEqual(expect.arrayContaining([...PRODUCTION_REQUIRED.worker]));
+    expect(PRODUCTION_REQUIRED.worker).toEqual(['DATABASE_URL', 'TEMPORAL_ADDRESS']);
+    expect(new Set(WORKER_PRODUCTION_REQUIRED).size).toBe(WORKER_PRODUCTION_REQUIRED.length);
   });
 
-  it.each(PRODUCTION_REQUIRED.worker)('production worker without %s refuses, naming it', (name) => {
+  it('loadConfig reads no provider variable: the API neither needs nor checks them', () => {
+    expect(loadConfig({})).not.toHaveProperty('providers');
+    expect(() => loadConfig({ EMAIL_FROM: 'orders at shop', EMAIL_PROVIDER_URL: 'not a url' })).not.toThrow();
+    const env = production();
+    for (const name of WORKER_PRODUCTION_REQUIRED) if (!PRODUCTION_REQUIRED.worker.includes(name)) delete env[name];
+    expect(() => loadConfig(env, 'worker')).not.toThrow();
+    expect(() => loadConfig(env)).not.toThrow();
+  });
+
+  it.each(WORKER_PRODUCTION_REQUIRED)('production worker without %s refuses, naming it', (name) => {
     const env = production();
     delete env[name];
     const err = configError(env, 'worker');
@@ -133,8 +147,8 @@ describe('loadConfig', () => {
 
   it('names every missing variable at once', () => {
     const err = configError({ NODE_ENV: 'production' }, 'worker');
-    expect([...err.variables].sort()).toEqual([...PRODUCTION_REQUIRED.worker].sort());
-    expect(err.message.split('\n')).toHaveLength(PRODUCTION_REQUIRED.worker.length + 1);
+    expect([...err.variables].sort()).toEqual([...WORKER_PRODUCTION_REQUIRED].sort());
+    expect(err.message.split('\n')).toHaveLength(WORKER_PRODUCTION_REQUIRED.length + 1);
   });
 
   it('production never falls back to the simulator for a provider', () => {
@@ -151,7 +165,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env, 'api')).not.toThrow();
     const worker = production();
     delete worker.TEMPORAL_UI_URL;
-    expect(() => loadConfig(worker, 'worker')).not.toThrow();
+    expect(() => loadWorkerConfig(worker)).not.toThrow();
   });
 
   it('an invalid TEMPORAL_TLS is named', () => {
@@ -159,18 +173,18 @@ describe('loadConfig', () => {
   });
 
   it.each(PROVIDER_LIST.map((p) => [providerVariables(p).url]))('an invalid %s is named', (variable) => {
-    const err = configError({ [variable]: 'not a url' });
+    const err = configError({ [variable]: 'not a url' }, 'worker');
     expect(err.variables).toEqual([variable]);
     expect(err.message).toContain(`${variable}: `);
     expect(configError({ ...production(), [variable]: 'not a url' }, 'worker').variables).toEqual([variable]);
   });
 
   it('an invalid setting is named (EMAIL_FROM must be an address)', () => {
-    expect(configError({ EMAIL_FROM: 'orders at shop' }).variables).toEqual(['EMAIL_FROM']);
+    expect(configError({ EMAIL_FROM: 'orders at shop' }, 'worker').variables).toEqual(['EMAIL_FROM']);
   });
 
   it('development: a blank provider variable falls back to its default', () => {
-    const config = loadConfig({ EMAIL_PROVIDER_API_KEY: '  ', EMAIL_PROVIDER_URL: '' });
+    const config = loadWorkerConfig({ EMAIL_PROVIDER_API_KEY: '  ', EMAIL_PROVIDER_URL: '' });
     expect([config.providers.email!.apiKey, config.providers.email!.url]).toEqual([
       'dev-email-key',
       'http://127.0.0.1:4010/email',

@@ -29,7 +29,7 @@ import { METRICS } from '../../src/metrics/metric-definitions.js';
 import { PG_SESSION_LIMITS } from '../../src/prisma/prisma.js';
 import { RETRY_UPDATE_TIMEOUT_MS } from '../../src/temporal/temporal.constants.js';
 import { HISTORY_EVENTS_LIMIT } from '../../workflows/order-fulfilment.contract.js';
-import { PRODUCTION_REQUIRED } from '../../src/config/config.js';
+import { WORKER_PRODUCTION_REQUIRED } from '../../src/worker/worker-config.js';
 import { STEPS } from '../../activities/index.js';
 
 const read = (file: string) => readFile(docPath(file), 'utf8');
@@ -158,7 +158,7 @@ describe('docs generated tables', () => {
       if (step.compensation) expect(sections.steps).toContain(`\`${step.compensation.name}\``);
       if (step.kind === 'provider') expect(sections.steps).toContain(`\`${step.key('<orderId>')}\``);
     }
-    for (const variable of PRODUCTION_REQUIRED.worker.filter(
+    for (const variable of WORKER_PRODUCTION_REQUIRED.filter(
       (v) => !['DATABASE_URL', 'TEMPORAL_ADDRESS'].includes(v),
     )) {
       expect(sections.providers).toContain(`\`${variable}\``);
