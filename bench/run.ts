@@ -1,8 +1,6 @@
 /**
- * `npm run bench`: the service against the Temporal floor (F0 / F5: bare workflows of 4 / 5 no-op activities; S: the
- * service as `npm start` runs it; V: another checkout's build, --variant-root), arms interleaved ABBA per cycle, each
- * in a fresh environment (bench/lib/env.ts). Phases: warm-up, burst, flash sale, open loop, backlog, then the checks;
- * the report and CSV go into the run folder. See docs/benchmark.md.
+ * `npm run bench`: the service (S) against the Temporal floor (F0 / F5: bare workflows of 4 / 5 no-op activities),
+ * arms interleaved ABBA, each in a fresh environment (bench/lib/env.ts); phases, checks, report: docs/benchmark.md.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -23,10 +21,9 @@ import type { Arm, ArmResult, Floor, Phase, PhaseName } from './lib/report.js';
 
 const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms F0,S,S,F0] [--only <arm>]
   [--warmup 20] [--burst 200] [--flash <burst>] [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000]
-  [--backlog-concurrency 16] [--backlog-arms F0,S] [--variant-root <checkout>] [--variant-label <text>]
-  [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>] [--label <text>]`;
+  [--backlog-concurrency 16] [--backlog-arms F0,S] [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>] [--label <text>]`;
 const [strings, flags] = [
-  'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only card out label',
+  'cycles floors warmup burst flash open-seconds backlog backlog-arms arms only card out label',
   'quick wait-quiet no-build keep profile help',
 ];
 const args = parseArgs({
@@ -196,8 +193,8 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
   const loadBefore = load();
   say(`arm ${position} ${arm}: starting a fresh environment (load ${loadBefore.toFixed(2)})`);
   const env = await startEnv({
-    ...{ kind, dir, serviceRoot: arm === 'V' ? opt('variant-root') : undefined },
-    ...{ profileDir: args.profile ? path.join(dir, 'profiles') : undefined, log: (line) => say(`  ${line}`) },
+    ...{ kind, dir, profileDir: args.profile ? path.join(dir, 'profiles') : undefined },
+    log: (line) => say(`  ${line}`),
   });
   const phases: ArmResult['phases'] = {};
   let s: Sender | undefined;
@@ -333,9 +330,6 @@ async function main(): Promise<void> {
     'load average at start': loads(),
     arms: `${order.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
     phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s, backlog ${BACKLOG}`,
-    ...(order.includes('V')
-      ? { 'variant V': [opt('variant-label'), opt('variant-root')].filter(Boolean).join('; ') }
-      : {}),
   };
   say(`bench → ${path.relative(process.cwd(), OUT) || OUT}; arms ${order.join(' ')}`);
   const results: ArmResult[] = [];

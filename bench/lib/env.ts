@@ -86,19 +86,16 @@ export async function raiseStock(databaseUrl: string, units: number): Promise<st
 }
 
 /**
- * Starts one arm's environment in `dir` (dev-server database, PostgreSQL data, logs): the service from `serviceRoot`'s
- * build (default this checkout), `--cpu-prof` for the worker and the API into `profileDir`. Everything started is
- * stopped again by `stop()`, also when starting fails.
+ * Starts one arm's environment in `dir` (dev-server database, PostgreSQL data, logs), `--cpu-prof` for the worker and
+ * the API into `profileDir`. Everything started is stopped again by `stop()`, also when starting fails.
  */
 export async function startEnv(opts: {
   kind: ArmKind;
   dir: string;
-  serviceRoot?: string;
   profileDir?: string;
   log: (line: string) => void;
 }): Promise<ArmEnv> {
   const { dir, log } = opts;
-  const root = opts.serviceRoot ?? ROOT;
   const logDir = path.join(dir, 'logs');
   await mkdir(logDir, { recursive: true });
   // Run as root, the embedded PostgreSQL runs as user `postgres`, which must reach its data folder.
@@ -137,7 +134,7 @@ export async function startEnv(opts: {
     const env: ArmEnv = {
       ...{ connection, client, taskQueue, databaseUrl: database.url, meters, stop: stopAll },
       startWorker: () => {
-        worker = spawnStackProcess(workerProcess, { root, env: workerEnv, logFile: workerLog, nodeArgs });
+        worker = spawnStackProcess(workerProcess, { root: ROOT, env: workerEnv, logFile: workerLog, nodeArgs });
         return { spawnedAt: Date.now() };
       },
       stopWorker: async () => {
@@ -153,10 +150,10 @@ export async function startEnv(opts: {
       await db.end();
     } else {
       const dbEnv = { ...process.env, DATABASE_URL: database.url };
-      const bin = (name: string): string => path.join(root, 'node_modules', '.bin', name);
+      const bin = (name: string): string => path.join(ROOT, 'node_modules', '.bin', name);
       const out = { file: path.join(logDir, 'migrate-seed.log'), append: true } as const;
-      await execa(bin('prisma'), ['migrate', 'deploy'], { cwd: root, env: dbEnv, stdout: out, stderr: out });
-      await execa(bin('tsx'), ['prisma/seed.ts'], { cwd: root, env: dbEnv, stdout: out, stderr: out });
+      await execa(bin('prisma'), ['migrate', 'deploy'], { cwd: ROOT, env: dbEnv, stdout: out, stderr: out });
+      await execa(bin('tsx'), ['prisma/seed.ts'], { cwd: ROOT, env: dbEnv, stdout: out, stderr: out });
       const ownKey = process.env.BENCH_API_KEY?.trim();
       const keys = ownKey
         ? []
@@ -170,7 +167,7 @@ export async function startEnv(opts: {
       Object.assign(env, { simulatorUrl, apiUrl });
       const spawn = (proc: def.StackProcess, extra: NodeJS.ProcessEnv, args: string[] = []): Proc => {
         const logFile = path.join(logDir, `${proc.name}.log`);
-        const child = spawnStackProcess(proc, { root, env: { ...inherited, ...extra }, logFile, nodeArgs: args });
+        const child = spawnStackProcess(proc, { root: ROOT, env: { ...inherited, ...extra }, logFile, nodeArgs: args });
         stops.push(() => stop(child));
         return child;
       };
