@@ -1,14 +1,10 @@
 /**
- * `npm run check:extending` (CI step "extending: worked examples"): applies the marked blocks of docs/extending.md
- * (`<!-- ci: run -->`, `<!-- ci: write <path> -->`, `<!-- ci: patch -->`) in order to a copy of HEAD, checks each
- * `new:step` changed only the files it reported, the docs tables, typecheck and lint, then runs `npm test` in the copy
- * with an end-to-end test of the added steps (docs/extending.md#what-ci-proves-with-these-examples says what and why).
- * Options: `--working-tree` (copy uncommitted changes too), `--doc <file>`, `--keep` (keep the copy), `--no-test`,
- * `--exclude <glob>` (repeatable: files left out of the copy's `npm test`; CI excludes test/e2e, run on the cluster).
- * Environment as for the tests (`TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH`). Exit 0 when every check passed, else 1.
+ * `npm run check:extending`: applies the marked blocks of docs/extending.md (`<!-- ci: run|write <path>|patch -->`) to
+ * a copy of HEAD, checks what each `new:step` reported, the docs tables, typecheck and lint, then `npm test` in the
+ * copy with an e2e test of the added steps (docs/extending.md#what-ci-proves-with-these-examples). Options: `--keep`,
+ * `--no-test`, `--exclude <glob>` (repeatable, left out of the copy's `npm test`). Exit 0 when every check passed.
  */
-import { existsSync } from 'node:fs';
-import { appendFile, chmod, cp, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs, stripVTControlCharacters } from 'node:util';
@@ -32,10 +28,8 @@ export type ExampleAction = { section: string } & (
 );
 
 /**
- * The marked blocks of a markdown document (parsed by mdast-util-from-markdown), in order: `<!-- ci: run -->` gives
- * one action per command (blank lines and `#` comments skipped, a trailing `\\` joins the next line),
- * `<!-- ci: write <path> -->` and `<!-- ci: patch -->` one action each; each marker is followed by a fenced block.
- * @throws Error when a marker is not followed by a fenced block.
+ * The marked blocks of a markdown document, in order: one `run` action per command (blank lines and `#` comments
+ * skipped, a trailing `\\` joins the next line), one `write` or `patch` each. @throws Error for a marker without a fence.
  */
 export function readExamples(markdown: string): ExampleAction[] {
   const nodes = fromMarkdown(markdown).children;
@@ -125,10 +119,7 @@ it(\`completes an order with \${ADDED.join(', ')}: each once, one effect each\`,
 /** How one command ended. */
 type Ran = { command: string; code: number; output: string };
 
-/**
- * Runs `command` with bash in `cwd`, streaming its output indented (or, with `buffered`, printing it once it ended,
- * for commands run side by side), and captures it (without colours).
- */
+/** Runs `command` with bash in `cwd`, its output streamed indented (`buffered`: printed at its end) and captured. */
 async function run(
   command: string,
   cwd: string,
@@ -161,13 +152,8 @@ async function snapshot(dir: string): Promise<string> {
   return (await git(dir, 'write-tree'))[0]!;
 }
 
-/**
- * A copy of the checkout `source` at its HEAD commit in a new temporary folder (readable by others: the embedded
- * PostgreSQL runs as another user), with `source`'s node_modules linked in and ignored, and, with `workingTree`, the
- * uncommitted changes of `source` committed on top.
- * @returns the copy's path.
- */
-async function copyRepository(source: string, workingTree: boolean): Promise<string> {
+/** A clean copy of `source`'s HEAD in a new world-readable temporary folder, node_modules linked in. @returns its path. */
+async function copyRepository(source: string): Promise<string> {
   const parent = await mkdtemp(path.join(tmpdir(), 'check-extending-'));
   await chmod(parent, 0o755);
   const dir = path.join(parent, 'repo');
@@ -177,19 +163,6 @@ async function copyRepository(source: string, workingTree: boolean): Promise<str
   await symlink(await realpath(path.join(source, 'node_modules')), path.join(dir, 'node_modules'), 'dir');
   // .gitignore's `node_modules/` matches a folder, not a link: keep the copy's status clean.
   await appendFile(path.join(dir, '.git/info/exclude'), '\nnode_modules\n');
-  if (workingTree) {
-    const list = async (...args: string[]) =>
-      (await execa('git', ['ls-files', '-z', ...args], { cwd: source })).stdout.split('\0').filter(Boolean);
-    for (const file of await list('--modified', '--others', '--exclude-standard')) {
-      if (!existsSync(path.join(source, file))) continue;
-      await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
-      await cp(path.join(source, file), path.join(dir, file));
-    }
-    for (const file of await list('--deleted')) await rm(path.join(dir, file), { force: true });
-    await git(dir, 'add', '-A');
-    const who = ['-c', 'user.name=check-extending', '-c', 'user.email=ci@localhost'];
-    await git(dir, ...who, 'commit', '--quiet', '--allow-empty', '-m', 'working tree');
-  }
   const dirty = await git(dir, 'status', '--porcelain', '--untracked-files=all');
   check(dirty.length === 0, `the copy is not clean: ${dirty.join(', ')}`);
   return dir;
@@ -200,8 +173,8 @@ type ExampleReport = { files: Set<string>; handWritten: number };
 
 /** Runs the check. @returns the process's exit code. */
 async function main(): Promise<number> {
-  const [flag, text, list] = [{ type: 'boolean' }, { type: 'string' }, { type: 'string', multiple: true }] as const;
-  const options = { 'working-tree': flag, doc: text, keep: flag, 'no-test': flag, exclude: list };
+  const [flag, list] = [{ type: 'boolean' }, { type: 'string', multiple: true }] as const;
+  const options = { keep: flag, 'no-test': flag, exclude: list };
   const { values } = parseArgs({ options, strict: true });
   const started = performance.now();
   const source = repoRoot();
@@ -214,14 +187,13 @@ async function main(): Promise<number> {
     NO_COLOR: '1',
     FORCE_COLOR: '0',
   };
-  const copy = await copyRepository(source, values['working-tree'] === true);
-  console.log(`copy of HEAD${values['working-tree'] ? ' and the working tree' : ''}: ${copy}`);
+  const copy = await copyRepository(source);
+  console.log(`copy of HEAD: ${copy}`);
   const reports = new Map<string, ExampleReport>();
   let ok = false;
   try {
     check((await run('npx prisma generate', copy, env)).code === 0, 'npx prisma generate failed in the copy');
-    const doc = values.doc ? path.resolve(values.doc) : path.join(copy, EXTENDING_DOC);
-    const actions = readExamples(await readFile(doc, 'utf8'));
+    const actions = readExamples(await readFile(path.join(copy, EXTENDING_DOC), 'utf8'));
     const added: string[] = [];
     check(actions.length > 0, `${EXTENDING_DOC}: no marked blocks (<!-- ci: run|write|patch -->)`);
     for (const action of actions) {
