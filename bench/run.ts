@@ -64,7 +64,6 @@ const loads = (): string =>
     .map((l) => l.toFixed(2))
     .join(' ');
 
-/** What one arm sends; `repeated`: HTTP status → answers that made the client repeat a POST with the same key. */
 interface Sender {
   workflowType: string;
   send(sku?: string): Promise<string>;
@@ -125,7 +124,6 @@ async function burst(s: Sender, n: number, sku?: string): Promise<{ ids: string[
 const count = async (env: ArmEnv, query: string): Promise<number> =>
   Number((await env.connection.workflowService.countWorkflowExecutions({ namespace: 'default', query })).count ?? 0);
 
-/** Waits (visibility) until `expected` units of `type` closed. @throws Error after `timeoutMs`, or 120 s without one. */
 async function waitClosed(env: ArmEnv, type: string, expected: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let [last, lastChange] = [-1, Date.now()]; ; await sleep(250)) {
@@ -265,7 +263,6 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
   }
 }
 
-/** Every unit completed once; for the service also the orders, every provider's ledger and the stock. */
 async function check(env: ArmEnv, s: Sender, total: number, flashSku?: string): Promise<string[]> {
   const repeats = JSON.stringify(Object.fromEntries(s.repeated));
   const out = s.repeated.size ? [`WARN: POSTs repeated after an error answer (status: count) ${repeats}`] : [];

@@ -1,8 +1,6 @@
 /**
- * `npm run tools -- ensure <temporal|cluster|promtool>`: finds, downloads or builds the Temporal CLI
- * (scripts/lib/temporal-cli.ts), the cluster's server, sql tool and UI server (scripts/lib/temporal-cluster.ts) or
- * promtool (scripts/lib/promtool.ts), printing progress on stderr and the paths on stdout (CI exports them).
- * `npm run promtool -- <args>` runs promtool with those arguments. Exit code: the tool's, or 1 on an error.
+ * `npm run tools -- ensure <temporal|cluster|promtool>`: finds, downloads or builds the tool, progress on stderr, its
+ * paths on stdout (CI exports them). `npm run promtool -- <args>` runs promtool.
  */
 import { runMain } from './lib/env.js';
 import { ensurePromtool, runPromtool } from './lib/promtool.js';

@@ -1,8 +1,6 @@
 /**
- * The benchmark's environments, one per arm and each from nothing: a fresh Temporal dev server and embedded
- * PostgreSQL on free ports, then the floor's bare worker (bench/floor/worker.ts) or the stack definition's processes
- * from `dist/` (scripts/lib/stack-definition.ts), logs in `<arm>/logs/`. Every process is a child of the bench, so
- * pidusage reads its CPU time.
+ * One arm's environment from nothing: a Temporal dev server and an embedded PostgreSQL on free ports, then the floor's
+ * worker or the stack definition's processes from `dist/`, all children of the bench (pidusage reads their CPU).
  */
 import { chmod, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -25,10 +23,9 @@ export const ROOT = repoRoot();
 const NAMESPACE = 'default';
 export type ArmKind = 'floor' | 'service';
 
-/** Reads the CPU ms a role (server, worker, api, postgres, client, sims) used so far. */
 type CpuMeter = { name: string; read(): Promise<number> };
 
-/** CPU ms of a process and its children (PostgreSQL's backends) by pidusage; an exited one's last value kept. */
+/** CPU ms of a process and its children (PostgreSQL's backends); an exited one's last value kept. */
 function treeMeter(name: string, pid: () => number | undefined): CpuMeter {
   const seen = new Map<number, number>();
   const read = async (): Promise<number> => {
@@ -45,7 +42,7 @@ function treeMeter(name: string, pid: () => number | undefined): CpuMeter {
   return { name, read };
 }
 
-/** One arm's environment; the API's and the simulators' URLs and the API key in service arms only. */
+/** One arm's environment (API, simulators and key in service arms only). */
 export interface ArmEnv {
   connection: Connection;
   client: Client;
@@ -55,13 +52,12 @@ export interface ArmEnv {
   apiKey?: string;
   simulatorUrl?: string;
   meters: CpuMeter[];
-  /** Starts the worker; returns once it is spawned (not yet polling), with its spawn time. */
   startWorker(): { spawnedAt: number };
   stopWorker(): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Raises every product's stock by `units` (with an adjustment movement, as the ledger requires); returns the SKUs. */
+/** Raises every product's stock by `units` (with its adjustment movement). @returns the SKUs. */
 export async function raiseStock(databaseUrl: string, units: number): Promise<string[]> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -215,7 +211,6 @@ export async function startEnv(opts: {
   }
 }
 
-/** An embedded PostgreSQL in `<dir>/postgres`, as `npm start` starts it, with database `order_fulfilment`. */
 async function embeddedDatabase(dir: string, logDir: string, stops: Array<() => Promise<void>>) {
   const server = await startEmbeddedPostgres({
     ...{ dataDir: path.join(dir, 'postgres'), checkout: dir, port: await getPort(), user: 'postgres' },

@@ -46,16 +46,12 @@ export interface Phase {
   drainSeconds?: number;
 }
 
-/**
- * The processes whose CPU the arm's work costs: service = dev server + worker + API + PostgreSQL; floor = dev server +
- * worker + starter (+ PostgreSQL in the open loop, its raw probe).
- */
+/** The processes an arm's CPU per unit counts (floor: its starter, and PostgreSQL in the open loop). */
 const costParts = (kind: ArmKind, phase?: PhaseName): string[] =>
   kind === 'service'
     ? ['server', 'worker', 'api', 'postgres']
     : ['server', 'worker', 'client', ...(phase === 'open' ? ['postgres'] : [])];
 
-/** CPU ms per unit of a phase, over {@link costParts}. */
 export function unitCost(kind: ArmKind, p: Phase, phase: PhaseName): number {
   return costParts(kind, phase).reduce((sum, k) => sum + (p.cpu[k] ?? 0), 0) / p.units;
 }
@@ -70,7 +66,7 @@ export interface ArmResult {
 }
 const table = (headers: string[], rows: string[][]): string => markdownTable([headers, ...rows]);
 
-/** The event count of the newest recorded history of a completed order (test/replay/histories/): the design's. */
+/** The design's history length: the newest recorded completed order's (test/replay/histories/). */
 function designEvents(): number {
   const dir = path.join(ROOT, 'test', 'replay', 'histories');
   const files = readdirSync(dir, { recursive: true })

@@ -1,8 +1,4 @@
-/**
- * promtool, Prometheus' checker of rule files, rule unit tests and PromQL, found or built from the Go module proxy
- * (scripts/lib/go-tools.ts): `PROMTOOL_PATH`, else `.tools/promtool-<module version>/promtool`, else `go install`
- * (about 6 minutes on 2 cores with cold Go caches).
- */
+/** promtool (rules, rule tests, PromQL), found or built by go-tools.ts (`PROMTOOL_PATH`, ~6 min to build on 2 cores). */
 import { execa } from 'execa';
 import { ensureGoTool, type GoToolSpec } from './go-tools.js';
 import type { LogFn } from './processes.js';
@@ -24,10 +20,7 @@ const PROMTOOL: GoToolSpec = {
 /** Finds or builds promtool. @throws Error when there is none and no Go toolchain to build it, or the build fails. */
 export const ensurePromtool = (log: LogFn): Promise<string> => ensureGoTool(PROMTOOL, log);
 
-/**
- * Runs `promtool <args...>` (2 minutes at most) without throwing on a non-zero exit.
- * @returns its exit code and its stdout and stderr, interleaved.
- */
+/** Runs `promtool <args>` (2 min at most). @returns its exit code and interleaved output; never throws on an exit. */
 export async function runPromtool(promtool: string, args: readonly string[], cwd?: string) {
   const result = await execa(promtool, [...args], { cwd, all: true, reject: false, timeout: 120_000, stdin: 'ignore' });
   return { exitCode: result.exitCode ?? 1, output: String(result.all ?? '') };
