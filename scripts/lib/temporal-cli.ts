@@ -1,7 +1,6 @@
 /** The Temporal CLI without Docker: found, downloaded (checksum-verified) or built with Go; its dev server. */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
@@ -56,14 +55,8 @@ async function downloadTemporalCli(dir: string, timeoutMs = 120_000): Promise<st
   const actual = createHash('sha256').update(archive).digest('hex');
   if (expected !== actual)
     throw new Error(`${name}: SHA-256 ${actual} is not the release's ${expected ?? '(none listed)'}`);
-  const tmp = await mkdtemp(path.join(os.tmpdir(), 'temporal-cli-'));
-  try {
-    await writeFile(path.join(tmp, name), archive);
-    await mkdir(dir, { recursive: true });
-    await execa('tar', ['-xzf', path.join(tmp, name), '-C', dir, 'temporal']);
-  } finally {
-    await rm(tmp, { recursive: true, force: true });
-  }
+  await mkdir(dir, { recursive: true });
+  await execa('tar', ['-xzf', '-', '-C', dir, 'temporal'], { input: archive });
   return path.join(dir, 'temporal');
 }
 
