@@ -19,11 +19,11 @@ import { raiseStock, ROOT, startEnv, type ArmEnv } from './lib/env.js';
 import { ARMS, csv, fmt, kindOf, pct, report, unitCost } from './lib/report.js';
 import type { Arm, ArmResult, Floor, Phase, PhaseName } from './lib/report.js';
 
-const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms F0,S,S,F0] [--only <arm>]
+const USAGE = `npm run bench -- [--quick] [--cycles 1] [--arms F0,S,S,F0]
   [--warmup 20] [--burst 200] [--flash <burst>] [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000]
-  [--backlog-concurrency 16] [--backlog-arms F0,S] [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>] [--label <text>]`;
+  [--backlog-concurrency 16] [--backlog-arms F0,S] [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>]`;
 const [strings, flags] = [
-  'cycles floors warmup burst flash open-seconds backlog backlog-arms arms only card out label',
+  'cycles warmup burst flash open-seconds backlog backlog-arms arms card out',
   'quick wait-quiet no-build keep profile help',
 ];
 const args = parseArgs({
@@ -43,7 +43,7 @@ const opt = (name: string): string | undefined => args[name] as string | undefin
 const quick = args.quick === true;
 const num = (name: string, full: number, small: number): number => Number(opt(name) ?? (quick ? small : full));
 const CYCLES = num('cycles', 1, 1);
-const FLOORS = (opt('floors') ?? (quick ? 'F5' : 'F0,F5')).split(',') as Floor[];
+const FLOORS: Floor[] = quick ? ['F5'] : ['F0', 'F5'];
 const WARMUP = num('warmup', 20, 5);
 const BURST = num('burst', 200, 20);
 const FLASH = Number(opt('flash') ?? BURST);
@@ -167,10 +167,8 @@ async function finishPhase(
   const bad = mine.filter((c) => c.status !== 'COMPLETED').length;
   if (bad) throw new Error(`${bad} of ${ids.length} units closed other than COMPLETED`);
   const lastClose = Math.max(...mine.map((c) => c.close));
-  const [rate, closeOffsets] = [
-    ids.length / ((lastClose - firstSend) / 1000),
-    mine.map((c) => (c.close - firstSend) / 1000),
-  ];
+  const rate = ids.length / ((lastClose - firstSend) / 1000);
+  const closeOffsets = mine.map((c) => (c.close - firstSend) / 1000);
   return {
     units: ids.length,
     firstSend,
@@ -311,17 +309,15 @@ async function main(): Promise<void> {
   }
   const cycle = (opt('arms')?.split(',') ?? [...FLOORS, 'S', 'S', ...[...FLOORS].reverse()]) as Arm[];
   for (const arm of cycle) if (!ARMS.includes(arm)) throw new Error(`unknown arm ${arm} (${ARMS.join(', ')})`);
-  const order = Array.from({ length: CYCLES }, () => cycle)
-    .flat()
-    .filter((a) => !opt('only') || a === opt('only'));
+  const order = Array.from({ length: CYCLES }, () => cycle).flat();
   const git = (...a: string[]): string => {
     const r = execaSync('git', a, { cwd: ROOT, reject: false });
     return r.failed ? '?' : r.stdout;
   };
-  const [cpus, label] = [os.cpus(), opt('label') ? ` (${opt('label')})` : ''];
+  const cpus = os.cpus();
   const changes = git('status', '--porcelain', '--untracked-files=no') ? ' (with local changes)' : '';
   const meta: Record<string, string> = {
-    run: `${stamp}${label}${quick ? ' --quick' : ''}`,
+    run: `${stamp}${quick ? ' --quick' : ''}`,
     machine: `${cpus.length} × ${cpus[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}`,
     commit: `${git('rev-parse', '--short', 'HEAD')}${changes}`,
     'load average at start': loads(),

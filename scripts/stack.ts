@@ -33,13 +33,7 @@ const taskQueue = env.TEMPORAL_TASK_QUEUE?.trim() || ORDER_TASK_QUEUE;
 const say = (line: string): void => console.log(`[stack     ] ${line}`);
 
 /** A supervised process: its command, whether it restarts, its stop signal and grace (ms). */
-interface Supervised {
-  name: string;
-  command: Command;
-  restart: boolean;
-  stopSignal: string;
-  stopMs: number;
-}
+type Supervised = { name: string; command: Command; restart: boolean; stopSignal: string; stopMs: number };
 const started: Supervised[] = [];
 const STOP_ORDER = ['api', 'worker', 'simulators', 'temporal-ui', 'temporal', 'postgres'];
 let stopping: Promise<never> | undefined;
