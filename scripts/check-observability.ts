@@ -4,8 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { errorMessage, repoRoot } from './lib/env.js';
-import { formatReport, runObservabilityCheck } from './lib/observability-check.js';
-import { ensurePromtool } from './lib/promtool.js';
+import { ensurePromtool, formatReport, runObservabilityCheck } from './lib/observability-check.js';
 import { localUrl, stackPorts } from './lib/stack-definition.js';
 
 const options = { 'api-url': { type: 'string' }, 'worker-url': { type: 'string', multiple: true } } as const;

@@ -3,7 +3,7 @@
  * paths on stdout (CI exports them).
  */
 import { runMain } from './lib/env.js';
-import { ensurePromtool } from './lib/promtool.js';
+import { ensurePromtool } from './lib/observability-check.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 import { ensureClusterBinaries } from './lib/temporal-cluster.js';
 
