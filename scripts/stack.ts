@@ -149,12 +149,8 @@ async function startTemporal(postgres: Promise<string>): Promise<{ address: stri
     const cli = await ensureTemporalCli({ log });
     const dbFilename = path.join(ROOT, '.data', 'temporal', 'dev.db');
     await mkdir(path.dirname(dbFilename), { recursive: true });
-    run(
-      'temporal',
-      'magenta',
-      cli,
-      devServerArgs({ dbFilename, port: ports.temporal, uiPort: ports.temporalUi, namespace }),
-    );
+    const devServer = devServerArgs({ dbFilename, port: ports.temporal, uiPort: ports.temporalUi, namespace });
+    run('temporal', 'magenta', cli, devServer);
     await waitForTemporal({ address, namespace, timeoutMs: 60_000 });
     return { address, uiUrl, about: '' };
   }
