@@ -1,8 +1,6 @@
 /**
- * `npm run bench`: the service against the Temporal floor (F0 / F5: bare workflows of 4 / 5 no-op activities; S: the
- * service as `npm start` runs it; V: another checkout's build, --variant-root), arms interleaved ABBA per cycle, each
- * in a fresh environment (bench/lib/env.ts). Phases: warm-up, burst, flash sale, open loop, backlog, then the checks;
- * the report and CSV go into the run folder. See docs/benchmark.md.
+ * `npm run bench`: the service (S) against the Temporal floor (F0 / F5: bare workflows of 4 / 5 no-op activities),
+ * arms interleaved ABBA, each in a fresh environment (bench/lib/env.ts); phases, checks, report: docs/benchmark.md.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -21,12 +19,11 @@ import { raiseStock, ROOT, startEnv, type ArmEnv } from './lib/env.js';
 import { ARMS, csv, fmt, kindOf, pct, report, unitCost } from './lib/report.js';
 import type { Arm, ArmResult, Floor, Phase, PhaseName } from './lib/report.js';
 
-const USAGE = `npm run bench -- [--quick] [--cycles 1] [--floors F0,F5] [--arms F0,S,S,F0] [--only <arm>]
+const USAGE = `npm run bench -- [--quick] [--cycles 1] [--arms F0,S,S,F0]
   [--warmup 20] [--burst 200] [--flash <burst>] [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000]
-  [--backlog-concurrency 16] [--backlog-arms F0,S] [--variant-root <checkout>] [--variant-label <text>]
-  [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>] [--label <text>]`;
+  [--backlog-concurrency 16] [--backlog-arms F0,S] [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>]`;
 const [strings, flags] = [
-  'cycles floors warmup burst flash open-seconds backlog backlog-arms arms variant-root variant-label only card out label',
+  'cycles warmup burst flash open-seconds backlog backlog-arms arms card out',
   'quick wait-quiet no-build keep profile help',
 ];
 const args = parseArgs({
@@ -46,7 +43,7 @@ const opt = (name: string): string | undefined => args[name] as string | undefin
 const quick = args.quick === true;
 const num = (name: string, full: number, small: number): number => Number(opt(name) ?? (quick ? small : full));
 const CYCLES = num('cycles', 1, 1);
-const FLOORS = (opt('floors') ?? (quick ? 'F5' : 'F0,F5')).split(',') as Floor[];
+const FLOORS: Floor[] = quick ? ['F5'] : ['F0', 'F5'];
 const WARMUP = num('warmup', 20, 5);
 const BURST = num('burst', 200, 20);
 const FLASH = Number(opt('flash') ?? BURST);
@@ -67,7 +64,6 @@ const loads = (): string =>
     .map((l) => l.toFixed(2))
     .join(' ');
 
-/** What one arm sends; `repeated`: HTTP status → answers that made the client repeat a POST with the same key. */
 interface Sender {
   workflowType: string;
   send(sku?: string): Promise<string>;
@@ -128,7 +124,6 @@ async function burst(s: Sender, n: number, sku?: string): Promise<{ ids: string[
 const count = async (env: ArmEnv, query: string): Promise<number> =>
   Number((await env.connection.workflowService.countWorkflowExecutions({ namespace: 'default', query })).count ?? 0);
 
-/** Waits (visibility) until `expected` units of `type` closed. @throws Error after `timeoutMs`, or 120 s without one. */
 async function waitClosed(env: ArmEnv, type: string, expected: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let [last, lastChange] = [-1, Date.now()]; ; await sleep(250)) {
@@ -172,10 +167,8 @@ async function finishPhase(
   const bad = mine.filter((c) => c.status !== 'COMPLETED').length;
   if (bad) throw new Error(`${bad} of ${ids.length} units closed other than COMPLETED`);
   const lastClose = Math.max(...mine.map((c) => c.close));
-  const [rate, closeOffsets] = [
-    ids.length / ((lastClose - firstSend) / 1000),
-    mine.map((c) => (c.close - firstSend) / 1000),
-  ];
+  const rate = ids.length / ((lastClose - firstSend) / 1000);
+  const closeOffsets = mine.map((c) => (c.close - firstSend) / 1000);
   return {
     units: ids.length,
     firstSend,
@@ -196,8 +189,8 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
   const loadBefore = load();
   say(`arm ${position} ${arm}: starting a fresh environment (load ${loadBefore.toFixed(2)})`);
   const env = await startEnv({
-    ...{ kind, dir, serviceRoot: arm === 'V' ? opt('variant-root') : undefined },
-    ...{ profileDir: args.profile ? path.join(dir, 'profiles') : undefined, log: (line) => say(`  ${line}`) },
+    ...{ kind, dir, profileDir: args.profile ? path.join(dir, 'profiles') : undefined },
+    log: (line) => say(`  ${line}`),
   });
   const phases: ArmResult['phases'] = {};
   let s: Sender | undefined;
@@ -268,7 +261,6 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
   }
 }
 
-/** Every unit completed once; for the service also the orders, every provider's ledger and the stock. */
 async function check(env: ArmEnv, s: Sender, total: number, flashSku?: string): Promise<string[]> {
   const repeats = JSON.stringify(Object.fromEntries(s.repeated));
   const out = s.repeated.size ? [`WARN: POSTs repeated after an error answer (status: count) ${repeats}`] : [];
@@ -317,25 +309,20 @@ async function main(): Promise<void> {
   }
   const cycle = (opt('arms')?.split(',') ?? [...FLOORS, 'S', 'S', ...[...FLOORS].reverse()]) as Arm[];
   for (const arm of cycle) if (!ARMS.includes(arm)) throw new Error(`unknown arm ${arm} (${ARMS.join(', ')})`);
-  const order = Array.from({ length: CYCLES }, () => cycle)
-    .flat()
-    .filter((a) => !opt('only') || a === opt('only'));
+  const order = Array.from({ length: CYCLES }, () => cycle).flat();
   const git = (...a: string[]): string => {
     const r = execaSync('git', a, { cwd: ROOT, reject: false });
     return r.failed ? '?' : r.stdout;
   };
-  const [cpus, label] = [os.cpus(), opt('label') ? ` (${opt('label')})` : ''];
+  const cpus = os.cpus();
   const changes = git('status', '--porcelain', '--untracked-files=no') ? ' (with local changes)' : '';
   const meta: Record<string, string> = {
-    run: `${stamp}${label}${quick ? ' --quick' : ''}`,
+    run: `${stamp}${quick ? ' --quick' : ''}`,
     machine: `${cpus.length} × ${cpus[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}`,
     commit: `${git('rev-parse', '--short', 'HEAD')}${changes}`,
     'load average at start': loads(),
     arms: `${order.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
     phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s, backlog ${BACKLOG}`,
-    ...(order.includes('V')
-      ? { 'variant V': [opt('variant-label'), opt('variant-root')].filter(Boolean).join('; ') }
-      : {}),
   };
   say(`bench → ${path.relative(process.cwd(), OUT) || OUT}; arms ${order.join(' ')}`);
   const results: ArmResult[] = [];

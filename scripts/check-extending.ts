@@ -1,14 +1,10 @@
 /**
- * `npm run check:extending` (CI step "extending: worked examples"): applies the marked blocks of docs/extending.md
- * (`<!-- ci: run -->`, `<!-- ci: write <path> -->`, `<!-- ci: patch -->`) in order to a copy of HEAD, checks each
- * `new:step` changed only the files it reported, the docs tables, typecheck and lint, then runs `npm test` in the copy
- * with an end-to-end test of the added steps (docs/extending.md#what-ci-proves-with-these-examples says what and why).
- * Options: `--working-tree` (copy uncommitted changes too), `--doc <file>`, `--keep` (keep the copy), `--no-test`,
- * `--exclude <glob>` (repeatable: files left out of the copy's `npm test`; CI excludes test/e2e, run on the cluster).
- * Environment as for the tests (`TEST_DATABASE_URL`, `TEMPORAL_CLI_PATH`). Exit 0 when every check passed, else 1.
+ * `npm run check:extending`: applies the marked blocks of docs/extending.md (`<!-- ci: run|write <path>|patch -->`) to
+ * a copy of HEAD, checks what each `new:step` reported, the docs tables, typecheck and lint, then `npm test` in the
+ * copy with an e2e test of the added steps (docs/extending.md#what-ci-proves-with-these-examples). Options: `--keep`,
+ * `--no-test`, `--exclude <glob>` (repeatable, left out of the copy's `npm test`). Exit 0 when every check passed.
  */
-import { existsSync } from 'node:fs';
-import { appendFile, chmod, cp, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs, stripVTControlCharacters } from 'node:util';
@@ -23,8 +19,6 @@ const git = async (cwd: string, ...args: string[]): Promise<string[]> =>
 
 /** The document whose examples this applies. */
 export const EXTENDING_DOC = 'docs/extending.md';
-/** The e2e test written into the copy. */
-const E2E_FILE = 'test/extending/examples.e2e-spec.ts';
 
 /** One marked block of the document, with the `## ` section that holds it. */
 export type ExampleAction = { section: string } & (
@@ -32,10 +26,8 @@ export type ExampleAction = { section: string } & (
 );
 
 /**
- * The marked blocks of a markdown document (parsed by mdast-util-from-markdown), in order: `<!-- ci: run -->` gives
- * one action per command (blank lines and `#` comments skipped, a trailing `\\` joins the next line),
- * `<!-- ci: write <path> -->` and `<!-- ci: patch -->` one action each; each marker is followed by a fenced block.
- * @throws Error when a marker is not followed by a fenced block.
+ * The marked blocks of a markdown document, in order: one `run` action per command (blank lines and `#` comments
+ * skipped, a trailing `\\` joins the next line), one `write` or `patch` each. @throws Error for a marker without a fence.
  */
 export function readExamples(markdown: string): ExampleAction[] {
   const nodes = fromMarkdown(markdown).children;
@@ -73,62 +65,10 @@ export function newStepArguments(command: string): string[] | undefined {
   return match ? [...match[1]!.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3]!) : undefined;
 }
 
-/** The e2e test of the steps the examples added (`steps`): one order through the copy's whole stack. */
-export function e2eSource(steps: readonly string[]): string {
-  return `/** Written by scripts/check-extending.ts into a copy of the repository: one order with the examples' steps. */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { STEPS } from '../../activities/steps/index.js';
-import { startTestStack, type TestStack } from '../helpers/test-stack.js';
-
-const ADDED = [${steps.map((s) => `'${s}'`).join(', ')}];
-let stack: TestStack;
-
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => stack?.close());
-
-it(\`completes an order with \${ADDED.join(', ')}: each once, one effect each\`, async () => {
-  const res = await stack.http
-    .post('/orders')
-    .send({ customer: { email: 'ada@example.com', name: 'Ada Lovelace' }, lines: [{ sku: 'TEE-BLK-M', quantity: 2 }] })
-    .expect(202);
-  const id = res.body.id as string;
-  const order = await stack.waitForOrder(id);
-  expect(order.status).toBe('completed');
-  const events = (await stack.client.workflow.getHandle(\`order-\${id}\`).fetchHistory()).events ?? [];
-  for (const name of ADDED) {
-    const step = STEPS.find((s) => s.name === name);
-    expect(step, \`\${name} is in the registry\`).toBeDefined();
-    expect((order.steps as Array<{ name: string; state: string }>).find((s) => s.name === name)?.state).toBe('done');
-    if (step!.kind === 'provider') {
-      const scheduled = events
-        .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === name)
-        .map((e) => String(e.eventId));
-      const completed = events.filter((e) =>
-        scheduled.includes(String(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? '')),
-      );
-      expect([name, scheduled.length, completed.length]).toEqual([name, 1, 1]);
-      const key = step!.key(id);
-      expect([key, stack.sims.provider(step!.provider.name).ledger.count(key)]).toEqual([key, 1]);
-    } else if (step!.kind === 'database') {
-      const rows = await stack.db.sql.$queryRaw<Array<{ n: number }>>\`
-        SELECT count(*)::int AS n FROM order_step_results WHERE order_id = \${id}::uuid AND step = \${name}\`;
-      expect([name, rows[0]!.n]).toEqual([name, step!.idempotency === 'recorded' ? 1 : 0]);
-    }
-  }
-  console.log(\`worked examples: order \${id} completed; \${ADDED.join(', ')} each ran once\`);
-});
-`;
-}
-
 /** How one command ended. */
 type Ran = { command: string; code: number; output: string };
 
-/**
- * Runs `command` with bash in `cwd`, streaming its output indented (or, with `buffered`, printing it once it ended,
- * for commands run side by side), and captures it (without colours).
- */
+/** Runs `command` with bash in `cwd`, its output streamed indented (`buffered`: printed at its end) and captured. */
 async function run(
   command: string,
   cwd: string,
@@ -161,13 +101,8 @@ async function snapshot(dir: string): Promise<string> {
   return (await git(dir, 'write-tree'))[0]!;
 }
 
-/**
- * A copy of the checkout `source` at its HEAD commit in a new temporary folder (readable by others: the embedded
- * PostgreSQL runs as another user), with `source`'s node_modules linked in and ignored, and, with `workingTree`, the
- * uncommitted changes of `source` committed on top.
- * @returns the copy's path.
- */
-async function copyRepository(source: string, workingTree: boolean): Promise<string> {
+/** A clean copy of `source`'s HEAD in a new world-readable temporary folder, node_modules linked in. @returns its path. */
+async function copyRepository(source: string): Promise<string> {
   const parent = await mkdtemp(path.join(tmpdir(), 'check-extending-'));
   await chmod(parent, 0o755);
   const dir = path.join(parent, 'repo');
@@ -177,19 +112,6 @@ async function copyRepository(source: string, workingTree: boolean): Promise<str
   await symlink(await realpath(path.join(source, 'node_modules')), path.join(dir, 'node_modules'), 'dir');
   // .gitignore's `node_modules/` matches a folder, not a link: keep the copy's status clean.
   await appendFile(path.join(dir, '.git/info/exclude'), '\nnode_modules\n');
-  if (workingTree) {
-    const list = async (...args: string[]) =>
-      (await execa('git', ['ls-files', '-z', ...args], { cwd: source })).stdout.split('\0').filter(Boolean);
-    for (const file of await list('--modified', '--others', '--exclude-standard')) {
-      if (!existsSync(path.join(source, file))) continue;
-      await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
-      await cp(path.join(source, file), path.join(dir, file));
-    }
-    for (const file of await list('--deleted')) await rm(path.join(dir, file), { force: true });
-    await git(dir, 'add', '-A');
-    const who = ['-c', 'user.name=check-extending', '-c', 'user.email=ci@localhost'];
-    await git(dir, ...who, 'commit', '--quiet', '--allow-empty', '-m', 'working tree');
-  }
   const dirty = await git(dir, 'status', '--porcelain', '--untracked-files=all');
   check(dirty.length === 0, `the copy is not clean: ${dirty.join(', ')}`);
   return dir;
@@ -200,8 +122,8 @@ type ExampleReport = { files: Set<string>; handWritten: number };
 
 /** Runs the check. @returns the process's exit code. */
 async function main(): Promise<number> {
-  const [flag, text, list] = [{ type: 'boolean' }, { type: 'string' }, { type: 'string', multiple: true }] as const;
-  const options = { 'working-tree': flag, doc: text, keep: flag, 'no-test': flag, exclude: list };
+  const [flag, list] = [{ type: 'boolean' }, { type: 'string', multiple: true }] as const;
+  const options = { keep: flag, 'no-test': flag, exclude: list };
   const { values } = parseArgs({ options, strict: true });
   const started = performance.now();
   const source = repoRoot();
@@ -214,14 +136,13 @@ async function main(): Promise<number> {
     NO_COLOR: '1',
     FORCE_COLOR: '0',
   };
-  const copy = await copyRepository(source, values['working-tree'] === true);
-  console.log(`copy of HEAD${values['working-tree'] ? ' and the working tree' : ''}: ${copy}`);
+  const copy = await copyRepository(source);
+  console.log(`copy of HEAD: ${copy}`);
   const reports = new Map<string, ExampleReport>();
   let ok = false;
   try {
     check((await run('npx prisma generate', copy, env)).code === 0, 'npx prisma generate failed in the copy');
-    const doc = values.doc ? path.resolve(values.doc) : path.join(copy, EXTENDING_DOC);
-    const actions = readExamples(await readFile(doc, 'utf8'));
+    const actions = readExamples(await readFile(path.join(copy, EXTENDING_DOC), 'utf8'));
     const added: string[] = [];
     check(actions.length > 0, `${EXTENDING_DOC}: no marked blocks (<!-- ci: run|write|patch -->)`);
     for (const action of actions) {
@@ -260,14 +181,12 @@ async function main(): Promise<number> {
       ['the typecheck', 'npm run typecheck'],
       ['the lint', 'npm run lint'],
     ] as const;
-    // The e2e file first: the typecheck and the lint cover it too (the scaffold spec typechecks the copy again).
-    await mkdir(path.dirname(path.join(copy, E2E_FILE)), { recursive: true });
-    await writeFile(path.join(copy, E2E_FILE), e2eSource(added));
     const results = await Promise.all(checks.map(([, command]) => run(command, copy, env, undefined, true)));
     checks.forEach(([what], i) => check(results[i]!.code === 0, `${what} fail(s) after the examples`));
     if (!values['no-test']) {
       const excluded = (values.exclude ?? []).map((glob) => ` --exclude '${glob}'`).join('');
-      const suite = await run(`npm test --${excluded}`, copy, env);
+      // test/extending/examples.e2e-spec.ts places one order with the added steps.
+      const suite = await run(`npm test --${excluded}`, copy, { ...env, EXTENDING_EXAMPLE_STEPS: added.join(',') });
       check(suite.code === 0, `npm test fails in the copy with the examples' steps (${added.join(', ')})`);
       check(/worked examples: order \S+ completed/.test(suite.output), 'the end-to-end order did not report');
     }

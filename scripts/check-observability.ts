@@ -1,20 +1,16 @@
 /**
- * `npm run check:observability -- [--api-url URL] [--worker-url URL]...`: checks observability/ with promtool and
- * against the live metrics of a running stack (scripts/lib/observability-check.ts; a URL without a path means its
- * `/metrics`; defaults: the local stack's ports). Place an order first: histograms have no series before then.
- * Exit code 0 when everything passed, 1 on any problem or when a scrape cannot be read.
+ * `npm run check:observability -- [--api-url URL] [--worker-url URL]...` (default: the local stack's `/metrics`):
+ * scripts/lib/observability-check.ts against a live stack. Exit 1 on any problem.
  */
 import { parseArgs } from 'node:util';
 import { errorMessage, repoRoot } from './lib/env.js';
-import { formatReport, runObservabilityCheck } from './lib/observability-check.js';
-import { ensurePromtool } from './lib/promtool.js';
+import { ensurePromtool, formatReport, runObservabilityCheck } from './lib/observability-check.js';
 import { localUrl, stackPorts } from './lib/stack-definition.js';
 
 const options = { 'api-url': { type: 'string' }, 'worker-url': { type: 'string', multiple: true } } as const;
 const { values } = parseArgs({ options });
 const ports = stackPorts();
 
-/** The text exposition at `url` (its `/metrics` when it has no path), 10 s at most. */
 async function scrape(url: string): Promise<string> {
   const target = new URL(url);
   if (target.pathname === '/') target.pathname = '/metrics';

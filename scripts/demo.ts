@@ -1,10 +1,8 @@
 /**
- * `npm run demo`: places a batch of real orders over HTTP at `API_URL` (default http://127.0.0.1:$PORT) and shows
- * what happened to each; when nothing answers there, it builds and starts the stack itself (log in
- * `.data/logs/demo-stack.log`) and stops it at the end. 4 orders fit in stock and 1 asks for one unit more than is
- * available; each is followed until `completed` or `failed` (120 s at most), then checked against every provider's
- * ledger: one effect per key, none for a step that never ran. API key: `API_KEY` or `.data/api-keys.json`. Also
- * SIMULATOR_URL, DEMO_SKIP_BUILD=1. Exit code 0 when every order ended as expected and every check holds; else 1.
+ * `npm run demo`: places 5 orders over HTTP at `API_URL` (4 fit in stock, 1 asks one unit too many), follows each to
+ * `completed` or `failed` (120 s at most) and checks them against every provider's ledger. With nothing answering, it
+ * builds and starts the stack (log: `.data/logs/demo-stack.log`) and stops it at the end. Also API_KEY,
+ * SIMULATOR_URL, DEMO_SKIP_BUILD=1. Exit code 0 when every order ended as expected and every check holds.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -25,7 +23,6 @@ const PORTS = stackPorts();
 const API_URL = (process.env.API_URL?.trim() || localUrl(PORTS.api)).replace(/\/+$/, '');
 const SIMULATOR_URL = (process.env.SIMULATOR_URL?.trim() || localUrl(PORTS.simulators)).replace(/\/+$/, '');
 const TERMINAL = new Set(['completed', 'failed']);
-/** The provider steps of the registry by activity name: where each acts and under which key. */
 const PROVIDER_STEPS = new Map(STEPS.flatMap((s) => (s.kind === 'provider' ? [[s.name, s] as const] : [])));
 
 let auth: Record<string, string> = {};
@@ -45,10 +42,7 @@ async function http(method: string, url: string, body?: unknown, headers: Record
   return { status: res.status, json };
 }
 
-/**
- * Builds and starts `scripts/stack.ts` (output in `.data/logs/demo-stack.log`) and waits until the API is healthy.
- * @throws Error with the log's last lines when the stack exits first or is not ready within 10 minutes.
- */
+/** Builds and starts the stack, waits until the API is healthy. @throws Error with the log's tail when it fails. */
 async function startStack(): Promise<{ proc: Proc }> {
   const api = new URL(API_URL);
   if (!['127.0.0.1', 'localhost'].includes(api.hostname)) throw new Error(`nothing answers at ${API_URL}/health`);
@@ -75,7 +69,6 @@ async function startStack(): Promise<{ proc: Proc }> {
 
 type Plan = { label: string; expect: 'completed' | 'failed'; lines: { sku: string; quantity: number }[] };
 
-/** 4 orders that fit in the stock (1-3 lines, quantities 1-2) and one for `available + 1` of the scarcest product. */
 function planOrders(inventory: Array<{ sku: string; available: number }>): Plan[] {
   if (inventory.length === 0) throw new Error('GET /inventory returned no products: is the database seeded?');
   const left = new Map(inventory.map((p) => [p.sku, p.available]));
@@ -102,7 +95,6 @@ type Order = { steps?: Array<{ name: string; state: string }>; invoiceNumber?: s
 };
 type Outcome = { plan: Plan; id?: string; status: string; ms?: number; order?: Order };
 
-/** Places `plan`, then polls the order every 200 ms until it is final or `deadline` passes. */
 async function placeAndFollow(
   plan: Plan,
   key: string,

@@ -1,9 +1,6 @@
 /**
- * `npm run docs:tables`: regenerates the documentation tables that restate code (retry profiles in
- * docs/guarantees.md, limits in docs/api.md, metrics in docs/operations.md; see scripts/lib/docs-tables.ts), in
- * every document that holds one, and the code blocks that show a file by reference (embedme: a fence whose first
- * line is `// <path>` holds that file, e.g. the scaffold's templates in docs/extending.md). `--check` changes
- * nothing and exits 1 when a document is out of date.
+ * `npm run docs:tables [-- --check]`: regenerates the generated tables (scripts/lib/docs-tables.ts) and embedme's files
+ * shown by reference; `--check` writes nothing and exits 1 when a document is stale.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { execa } from 'execa';

@@ -1,13 +1,6 @@
 /**
- * `npm run keys -- <command>`: manage API clients' keys in the database at `DATABASE_URL` (default: `npm start`'s
- * embedded database, postgresql://postgres:postgres@127.0.0.1:<EMBEDDED_PG_PORT, 54329>/order_fulfilment).
- *
- * - `create --client <id> --scopes <s1,s2> [--name <client name>] [--label <text>] [--dev]`: makes a key (and the
- *   client, when new) and prints it once; only its SHA-256 is stored. Scopes: orders:write, orders:read,
- *   orders:cancel, inventory:write, operator. `--dev` makes an `of_dev_` key instead of `of_live_`.
- * - `list [--client <id>] [--all]`: key ids, clients, scopes, creation and last use; `--all` includes revoked keys.
- * - `revoke <key id | key>`: the key is refused (401) from the next request on.
- * Exit code 0 on success, 1 on a usage or database error (with a message), 2 when `revoke` finds no such key.
+ * `npm run keys -- create|list|revoke` (USAGE; docs/api.md): API keys in `DATABASE_URL` (default: `npm start`'s
+ * embedded database); only a key's SHA-256 is stored. Exit 1 on a usage or database error, 2 when `revoke` finds none.
  */
 import { parseArgs } from 'node:util';
 import { ApiKeyEnv } from '../src/auth/api-key.js';

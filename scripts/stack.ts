@@ -1,9 +1,8 @@
 /**
- * `npm start` / `npm run start:cluster`: the whole stack on this machine, no Docker (docs/development.md). PostgreSQL,
- * Temporal (dev server, or `--cluster`), then the processes of scripts/lib/stack-definition.ts from `dist/`, each under
- * concurrently and waited for before the next; stopped in reverse order on Ctrl-C / SIGTERM. The worker and the API
- * are restarted when they exit (at most 5 times a minute); any other exit stops the stack with exit 1. `--only
- * temporal` runs Temporal alone; `STACK_EXIT_AFTER_READY=1` stops right after the banner.
+ * `npm start` / `npm run start:cluster`: PostgreSQL, Temporal (dev server, or `--cluster`), then the stack definition's
+ * processes from `dist/`, each under concurrently and waited for; stopped in reverse on Ctrl-C / SIGTERM. The worker
+ * and the API restart on exit (5 times a minute at most); any other exit stops the stack. `--only temporal`: Temporal
+ * alone; `STACK_EXIT_AFTER_READY=1`: stop after the banner. docs/development.md.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -33,26 +32,15 @@ const namespace = env.TEMPORAL_NAMESPACE?.trim() || 'default';
 const taskQueue = env.TEMPORAL_TASK_QUEUE?.trim() || ORDER_TASK_QUEUE;
 const say = (line: string): void => console.log(`[stack     ] ${line}`);
 
-/** A supervised process: its concurrently command, and whether it is restarted when it exits. */
-interface Supervised {
-  name: string;
-  command: Command;
-  restart: boolean;
-  /** The signal that stops it (PostgreSQL: SIGINT, a fast shutdown) and how long it may take, ms. */
-  stopSignal: string;
-  stopMs: number;
-}
+/** A supervised process: its command, whether it restarts, its stop signal and grace (ms). */
+type Supervised = { name: string; command: Command; restart: boolean; stopSignal: string; stopMs: number };
 const started: Supervised[] = [];
-/** The order in which the stack stops: the reverse of the start order. */
 const STOP_ORDER = ['api', 'worker', 'simulators', 'temporal-ui', 'temporal', 'postgres'];
 let stopping: Promise<never> | undefined;
 
 const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/**
- * Starts one process under concurrently: `exec <file> <args>` in a shell, in its own process group (a terminal
- * Ctrl-C reaches only this supervisor, which stops everything in order), as `runAs` when given.
- */
+/** Starts `exec <file> <args>` under concurrently, in its own process group (Ctrl-C reaches only us), as `runAs`. */
 function run(
   name: string,
   colour: string,
@@ -141,7 +129,6 @@ async function startPostgres(migrate: boolean): Promise<string> {
   return url;
 }
 
-/** `npx <args>` on the database at `url`. @throws Error with its output when it fails. */
 async function npx(url: string, ...args: string[]): Promise<void> {
   const result = await execa('npx', args, { cwd: ROOT, env: { DATABASE_URL: url }, all: true, reject: false });
   if (result.failed) throw new Error(`${args.join(' ')} failed:\n${result.all}`);
@@ -162,12 +149,8 @@ async function startTemporal(postgres: Promise<string>): Promise<{ address: stri
     const cli = await ensureTemporalCli({ log });
     const dbFilename = path.join(ROOT, '.data', 'temporal', 'dev.db');
     await mkdir(path.dirname(dbFilename), { recursive: true });
-    run(
-      'temporal',
-      'magenta',
-      cli,
-      devServerArgs({ dbFilename, port: ports.temporal, uiPort: ports.temporalUi, namespace }),
-    );
+    const devServer = devServerArgs({ dbFilename, port: ports.temporal, uiPort: ports.temporalUi, namespace });
+    run('temporal', 'magenta', cli, devServer);
     await waitForTemporal({ address, namespace, timeoutMs: 60_000 });
     return { address, uiUrl, about: '' };
   }

@@ -1,11 +1,9 @@
 /**
- * `npm run tools -- ensure <temporal|cluster|promtool>`: finds, downloads or builds the Temporal CLI
- * (scripts/lib/temporal-cli.ts), the cluster's server, sql tool and UI server (scripts/lib/temporal-cluster.ts) or
- * promtool (scripts/lib/promtool.ts), printing progress on stderr and the paths on stdout (CI exports them).
- * `npm run promtool -- <args>` runs promtool with those arguments. Exit code: the tool's, or 1 on an error.
+ * `npm run tools -- ensure <temporal|cluster|promtool>`: finds, downloads or builds the tool, progress on stderr, its
+ * paths on stdout (CI exports them).
  */
 import { runMain } from './lib/env.js';
-import { ensurePromtool, runPromtool } from './lib/promtool.js';
+import { ensurePromtool } from './lib/observability-check.js';
 import { ensureTemporalCli } from './lib/temporal-cli.js';
 import { ensureClusterBinaries } from './lib/temporal-cluster.js';
 
@@ -13,18 +11,13 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const [command, ...rest] = process.argv.slice(2).filter((a) => a !== '--');
 
 async function main(): Promise<number> {
-  if (command === 'promtool') {
-    const { exitCode, output } = await runPromtool(await ensurePromtool(log), rest);
-    process.stdout.write(output ? `${output.trimEnd()}\n` : '');
-    return exitCode;
-  }
   const ensure: Record<string, () => Promise<string[]>> = {
     temporal: async () => [await ensureTemporalCli({ log })],
     promtool: async () => [await ensurePromtool(log)],
     cluster: async () => Object.values(await ensureClusterBinaries(log)),
   };
   if (command !== 'ensure' || !rest[0] || !ensure[rest[0]]) {
-    log('usage: tsx scripts/tools.ts ensure <temporal|cluster|promtool> | promtool <args...>');
+    log('usage: tsx scripts/tools.ts ensure <temporal|cluster|promtool>');
     return 1;
   }
   process.stdout.write(`${(await ensure[rest[0]]()).join('\n')}\n`);

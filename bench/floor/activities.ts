@@ -1,5 +1,3 @@
 /** The floor's only activity: does nothing. */
-export const floorActivities = {
-  async noop(): Promise<void> {},
-};
+export const floorActivities = { async noop(): Promise<void> {} };
 export type FloorActivities = typeof floorActivities;

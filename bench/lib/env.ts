@@ -1,8 +1,6 @@
 /**
- * The benchmark's environments, one per arm and each from nothing: a fresh Temporal dev server and embedded
- * PostgreSQL on free ports, then the floor's bare worker (bench/floor/worker.ts) or the stack definition's processes
- * from `dist/` (scripts/lib/stack-definition.ts), logs in `<arm>/logs/`. Every process is a child of the bench, so
- * pidusage reads its CPU time.
+ * One arm's environment from nothing: a Temporal dev server and an embedded PostgreSQL on free ports, then the floor's
+ * worker or the stack definition's processes from `dist/`, all children of the bench (pidusage reads their CPU).
  */
 import { chmod, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -25,10 +23,9 @@ export const ROOT = repoRoot();
 const NAMESPACE = 'default';
 export type ArmKind = 'floor' | 'service';
 
-/** Reads the CPU ms a role (server, worker, api, postgres, client, sims) used so far. */
 type CpuMeter = { name: string; read(): Promise<number> };
 
-/** CPU ms of a process and its children (PostgreSQL's backends) by pidusage; an exited one's last value kept. */
+/** CPU ms of a process and its children (PostgreSQL's backends); an exited one's last value kept. */
 function treeMeter(name: string, pid: () => number | undefined): CpuMeter {
   const seen = new Map<number, number>();
   const read = async (): Promise<number> => {
@@ -45,7 +42,7 @@ function treeMeter(name: string, pid: () => number | undefined): CpuMeter {
   return { name, read };
 }
 
-/** One arm's environment; the API's and the simulators' URLs and the API key in service arms only. */
+/** One arm's environment (API, simulators and key in service arms only). */
 export interface ArmEnv {
   connection: Connection;
   client: Client;
@@ -55,13 +52,12 @@ export interface ArmEnv {
   apiKey?: string;
   simulatorUrl?: string;
   meters: CpuMeter[];
-  /** Starts the worker; returns once it is spawned (not yet polling), with its spawn time. */
   startWorker(): { spawnedAt: number };
   stopWorker(): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Raises every product's stock by `units` (with an adjustment movement, as the ledger requires); returns the SKUs. */
+/** Raises every product's stock by `units` (with its adjustment movement). @returns the SKUs. */
 export async function raiseStock(databaseUrl: string, units: number): Promise<string[]> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -86,19 +82,16 @@ export async function raiseStock(databaseUrl: string, units: number): Promise<st
 }
 
 /**
- * Starts one arm's environment in `dir` (dev-server database, PostgreSQL data, logs): the service from `serviceRoot`'s
- * build (default this checkout), `--cpu-prof` for the worker and the API into `profileDir`. Everything started is
- * stopped again by `stop()`, also when starting fails.
+ * Starts one arm's environment in `dir` (dev-server database, PostgreSQL data, logs), `--cpu-prof` for the worker and
+ * the API into `profileDir`. Everything started is stopped again by `stop()`, also when starting fails.
  */
 export async function startEnv(opts: {
   kind: ArmKind;
   dir: string;
-  serviceRoot?: string;
   profileDir?: string;
   log: (line: string) => void;
 }): Promise<ArmEnv> {
   const { dir, log } = opts;
-  const root = opts.serviceRoot ?? ROOT;
   const logDir = path.join(dir, 'logs');
   await mkdir(logDir, { recursive: true });
   // Run as root, the embedded PostgreSQL runs as user `postgres`, which must reach its data folder.
@@ -137,7 +130,7 @@ export async function startEnv(opts: {
     const env: ArmEnv = {
       ...{ connection, client, taskQueue, databaseUrl: database.url, meters, stop: stopAll },
       startWorker: () => {
-        worker = spawnStackProcess(workerProcess, { root, env: workerEnv, logFile: workerLog, nodeArgs });
+        worker = spawnStackProcess(workerProcess, { root: ROOT, env: workerEnv, logFile: workerLog, nodeArgs });
         return { spawnedAt: Date.now() };
       },
       stopWorker: async () => {
@@ -153,10 +146,10 @@ export async function startEnv(opts: {
       await db.end();
     } else {
       const dbEnv = { ...process.env, DATABASE_URL: database.url };
-      const bin = (name: string): string => path.join(root, 'node_modules', '.bin', name);
+      const bin = (name: string): string => path.join(ROOT, 'node_modules', '.bin', name);
       const out = { file: path.join(logDir, 'migrate-seed.log'), append: true } as const;
-      await execa(bin('prisma'), ['migrate', 'deploy'], { cwd: root, env: dbEnv, stdout: out, stderr: out });
-      await execa(bin('tsx'), ['prisma/seed.ts'], { cwd: root, env: dbEnv, stdout: out, stderr: out });
+      await execa(bin('prisma'), ['migrate', 'deploy'], { cwd: ROOT, env: dbEnv, stdout: out, stderr: out });
+      await execa(bin('tsx'), ['prisma/seed.ts'], { cwd: ROOT, env: dbEnv, stdout: out, stderr: out });
       const ownKey = process.env.BENCH_API_KEY?.trim();
       const keys = ownKey
         ? []
@@ -170,7 +163,7 @@ export async function startEnv(opts: {
       Object.assign(env, { simulatorUrl, apiUrl });
       const spawn = (proc: def.StackProcess, extra: NodeJS.ProcessEnv, args: string[] = []): Proc => {
         const logFile = path.join(logDir, `${proc.name}.log`);
-        const child = spawnStackProcess(proc, { root, env: { ...inherited, ...extra }, logFile, nodeArgs: args });
+        const child = spawnStackProcess(proc, { root: ROOT, env: { ...inherited, ...extra }, logFile, nodeArgs: args });
         stops.push(() => stop(child));
         return child;
       };
@@ -218,7 +211,6 @@ export async function startEnv(opts: {
   }
 }
 
-/** An embedded PostgreSQL in `<dir>/postgres`, as `npm start` starts it, with database `order_fulfilment`. */
 async function embeddedDatabase(dir: string, logDir: string, stops: Array<() => Promise<void>>) {
   const server = await startEmbeddedPostgres({
     ...{ dataDir: path.join(dir, 'postgres'), checkout: dir, port: await getPort(), user: 'postgres' },

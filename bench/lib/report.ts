@@ -6,9 +6,9 @@ import { markdownTable } from 'markdown-table';
 import { ROOT, type ArmKind } from './env.js';
 
 export type Floor = 'F0' | 'F5';
-export type Arm = Floor | 'S' | 'V';
-export const ARMS: readonly Arm[] = ['F0', 'F5', 'S', 'V'];
-export const kindOf = (arm: Arm): ArmKind => (arm === 'S' || arm === 'V' ? 'service' : 'floor');
+export type Arm = Floor | 'S';
+export const ARMS: readonly Arm[] = ['F0', 'F5', 'S'];
+export const kindOf = (arm: Arm): ArmKind => (arm === 'S' ? 'service' : 'floor');
 
 /** The `p`th percentile of `values`, from an HDR histogram (µs resolution, 3 significant digits); NaN for none. */
 export function pct(values: readonly number[], p: number): number {
@@ -46,16 +46,12 @@ export interface Phase {
   drainSeconds?: number;
 }
 
-/**
- * The processes whose CPU the arm's work costs: service = dev server + worker + API + PostgreSQL; floor = dev server +
- * worker + starter (+ PostgreSQL in the open loop, its raw probe).
- */
+/** The processes an arm's CPU per unit counts (floor: its starter, and PostgreSQL in the open loop). */
 const costParts = (kind: ArmKind, phase?: PhaseName): string[] =>
   kind === 'service'
     ? ['server', 'worker', 'api', 'postgres']
     : ['server', 'worker', 'client', ...(phase === 'open' ? ['postgres'] : [])];
 
-/** CPU ms per unit of a phase, over {@link costParts}. */
 export function unitCost(kind: ArmKind, p: Phase, phase: PhaseName): number {
   return costParts(kind, phase).reduce((sum, k) => sum + (p.cpu[k] ?? 0), 0) / p.units;
 }
@@ -70,7 +66,7 @@ export interface ArmResult {
 }
 const table = (headers: string[], rows: string[][]): string => markdownTable([headers, ...rows]);
 
-/** The event count of the newest recorded history of a completed order (test/replay/histories/): the design's. */
+/** The design's history length: the newest recorded completed order's (test/replay/histories/). */
 function designEvents(): number {
   const dir = path.join(ROOT, 'test', 'replay', 'histories');
   const files = readdirSync(dir, { recursive: true })
@@ -116,7 +112,6 @@ export function report(
   const pairs: Array<[Arm, Arm]> = kinds
     .filter((k) => kindOf(k) === 'service')
     .flatMap((x) => kinds.filter((k) => kindOf(k) === 'floor').map((f) => [x, f] as [Arm, Arm]));
-  if (kinds.includes('V') && kinds.includes('S')) pairs.push(['V', 'S']);
   const of = (a: Arm, get: (r: ArmResult) => number | undefined): number =>
     mean(results.filter((r) => r.arm === a).map((r) => get(r) ?? NaN));
   const figures: Array<[string, (r: ArmResult) => number | undefined, number, string?]> = [
@@ -136,7 +131,7 @@ export function report(
     ['open loop POST / raw probe p99 ms', (r) => r.phases.open && pct(r.phases.open.latencies, 99), 1, 'S ≤ 25 ms'],
     [`backlog drain s (${sizes.backlog} units)`, (r) => r.phases.backlog?.drainSeconds, 1, 'S/F0 ≤ 1.25'],
   ];
-  const expected: Record<Arm, number> = { F0: 29, F5: 35, S: designEvents(), V: NaN };
+  const expected: Record<Arm, number> = { F0: 29, F5: 35, S: designEvents() };
   const means = table(
     ['figure', ...kinds, ...pairs.map(([a, b]) => `${a}/${b}`), 'target'],
     [

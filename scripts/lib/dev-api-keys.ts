@@ -1,7 +1,6 @@
 /**
- * The development API clients and keys of `npm start` ({@link DEV_CLIENTS}), kept in `.data/api-keys.json` (mode
- * 0600; the demo, the bench and the README's curl lines read it) and reused on the next start: a key missing from the
- * database is registered again, a revoked one replaced. Only SHA-256 of each key is in the database.
+ * `npm start`'s development API keys, kept in `.data/api-keys.json` (0600) and reused: a key missing from the database
+ * is registered again, a revoked one replaced. The database holds only their SHA-256.
  */
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -12,23 +11,17 @@ import { CLIENT_SCOPES, Scope } from '../../src/auth/scopes.js';
 import { createPrismaClient } from '../../src/prisma/prisma.js';
 import { repoRoot } from './env.js';
 
-/** One entry of the file: client id (`api_clients.id`), the whole key (`Authorization: Bearer <key>`), scopes. */
 type DevApiKey = { client: string; key: string; scopes: string[] };
 
-/** Where `npm start` writes the development keys. */
 const API_KEYS_FILE = path.join(repoRoot(), '.data', 'api-keys.json');
 
-/** The entries of `file`; `[]` when it does not exist or is not JSON. */
 async function readApiKeysFile(file = API_KEYS_FILE): Promise<DevApiKey[]> {
   const parsed = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8').catch(() => '[]')) as unknown) : [];
   const entries = Array.isArray(parsed) ? (parsed as DevApiKey[]) : [];
   return entries.filter((e) => typeof e?.key === 'string' && Array.isArray(e.scopes));
 }
 
-/**
- * The key a script should use for `scope`: `API_KEY` when set, else the first key of the file with `scope` (or
- * `operator`). @throws Error saying how to get one when there is none.
- */
+/** `API_KEY`, else the file's first key with `scope` (or `operator`). @throws Error saying how to get one. */
 export async function apiKeyFor(scope: string, file = API_KEYS_FILE): Promise<string> {
   const fromEnv = process.env.API_KEY?.trim();
   if (fromEnv) return fromEnv;
@@ -40,7 +33,6 @@ export async function apiKeyFor(scope: string, file = API_KEYS_FILE): Promise<st
   );
 }
 
-/** The development clients: id, display name, scopes. */
 const DEV_CLIENTS: readonly { client: string; name: string; scopes: readonly Scope[] }[] = [
   { client: 'dev-shop-a', name: 'Development shop A', scopes: CLIENT_SCOPES },
   { client: 'dev-shop-b', name: 'Development shop B', scopes: CLIENT_SCOPES },
@@ -48,10 +40,7 @@ const DEV_CLIENTS: readonly { client: string; name: string; scopes: readonly Sco
   { client: 'dev-warehouse', name: 'Development warehouse (the simulator reports packed)', scopes: [Scope.Warehouse] },
 ];
 
-/**
- * Makes sure every development client has a working key in the database at `databaseUrl`, and writes them all to
- * `file`. @returns the keys, in {@link DEV_CLIENTS} order.
- */
+/** Gives every development client a working key in the database, writes all to `file`. @returns them. */
 export async function ensureDevApiKeys(options: { databaseUrl: string; file?: string }): Promise<DevApiKey[]> {
   const file = options.file ?? API_KEYS_FILE;
   const previous = await readApiKeysFile(file);
@@ -81,7 +70,7 @@ export async function ensureDevApiKeys(options: { databaseUrl: string; file?: st
 const sameScopes = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && a.every((s) => b.includes(s));
 
-/** The banner lines about the keys: each client with its key, and curl lines that use them; `bold` highlights a value. */
+/** The banner's lines: each client and key, and curl lines that use them. */
 export function devApiKeysBanner(apiUrl: string, keys: readonly DevApiKey[], bold: (s: string) => string): string[] {
   const width = Math.max(...keys.map((k) => k.client.length));
   const shop = keys.find((k) => k.scopes.includes('orders:write'));
@@ -100,10 +89,8 @@ export function devApiKeysBanner(apiUrl: string, keys: readonly DevApiKey[], bol
 }
 
 /**
- * Points the simulated warehouse at our API (`POST /warehouse/_sim/settings`): it reports orders packed to `apiUrl`
- * with the warehouse's development key, so `npm start`'s orders complete on their own; `WAREHOUSE_CALLBACK_URL` and
- * `WAREHOUSE_CALLBACK_API_KEY` set in `env` are not overridden.
- * @throws Error when there is no warehouse key or the simulator refuses.
+ * Points the simulated warehouse's packed reports at `apiUrl` with the warehouse key (unless `env` sets them).
+ * @throws Error without a warehouse key or when the simulator refuses.
  */
 export async function configureWarehouseCallback(
   simulatorUrl: string,

@@ -1,8 +1,6 @@
 /**
- * Documentation tables generated from the code, so they cannot drift from it: `npm run docs:tables` rewrites each
- * section between its markers (`<!-- generated:<name> -->` ... `<!-- /generated:<name> -->`) in the document that
- * holds it ({@link SECTION_FILES}); test/unit/docs-tables.spec.ts fails when a document differs from what this
- * renders. The `limits` and `bounds` tables are text in docs/tables/, their values filled from the code.
+ * The documentation tables generated from the code: `npm run docs:tables` rewrites each section between its markers
+ * in {@link SECTION_FILES}' documents; test/unit/docs-tables.spec.ts fails on a stale one. See docs/tables/.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -44,10 +42,10 @@ import * as temporalConstants from '../../src/temporal/temporal.constants.js';
 import { HISTORY_EVENTS_LIMIT, REMEMBERED_UPDATES } from '../../workflows/order-fulfilment.contract.js';
 import { repoRoot } from './env.js';
 
-/** Documents with code blocks that show a file by reference (embedme: the block's first line `// <path>`). */
+/** Documents whose code blocks show a file by reference (embedme: the block's first line `// <path>`). */
 export const EMBED_FILES = ['docs/extending.md'] as const;
 
-/** The document (path from the repository's root) that holds each generated section, in rendering order. */
+/** The document holding each generated section, in rendering order. */
 export const SECTION_FILES = {
   steps: 'docs/guarantees.md',
   'retry-profiles': 'docs/guarantees.md',
@@ -60,17 +58,17 @@ export const SECTION_FILES = {
 export type GeneratedSection = keyof typeof SECTION_FILES;
 export const GENERATED_SECTIONS = Object.keys(SECTION_FILES) as GeneratedSection[];
 
-/** The documents this generates into, as paths from the repository's root, each once. */
+/** The documents generated into, each once. */
 export const GENERATED_FILES: readonly string[] = [...new Set(Object.values(SECTION_FILES))].sort();
 
-/** Absolute path of a file (a document, the workflows) named by its path from the repository's root. */
+/** Absolute path of a file named from the repository's root. */
 export const docPath = (file: string): string => path.join(repoRoot(), file);
 
-/** The sections a document holds, in {@link GENERATED_SECTIONS} order. */
+/** The sections a document holds, in rendering order. */
 export const sectionsOf = (file: string): GeneratedSection[] =>
   GENERATED_SECTIONS.filter((s) => SECTION_FILES[s] === file);
 
-/** Opening and closing marker of a section. */
+/** A section's opening and closing markers. */
 export function markers(section: GeneratedSection): { start: string; end: string } {
   return {
     start: `<!-- generated:${section} (npm run docs:tables; do not edit by hand) -->`,
@@ -78,7 +76,7 @@ export function markers(section: GeneratedSection): { start: string; end: string
   };
 }
 
-/** `90 s`, `20 min`, `24 h`: whole hours from 2 hours on, whole minutes from 2 minutes on, else seconds. */
+/** `90 s`, `20 min`, `24 h`: hours from 2 h, minutes from 2 min, if whole; else seconds. */
 export function formatDuration(ms: number): string {
   if (ms >= 7_200_000 && ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
   if (ms >= 120_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
@@ -89,9 +87,8 @@ const duration = (value: ActivityOptions['startToCloseTimeout']): string =>
   value === undefined ? '-' : formatDuration(msToNumber(value));
 
 /**
- * Which activities the workflows' sources call through each profile (`const x = proxyActivities(profile)` or
- * `({ ...profile })`, `proxyLocalActivities`, then `x.activity(...)` in any of them): profile → sorted names.
- * @throws Error when a proxy names no profile, or two proxies of one name have different profiles.
+ * Profile → sorted activities the workflows' sources call through `proxy(Local)Activities(profile)` proxies.
+ * @throws Error when a proxy names no profile, or two proxies of one name have different ones.
  */
 export function profileUsage(...sources: string[]): Map<string, string[]> {
   const proxies = new Map<string, { profile: string; local: boolean }>();
@@ -124,10 +121,7 @@ export function profileUsage(...sources: string[]): Map<string, string[]> {
   return usage;
 }
 
-/**
- * Which activities of the registry use which profile: each step through its plan's profile (`(local activity)` for a
- * database step), each compensation through `compensation`.
- */
+/** Profile → sorted activities of the registry: each step's plan profile, each compensation's `compensation`. */
 export function registryProfileUsage(steps: readonly StepDefinition[]): Map<string, string[]> {
   const usage = new Map<string, string[]>();
   for (const planned of registryPlan(steps).steps) {
@@ -137,12 +131,11 @@ export function registryProfileUsage(steps: readonly StepDefinition[]): Map<stri
   return usage;
 }
 
-/** Adds activities to a profile's sorted list, each once. */
 function addUsage(usage: Map<string, string[]>, profile: string, ...activities: string[]): void {
   usage.set(profile, [...new Set([...(usage.get(profile) ?? []), ...activities])].sort());
 }
 
-/** The `steps` section: the registry, one row per step, in the order an order runs them. */
+/** The `steps` section: one row per step of the registry, in run order. */
 export function renderSteps(steps: readonly StepDefinition[] = STEPS): string {
   const plan = registryPlan(steps);
   return table(
@@ -177,7 +170,7 @@ export function renderSteps(steps: readonly StepDefinition[] = STEPS): string {
   );
 }
 
-/** The `providers` section: each provider's operations and limits, then every configuration variable. */
+/** The `providers` section: each provider's operations and limits, then its variables. */
 export function renderProviders(): string {
   const providers = table(
     ['Provider', 'Operations', 'Calls per second (all workers)', 'Concurrent calls per worker'],
@@ -200,17 +193,13 @@ export function renderProviders(): string {
   return [providers, '', variables].join('\n');
 }
 
-/** A markdown table (markdown-table; Prettier aligns it), `|` in a cell escaped. */
 const table = (headers: string[], rows: string[][]): string =>
   markdownTable(
     [headers, ...rows].map((r) => r.map((c) => c.replace(/\|/g, '\\|'))),
     { alignDelimiters: false },
   );
 
-/**
- * The `retry-profiles` section: the profile table and the permanent error types.
- * @param workflowSources the TypeScript source of each file of workflows/.
- */
+/** The `retry-profiles` section, from the registry and the workflows' sources. */
 export function renderRetryProfiles(...workflowSources: string[]): string {
   const usage = registryProfileUsage(STEPS);
   for (const [profile, activities] of profileUsage(...workflowSources)) addUsage(usage, profile, ...activities);
@@ -235,10 +224,7 @@ export function renderRetryProfiles(...workflowSources: string[]): string {
   ].join('\n');
 }
 
-/**
- * The values the templates of docs/tables/ name: `{{NAME}}` a constant, `{{GROUP.member}}` a member of a limits
- * object or of the configuration's defaults (`config`); a name ending in `Ms` or `_MS` is shown as a duration.
- */
+/** The values docs/tables/ templates name (`{{NAME}}`, `{{GROUP.member}}`); `…Ms`/`…_MS` shown as durations. */
 export function templateValues(): Record<string, unknown> {
   return {
     config: loadConfig({}),
@@ -254,11 +240,7 @@ export function templateValues(): Record<string, unknown> {
   };
 }
 
-/**
- * A table written as text in docs/tables/<name>.md (its leading comment dropped), each `{{value}}` filled from
- * {@link templateValues}.
- * @throws Error naming a `{{value}}` the code does not provide.
- */
+/** docs/tables/<name>.md, its leading comment dropped, `{{value}}`s filled. @throws Error naming an unknown value. */
 export async function renderTemplate(name: string, values = templateValues()): Promise<string> {
   const text = await readFile(docPath(`docs/tables/${name}.md`), 'utf8');
   const rows = text
@@ -291,11 +273,7 @@ export function renderMetrics(): string {
   );
 }
 
-/**
- * The `problem-types` section: every registered problem type (the slug of its URI under
- * `https://order-fulfilment.dev/problems/`), its statuses, extension members (`?` optional) and headers; by status,
- * then slug (not by registration, which follows import order).
- */
+/** The `problem-types` section, by status then slug (registration follows import order). */
 export function renderProblemTypes(): string {
   const slug = (uri: string) => uri.slice(uri.lastIndexOf('/') + 1);
   const types = [...registeredProblemTypes()].sort(
@@ -317,6 +295,7 @@ export function renderProblemTypes(): string {
   );
 }
 
+/** Every section, rendered. */
 export async function renderSections(): Promise<Record<GeneratedSection, string>> {
   const workflowFiles = (await readdir(docPath('workflows'))).filter((f) => f.endsWith('.ts')).sort();
   return {
@@ -333,7 +312,7 @@ export async function renderSections(): Promise<Record<GeneratedSection, string>
   };
 }
 
-/** Replaces the body of each section between its markers. @throws Error naming a section without its markers. */
+/** Replaces each section's body between its markers. @throws Error naming a section without them. */
 export function replaceSections(
   text: string,
   sections: Partial<Record<GeneratedSection, string>>,
@@ -350,10 +329,7 @@ export function replaceSections(
   return out;
 }
 
-/**
- * A document (path from the repository's root) as `npm run docs:tables` writes it: its sections replaced (rendered
- * here unless given), then formatted with the project's Prettier.
- */
+/** A document as `npm run docs:tables` writes it: its sections replaced, then Prettier-formatted. */
 export async function renderDocument(
   file: string,
   text: string,

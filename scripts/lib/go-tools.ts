@@ -1,7 +1,6 @@
 /**
- * Go programs run without Docker (the Temporal CLI when its download fails, the cluster's programs, promtool): the
- * path in the tool's variable, else `<repo>/.tools/<folder>/<binary>` built earlier, else built now with
- * `GOBIN=<that folder> go install <package>@v<version>`, under a lock (proper-lockfile) so parallel callers build once.
+ * Go programs without Docker: the tool's variable, else `.tools/<folder>/<binary>`, else `go install` into it under a
+ * lock (proper-lockfile), so parallel callers build once.
  */
 import { constants } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
@@ -11,7 +10,7 @@ import lockfile from 'proper-lockfile';
 import { repoRoot } from './env.js';
 import type { LogFn } from './processes.js';
 
-/** A Go program: its name in messages, `.tools/` folder (may be shared), package, version (no `v`), variable, extra `go install` arguments. */
+/** A Go program: label, `.tools/` folder, package, version (no `v`), path variable, extra `go install` arguments. */
 export interface GoToolSpec {
   label: string;
   folder: string;
@@ -47,9 +46,8 @@ export async function findGoTool(spec: GoToolSpec): Promise<string | undefined> 
 }
 
 /**
- * {@link findGoTool}, else builds it with `go install` into `.tools/<folder>/` (a heartbeat to `log` every 15 s).
- * @returns the binary's absolute path.
- * @throws Error when there is no binary and no Go toolchain (naming `spec.envVar`), or the build fails.
+ * {@link findGoTool}, else `go install`s it. @returns its path. @throws Error without Go (naming `envVar`) or on a
+ * failed build.
  */
 export async function ensureGoTool(spec: GoToolSpec, log: LogFn): Promise<string> {
   const found = await findGoTool(spec);

@@ -1,13 +1,10 @@
 /**
- * The simulated providers' ledgers, read from the one simulator process (`<simulatorUrl>/<name>/_sim/ledger`, every
- * provider of providers/index.ts), and the check every run that places orders ends with: exactly one effect per
- * idempotency key in every provider's ledger, and a key for every order at every provider the steps call. Shared by
- * the demo, the bench and the scale-out test, so a new provider is checked without an edit.
+ * The simulated providers' ledgers and the check every run that places orders ends with: one effect per key in every
+ * ledger, and every order's key at each provider every order calls (the demo, the bench, the scale-out test).
  */
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { providerLedgerUrl, providersEveryOrderCalls } from './stack-definition.js';
 
-/** An order id inside an idempotency key (`shipment:<orderId>`). */
 const ORDER_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
 /** One provider's ledger: effects per idempotency key. */
@@ -27,11 +24,7 @@ export async function readLedgers(simulatorUrl: string, providers = PROVIDER_LIS
 export const orderEffects = (ledger: ProviderLedger, orderId: string): Record<string, number> =>
   Object.fromEntries(Object.entries(ledger.countsByKey).filter(([key]) => key.includes(orderId)));
 
-/**
- * Checks one ledger: exactly one effect per key (`notOnce`: keys with other than one) and, when every order calls the
- * provider (`coverageRequired`: a step without a condition calls it), a key for every order of `orderIds` (other
- * orders' keys, e.g. of an earlier run against the same simulators, are counted but not required).
- */
+/** One ledger's check: `notOnce` keys with ≠ 1 effect; with `coverageRequired`, a key for every order of `orderIds`. */
 export function checkLedger(ledger: ProviderLedger, orderIds: ReadonlySet<string>) {
   const counts = Object.entries(ledger.countsByKey);
   const covered = new Set(counts.map(([key]) => ORDER_ID.exec(key)?.[0]).filter((id) => id && orderIds.has(id)));

@@ -1,10 +1,7 @@
 /**
- * `npm run new:step` (scripts/new-step.ts): a step template (scripts/templates/) copied with the names substituted to
- * activities/steps/<kebab-name>.step.ts, its catalogue entry inserted in activities/catalogue/steps.ts above its
- * entries marker and its line in the list above the list's marker (or next to `--before`/`--after`'s step); for a
- * provider the registry does not know, the provider template and its two lines in providers/index.ts too. The
- * registry's own rules (`validateSteps`, `defineProvider`) judge the step before anything is written. It lists what
- * it guessed and what the author must write. See docs/extending.md.
+ * `npm run new:step`: a step template (scripts/templates/) filled in and placed in the catalogue (and, for a new
+ * provider, the provider template and its registry lines), judged by the registry's own rules before anything is
+ * written. See docs/extending.md.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -21,7 +18,7 @@ export class ScaffoldRefusal extends Error {
   override name = 'ScaffoldRefusal';
 }
 
-/** The usage text of `npm run new:step` (docs/extending.md explains each option). */
+/** The usage text (docs/extending.md explains each option). */
 export const USAGE = `Usage: npm run new:step -- <activityName> [--provider <name> [--operation <op>]]
          [--before <step> | --after <step>] [--status <snake_case>] [--label <text>] [--dry-run]`;
 
@@ -37,7 +34,6 @@ export type ScaffoldFile = { path: string; mark: '+' | '~'; content: string };
 /** The registries a scaffold is judged against (default: this checkout's). */
 export type Registries = { steps: readonly StepDefinition[]; providers: Readonly<Record<string, ProviderDefinition>> };
 
-/** The command line, parsed (node:util parseArgs, strict). @throws ScaffoldRefusal for an unknown option. */
 function parse(argv: readonly string[]) {
   const text = { type: 'string' } as const;
   const options = { provider: text, operation: text, before: text, after: text, status: text, label: text };
@@ -45,7 +41,6 @@ function parse(argv: readonly string[]) {
   return refuseOnError(() => parseArgs({ args: [...argv], allowPositionals: true, options: { ...options, ...flags } }));
 }
 
-/** `run()`, its error (one line) thrown again as a ScaffoldRefusal. */
 function refuseOnError<T>(run: () => T): T {
   try {
     return run();
@@ -55,8 +50,8 @@ function refuseOnError<T>(run: () => T): T {
 }
 
 /**
- * Plans the scaffold of `argv` in the checkout at `root`; writes nothing. @returns the files (prettier-formatted) and
- * the report. @throws ScaffoldRefusal (one line): an option, a step or file, or what the registry's rules refuse.
+ * Plans the scaffold of `argv` under `root`, writing nothing. @returns the formatted files and the report.
+ * @throws ScaffoldRefusal (one line).
  */
 export async function planNewStep(
   argv: readonly string[],
@@ -139,7 +134,7 @@ export async function planNewStep(
   return { files: await Promise.all(files.map((f) => format(root, f))), report };
 }
 
-/** `new:step` as a function: plans, then writes under `root` (unless `--dry-run`). @returns the text to print. */
+/** Plans, then writes under `root` (unless `--dry-run`). @returns the text to print. */
 export async function runNewStep(argv: readonly string[], root: string, registries?: Registries): Promise<string> {
   const { values } = parse(argv);
   if (values.help) return USAGE;
@@ -157,10 +152,7 @@ function fill(template: string, tokens: Record<string, string>): string {
   );
 }
 
-/**
- * Registry `file` with `head` above its first marker (`above`: the import marker of providers/index.ts, the entries
- * marker of the catalogue), `entry` above its list's marker or next to a step's line.
- */
+/** Registry `file` with `head` above `above`, and `entry` above its list's marker or next to a step's line. */
 function registryLine(
   root: string,
   file: string,
@@ -192,7 +184,6 @@ async function format(root: string, file: ScaffoldFile): Promise<ScaffoldFile> {
   return { ...file, content: await prettier.format(file.content, { ...config, filepath }) };
 }
 
-/** The code of the stand-in definitions `validateSteps` judges (never run). */
 const unused = (): never => {
   throw new Error('never run');
 };

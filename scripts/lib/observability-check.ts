@@ -1,7 +1,7 @@
 /**
- * The checks behind `npm run check:observability` (docs/operations.md): promtool's `check config`, `check rules` and
- * `test rules`; every PromQL expression of the rules and dashboards parsed by promtool, and the metric names it reads
- * (the official grammar, @prometheus-io/lezer-promql) each found in a live scrape of the API or the worker.
+ * `npm run check:observability`'s checks (docs/operations.md): promtool's config, rules and rule tests; every PromQL
+ * expression of the rules and dashboards parsed, and each metric name it reads found in a live scrape. promtool is
+ * found or built by go-tools.ts (`PROMTOOL_PATH`; ~6 min to build on 2 cores).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -10,10 +10,34 @@ import path from 'node:path';
 import { parser } from '@prometheus-io/lezer-promql';
 // @ts-expect-error -- the package ships no type declarations: it returns [{ name, type, metrics }].
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { execa } from 'execa';
 import { parse as parseYaml } from 'yaml';
-import { runPromtool } from './promtool.js';
+import { ensureGoTool, type GoToolSpec } from './go-tools.js';
+import type { LogFn } from './processes.js';
 
-/** One PromQL expression, where it comes from, and whether promtool already parsed it (a rule) or not. */
+/** The Prometheus release the rules are written for (the compose profile's prom/prometheus image). */
+export const PROMETHEUS_VERSION = '3.16.0';
+/** Its Go module version: Prometheus 3.x is published as module versions v0.3xx.y. */
+const MODULE_VERSION = '0.316.0';
+
+const PROMTOOL: GoToolSpec = {
+  label: 'promtool',
+  folder: `promtool-${MODULE_VERSION}`,
+  goPackage: 'github.com/prometheus/prometheus/cmd/promtool',
+  version: MODULE_VERSION,
+  envVar: 'PROMTOOL_PATH',
+  buildArgs: ['-ldflags', `-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION}`],
+};
+
+/** Finds or builds promtool. @throws Error when there is none and no Go toolchain to build it, or the build fails. */
+export const ensurePromtool = (log: LogFn): Promise<string> => ensureGoTool(PROMTOOL, log);
+
+/** Runs `promtool <args>` (2 min at most). @returns its exit code and interleaved output; never throws on an exit. */
+async function runPromtool(promtool: string, args: readonly string[], cwd?: string) {
+  const result = await execa(promtool, [...args], { cwd, all: true, reject: false, timeout: 120_000, stdin: 'ignore' });
+  return { exitCode: result.exitCode ?? 1, output: String(result.all ?? '') };
+}
+
 type PromqlExpression = { source: string; expr: string; kind: 'rule' | 'dashboard' };
 
 /** One rule of a Prometheus rule file. */
@@ -21,7 +45,7 @@ export type PromRule = { alert?: string; record?: string; expr: string; labels: 
   annotations: Record<string, string>;
 };
 
-/** Where the checked files are, relative to the repository root. */
+/** The checked files, from the repository root. */
 export const OBSERVABILITY_FILES = {
   prometheusConfig: 'observability/prometheus/prometheus.yml',
   rules: 'observability/prometheus/alerts.yml',
@@ -32,10 +56,8 @@ export const OBSERVABILITY_FILES = {
 } as const;
 
 /**
- * The metric names a PromQL expression reads, sorted: each vector selector's name (`foo{…}`, `{__name__="foo"}`,
- * `{"dotted.name"}`), per the official grammar.
- * @throws Error when it does not parse, or when a selector picks names by a regular expression (it cannot be
- *   checked against a scrape: name the metrics instead).
+ * The metric names a PromQL expression reads, sorted (the official grammar, @prometheus-io/lezer-promql).
+ * @throws Error when it does not parse, or a selector picks names by a regular expression.
  */
 export function metricNames(expr: string): string[] {
   const names = new Set<string>();
@@ -61,16 +83,12 @@ export function metricNames(expr: string): string[] {
   return [...names].sort();
 }
 
-/** Values Grafana's built-in interval and range variables get when an expression is checked. */
 const GRAFANA_BUILTINS: Record<string, string> = {
   ...{ __rate_interval: '1m', __interval: '1m', __range: '1h' },
   ...{ __interval_ms: '60000', __range_s: '3600', __range_ms: '3600000' },
 };
 
-/**
- * A Grafana expression with every variable replaced, so that promtool can parse it: the built-in intervals and
- * ranges become durations or numbers, any other `$var`, `${var}`, `${var:format}` or `[[var]]` becomes `.*`.
- */
+/** A Grafana expression promtool can parse: built-in intervals and ranges as values, any other variable as `.*`. */
 export function substituteGrafanaVariables(expr: string): string {
   return expr.replace(
     /\$\{(\w+)(?::[^}]*)?\}|\$(\w+)|\[\[(\w+)(?::[^\]]*)?\]\]/g,
@@ -78,7 +96,7 @@ export function substituteGrafanaVariables(expr: string): string {
   );
 }
 
-/** The PromQL of a template variable's query: `label_values(<selector>, label)` or `query_result(<expr>)`. */
+/** The PromQL of a variable's `label_values(<selector>, label)` or `query_result(<expr>)`. */
 export function variableExpression(query: string): string | undefined {
   const m = /^label_values\s*\(([\s\S]*),\s*[\w.]+\s*\)$|^query_result\s*\(([\s\S]*)\)$/.exec(query.trim());
   return (m?.[1] ?? m?.[2])?.trim();
@@ -88,8 +106,8 @@ type Target = { refId?: string; expr?: string; datasource?: unknown };
 type Panel = { id?: number; type?: string; title?: string; datasource?: unknown; targets?: Target[]; panels?: Panel[] };
 
 /**
- * The expressions of a dashboard (every target, every query variable) and its structural problems: no uid or title,
- * a schemaVersion below 39 (Grafana 11), a panel or target on another datasource, duplicate panel ids, no query.
+ * A dashboard's expressions (targets, query variables) and structural problems (uid, title, schemaVersion ≥ 39,
+ * the provisioned datasource, unique panel ids, a query per panel).
  */
 export function dashboardExpressions(
   dashboard: unknown,
@@ -134,7 +152,7 @@ export function dashboardExpressions(
   return { expressions, problems };
 }
 
-/** The rules of a Prometheus rule file. @throws Error when it is not YAML with a `groups` list. */
+/** The rules of a Prometheus rule file. @throws Error when it has no `groups` list. */
 export function parseRuleFile(text: string): PromRule[] {
   const doc = parseYaml(text) as { groups?: Array<{ rules?: PromRule[] }> } | null;
   if (!Array.isArray(doc?.groups)) throw new Error('not a rule file: no groups');
@@ -143,7 +161,7 @@ export function parseRuleFile(text: string): PromRule[] {
   );
 }
 
-/** The sample names a Prometheus text exposition serves (a histogram's `_bucket`, `_sum`, `_count`; a counter's `_total`). */
+/** The sample names a text exposition serves (with `_bucket`, `_sum`, `_count`, `_total` as the type has). */
 export function servedNames(exposition: string): Set<string> {
   const families = parsePrometheusTextFormat(exposition) as Array<{ name: string; type: string }>;
   const suffixes: Record<string, string[]> = {
@@ -154,14 +172,9 @@ export function servedNames(exposition: string): Set<string> {
   return new Set(families.flatMap((f) => (suffixes[f.type] ?? ['']).map((s) => `${f.name}${s}`)));
 }
 
-/** Series Prometheus writes itself for every target and alert (not in any scrape). */
 const PROMETHEUS_SERIES = new Set('up scrape_duration_seconds ALERTS ALERTS_FOR_STATE'.split(' '));
 
-/**
- * Temporal SDK worker metrics (docs.temporal.io/references/sdk-metrics, with the worker's `temporal_` prefix) that
- * the rules and dashboards read and the SDK creates only at their first event (a failure, a continue-as-new, …), so
- * that a fresh worker's scrape lacks them. Histograms are listed by family.
- */
+/** The Temporal SDK metrics the rules and dashboards read that appear only at their first event (histograms by family). */
 export const SDK_LAZY_METRICS: ReadonlySet<string> = new Set(
   `activity_execution_failed activity_poll_no_task activity_task_received local_activity_execution_failed long_request
   long_request_failure request request_failure sticky_cache_hit sticky_cache_miss sticky_cache_total_forced_eviction
@@ -176,7 +189,7 @@ export const SDK_LAZY_METRICS: ReadonlySet<string> = new Set(
 
 type NameSource = 'api' | 'worker' | 'api+worker' | 'prometheus' | 'sdk' | 'missing';
 
-/** Where a name an expression reads comes from: a scrape, Prometheus itself, the SDK's lazy metrics, or nowhere. */
+/** Where a metric name comes from: a scrape, Prometheus itself, the SDK's lazy metrics, or nowhere. */
 export function nameSource(
   name: string,
   scrapes: { api: Set<string>; worker: Set<string> },
@@ -187,7 +200,7 @@ export function nameSource(
   return PROMETHEUS_SERIES.has(name) ? 'prometheus' : lazy.has(name) ? 'sdk' : 'missing';
 }
 
-/** Parses expressions with promtool (each a recording rule of its own group): each failing one with its message. */
+/** promtool's parse error of each expression that has one (each checked as a recording rule of its own group). */
 async function promtoolParseErrors(
   promtool: string,
   expressions: readonly PromqlExpression[],
@@ -212,7 +225,6 @@ async function promtoolParseErrors(
   }
 }
 
-/** What {@link runObservabilityCheck} found: every metric name read (where found, read by which), one line a problem. */
 interface ObservabilityReport {
   steps: Array<{ name: string; ok: boolean }>;
   expressions: PromqlExpression[];
@@ -221,9 +233,8 @@ interface ObservabilityReport {
 }
 
 /**
- * Runs every check over the rule file, its tests, the Prometheus config and the dashboards (default: every `.json`
- * of the dashboards folder), against the API's and the worker's scrapes (text expositions). Never throws for a
- * problem it finds: each is a line of `problems`.
+ * Runs every check against the API's and the worker's expositions. Never throws for a problem: each is a line of
+ * `problems`.
  */
 export async function runObservabilityCheck(opts: {
   promtool: string;
@@ -295,7 +306,7 @@ export async function runObservabilityCheck(opts: {
   return { steps, expressions, names, problems };
 }
 
-/** The report as text: the promtool steps, every metric name read and where it was found, then the problems. */
+/** The report as text: promtool steps, every metric name and its source, then the problems. */
 export function formatReport(report: ObservabilityReport): string {
   const rows = [...report.names].sort(([a], [b]) => a.localeCompare(b));
   const width = Math.max(6, ...rows.map(([name]) => name.length));

@@ -1,7 +1,6 @@
 /**
- * Child processes and readiness for the launchers that run the stack's processes themselves (the bench, the
- * scale-out run, the e2e helpers, the demo): execa spawns and stops them, wait-on waits for ports and health URLs, a
- * Temporal describe call tells when a worker polls. `npm start` supervises its own with concurrently (scripts/stack.ts).
+ * Child processes (execa) and readiness (wait-on, Temporal describe calls) for the launchers that run the stack's
+ * processes themselves: the bench, the scale-out run, the e2e helpers, the demo.
  */
 import { Connection } from '@temporalio/client';
 import { execa, type Options, type ResultPromise } from 'execa';
@@ -13,7 +12,7 @@ export type LogFn = (line: string) => void;
 /** A child process (execa): awaiting it waits for its exit and never rejects; `kill()` escalates to SIGKILL. */
 export type Proc = ResultPromise<{ reject: false; all: true; buffer: false }>;
 
-/** Starts one process of the stack: `node [nodeArgs] --enable-source-maps <entry>` (a `.ts` entry through tsx). */
+/** Starts `node [nodeArgs] --enable-source-maps <entry>` (a `.ts` entry through tsx). */
 export function spawnStackProcess(
   proc: StackProcess,
   opts: { env: NodeJS.ProcessEnv; root: string; logFile: string; entry?: string; nodeArgs?: readonly string[] },
@@ -28,10 +27,7 @@ export function spawnStackProcess(
   return spawnChild(process.execPath, args, { cwd: opts.root, env: opts.env, extendEnv: false }, opts.logFile);
 }
 
-/**
- * Spawns a child (execa): no stdin, never rejecting, killed with this process, SIGKILL 25 s after a stop signal; its
- * output appended to `logFile`, else per `options` (default: ignored).
- */
+/** Spawns a child: no stdin, never rejecting, killed with us, SIGKILL 25 s after a stop; output to `logFile`. */
 export function spawnChild(file: string, args: readonly string[], options: Options, logFile?: string): Proc {
   const out = logFile ? ({ file: logFile, append: true } as const) : 'ignore';
   const defaults = { stdin: 'ignore', stdout: out, stderr: out, reject: false, forceKillAfterDelay: 25_000 } as const;
@@ -45,7 +41,6 @@ export async function stop(proc: Proc | undefined): Promise<void> {
   await proc;
 }
 
-/** Rejects as soon as `child` exits, naming it and `what` it was waited for. */
 function exitOf(child: Proc | undefined, what: string): Promise<never> {
   if (!child) return new Promise(() => undefined);
   const exited = child.then((r): never => {
@@ -81,8 +76,8 @@ export async function portsInUse(ports: readonly number[], host = '127.0.0.1'): 
 }
 
 /**
- * Calls `probe` every `intervalMs` (250) until it returns other than undefined or false; errors count as "not yet",
- * the last one is reported. @throws Error after `timeoutMs`, or when `child` exits first.
+ * Calls `probe` every `intervalMs` until it returns a value (errors count as not yet, the last one reported).
+ * @throws Error after `timeoutMs`, or when `child` exits first.
  */
 export async function pollUntil<T>(
   what: string,
@@ -123,9 +118,8 @@ export async function waitForTemporal(opts: { address: string; namespace: string
 }
 
 /**
- * Waits until the worker process `pid` (SDK identity `<pid>@<host>`) polls every task queue it serves (workflow and
- * activity tasks on the order task queue, activity tasks on each provider's: {@link workerTaskQueues}; `queues`
- * overrides them). @throws Error after `timeoutMs` (120 000), or when `child` exits first.
+ * Waits until worker `pid` polls each of its task queues ({@link workerTaskQueues}, or `queues`).
+ * @throws Error after `timeoutMs` (120 000), or when `child` exits first.
  */
 export async function waitForWorkerPollers(opts: {
   connection: Connection;

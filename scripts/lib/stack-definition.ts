@@ -1,17 +1,13 @@
 /**
- * The one definition of the stack that `npm start`, the bench, the scale-out run and the e2e helpers start from: its
- * processes, entry points, default ports, readiness and environments. Providers and steps come from their
- * registries, so a new provider or step changes nothing here or in any launcher.
+ * The stack that `npm start`, the bench, the scale-out run and the e2e helpers start: processes, ports, environments,
+ * derived from the provider and step registries (a new provider or step changes nothing here).
  */
 import type { StepDefinition } from '../../activities/kit/define.js';
 import { STEPS } from '../../activities/steps/index.js';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { envPrefix, providerTaskQueue, type ProviderDefinition } from '../../providers/kit/define.js';
 
-/**
- * Default ports of the local stack, each overridable by its variable in {@link PORT_VARIABLES} (`simulators`: every
- * provider under `/<name>`; `temporal`: gRPC; `workerMetrics`: 0 turns it off).
- */
+/** Default ports, each overridable by its {@link PORT_VARIABLES} variable (`workerMetrics`: 0 turns it off). */
 export const DEFAULT_PORTS = {
   ...{ api: 3000, simulators: 4010, temporal: 7233, temporalUi: 8233 },
   ...{ workerMetrics: 9464, embeddedPostgres: 54329 },
@@ -22,10 +18,7 @@ export const PORT_VARIABLES: Readonly<Record<StackPort, string>> = {
   ...{ workerMetrics: 'WORKER_METRICS_PORT', embeddedPostgres: 'EMBEDDED_PG_PORT' },
 };
 
-/**
- * The ports of the local stack: each {@link DEFAULT_PORTS} entry unless its {@link PORT_VARIABLES} variable is set.
- * @throws Error naming the variable when a value is not a TCP port (0 is allowed for the worker's metrics only).
- */
+/** The stack's ports from `env`, else {@link DEFAULT_PORTS}. @throws Error naming a variable that is not a TCP port. */
 export function stackPorts(env: NodeJS.ProcessEnv = process.env): Record<StackPort, number> {
   const read = (role: StackPort): number => {
     const raw = env[PORT_VARIABLES[role]]?.trim();
@@ -39,10 +32,7 @@ export function stackPorts(env: NodeJS.ProcessEnv = process.env): Record<StackPo
   return Object.fromEntries(roles.map((role) => [role, read(role)])) as Record<StackPort, number>;
 }
 
-/**
- * A process of the stack that runs from the build: its entry point (from the repository root) and the path whose 2xx
- * says it is ready (HTTP processes; the worker is ready once it polls its task queues).
- */
+/** A built process: its entry (from the repository root) and the path whose 2xx says it is ready (HTTP ones). */
 export type StackProcess = { name: 'simulators' | 'worker' | 'api'; entry: string; readyPath?: string };
 
 /** The built processes of the stack, in start order. */
@@ -81,20 +71,13 @@ export function providerApiKeysFromEnv(env: NodeJS.ProcessEnv, providers = PROVI
   return Object.fromEntries(keys.filter(([, key]) => key));
 }
 
-/**
- * `env` without any provider's own URL and key (`<NAME>_PROVIDER_URL`, `<NAME>_PROVIDER_API_KEY`), for a launcher
- * whose services must reach its own simulators (the bench, the scale-out run), whatever the caller's shell exports.
- */
+/** `env` without any `<NAME>_PROVIDER_URL` or `<NAME>_PROVIDER_API_KEY`: for launchers that run their own simulators. */
 export function withoutProviderVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const drop = new Set(PROVIDER_LIST.flatMap((p) => [`${envPrefix(p)}_PROVIDER_URL`, keyVariable(p)]));
   return Object.fromEntries(Object.entries(env).filter(([name]) => !drop.has(name)));
 }
 
-/**
- * The environment of the API and the worker of one stack (src/config/config.ts reads it): `DATABASE_URL`,
- * `TEMPORAL_ADDRESS`, `TEMPORAL_TASK_QUEUE` (default: the service's own), `SIMULATOR_URL` (every
- * `<NAME>_PROVIDER_URL` defaults to `<SIMULATOR_URL>/<name>`) and each provider's key.
- */
+/** The API's and the worker's environment (src/config/config.ts): database, Temporal, simulators, provider keys. */
 export function serviceEnvironment(opts: {
   databaseUrl: string;
   temporalAddress: string;
@@ -109,11 +92,7 @@ export function serviceEnvironment(opts: {
   };
 }
 
-/**
- * The environment of the simulator process: its port, each provider's accepted bearer token and, with `callback`,
- * where simulated providers report back (`SIMULATOR_CALLBACK_URL`: our API's base URL; `SIMULATOR_CALLBACK_API_KEY`:
- * a key with scope `warehouse` or `operator`), so orders that wait for a report (packed) complete on their own.
- */
+/** The simulators' environment: port, accepted tokens, and `callback` (our API and a `warehouse`-scoped key). */
 export function simulatorEnvironment(opts: {
   port: number;
   host?: string;
@@ -139,17 +118,11 @@ function calledProviders(steps: readonly StepDefinition[] = STEPS): ProviderDefi
   return PROVIDER_LIST.filter((p) => called.has(p.name));
 }
 
-/**
- * The providers every order calls: those of the steps without a `when` condition (a card order's payments steps are
- * conditional, so an order on account never calls `payments`). What the ledger checks require a key of every order at.
- */
+/** The providers of the steps without a `when` condition: those the ledger checks require every order's key at. */
 export const providersEveryOrderCalls = (steps = STEPS): ProviderDefinition[] =>
   calledProviders(steps.filter((s) => !s.when));
 
-/**
- * The task queues a worker process polls: the order task queue (workflows and the database steps) and
- * `<taskQueue>.<provider>` of each provider a step or a compensation calls (src/worker/order-worker.ts).
- */
+/** The task queues a worker polls: `taskQueue` (workflows too) and `<taskQueue>.<provider>` of each called provider. */
 export function workerTaskQueues(taskQueue: string): Array<{ name: string; workflows: boolean }> {
   const providers = calledProviders().map((p) => ({ name: providerTaskQueue(taskQueue, p.name), workflows: false }));
   return [{ name: taskQueue, workflows: true }, ...providers];

@@ -1,12 +1,6 @@
-/**
- * The Temporal CLI (dev server + Web UI) without Docker: `TEMPORAL_CLI_PATH`, `temporal` on `PATH`, an earlier
- * `.tools/temporal-<version>/temporal`, else the official release archive (checksum-verified), else a Go build.
- * {@link startDevServer} runs `temporal server start-dev` for the bench and tests; `npm start` runs the same command
- * line ({@link devServerArgs}) under its supervisor.
- */
+/** The Temporal CLI without Docker: found, downloaded (checksum-verified) or built with Go; its dev server. */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
@@ -17,7 +11,6 @@ import { errorMessage } from './env.js';
 import { ensureGoTool, findGoTool, findOnPath, goToolPath, type GoToolSpec } from './go-tools.js';
 import { spawnChild, stop, waitForTemporal, type LogFn, type Proc } from './processes.js';
 
-/** The CLI version this project pins: the newest that builds from the Go module proxy. */
 const VERSION = '1.5.1';
 const CLI_TOOL: GoToolSpec = {
   ...{ label: 'the Temporal CLI', folder: `temporal-${VERSION}`, goPackage: 'github.com/temporalio/cli/cmd/temporal' },
@@ -28,8 +21,8 @@ const log2stderr: LogFn = (line) => process.stderr.write(`${line}\n`);
 const seconds = (since: number): string => ((Date.now() - since) / 1000).toFixed(1);
 
 /**
- * An existing CLI: `TEMPORAL_CLI_PATH`, `temporal` on `PATH` (if `--version` runs), or the one in `.tools/`; never
- * downloads or builds. @throws Error when `TEMPORAL_CLI_PATH` is set but names no executable file.
+ * `TEMPORAL_CLI_PATH`, a working `temporal` on `PATH`, or `.tools/`'s; never obtains one.
+ * @throws Error when `TEMPORAL_CLI_PATH` names no executable.
  */
 export async function findTemporalCli(): Promise<string | undefined> {
   if (process.env.TEMPORAL_CLI_PATH?.trim()) return findGoTool(CLI_TOOL);
@@ -39,9 +32,8 @@ export async function findTemporalCli(): Promise<string | undefined> {
 }
 
 /**
- * Downloads the pinned release archive for this platform from temporal.download (the CLI's documented link), checks
- * its SHA-256 against the release's `checksums.txt` and extracts `temporal` into `dir`.
- * @throws Error on a network failure (offline: at once), a bad answer, a checksum mismatch, or after `timeoutMs`.
+ * Downloads the pinned release, checks its SHA-256 against `checksums.txt`, extracts `temporal` into `dir`.
+ * @throws Error on a network failure, a bad answer, a checksum mismatch, or after `timeoutMs`.
  */
 async function downloadTemporalCli(dir: string, timeoutMs = 120_000): Promise<string> {
   const platform = { linux: 'linux', darwin: 'darwin' }[process.platform as string];
@@ -63,29 +55,19 @@ async function downloadTemporalCli(dir: string, timeoutMs = 120_000): Promise<st
   const actual = createHash('sha256').update(archive).digest('hex');
   if (expected !== actual)
     throw new Error(`${name}: SHA-256 ${actual} is not the release's ${expected ?? '(none listed)'}`);
-  const tmp = await mkdtemp(path.join(os.tmpdir(), 'temporal-cli-'));
-  try {
-    await writeFile(path.join(tmp, name), archive);
-    await mkdir(dir, { recursive: true });
-    await execa('tar', ['-xzf', path.join(tmp, name), '-C', dir, 'temporal']);
-  } finally {
-    await rm(tmp, { recursive: true, force: true });
-  }
+  await mkdir(dir, { recursive: true });
+  await execa('tar', ['-xzf', '-', '-C', dir, 'temporal'], { input: archive });
   return path.join(dir, 'temporal');
 }
 
-/** Where {@link ensureTemporalCli} looks for the CLI, in order. */
+/** Where {@link ensureTemporalCli} looks for the CLI, in order (tests replace them). */
 export interface CliSources {
   find(): Promise<string | undefined>;
   download(dir: string): Promise<string>;
   build(log: LogFn): Promise<string>;
 }
 
-/**
- * {@link findTemporalCli}; else the official download; else, when that fails, a Go build of the pinned version
- * (minutes the first time), saying on `log` which and why. `sources` replaces any of the three (tests).
- * @returns the binary's absolute path. @throws Error when both the download and the build fail (with both reasons).
- */
+/** {@link findTemporalCli}, else the download, else a Go build. @returns the binary's path. @throws Error when both fail. */
 export async function ensureTemporalCli(opts: { log?: LogFn; sources?: Partial<CliSources> } = {}): Promise<string> {
   const log = opts.log ?? log2stderr;
   const build = (log: LogFn) => ensureGoTool(CLI_TOOL, log);
@@ -112,15 +94,14 @@ export async function ensureTemporalCli(opts: { log?: LogFn; sources?: Partial<C
 }
 
 /**
- * The `server.executable` option of @temporalio/testing's `TestWorkflowEnvironment.createLocal`: the CLI found (or
- * obtained, unless `opts.build` is false), else `{ type: 'cached-download' }` (the SDK downloads one).
+ * `TestWorkflowEnvironment.createLocal`'s `server.executable`: the CLI (found only, with `build: false`), else the SDK's
+ * download.
  */
 export async function temporalServerExecutable(opts: { build?: boolean } = {}): Promise<EphemeralServerExecutable> {
   const cliPath = opts.build === false ? await findTemporalCli() : await ensureTemporalCli();
   return cliPath === undefined ? { type: 'cached-download' } : { type: 'existing-path', path: cliPath };
 }
 
-/** What a dev server runs on: its SQLite file, ports, namespace (`default`) and search attributes (the project's). */
 interface DevServerOptions {
   dbFilename: string;
   port: number;
@@ -129,7 +110,7 @@ interface DevServerOptions {
   searchAttributes?: readonly SearchAttributeDefinition[];
 }
 
-/** `server start-dev --db-filename … --port … --ui-port … --ip 127.0.0.1 --namespace … --search-attribute …`. */
+/** The `temporal server start-dev` arguments (project search attributes by default). */
 export function devServerArgs(opts: DevServerOptions): string[] {
   const attributes = (opts.searchAttributes ?? projectSearchAttributes()).flatMap((sa) => [
     '--search-attribute',
@@ -144,10 +125,8 @@ export function devServerArgs(opts: DevServerOptions): string[] {
 }
 
 /**
- * Starts `temporal server start-dev` ({@link devServerArgs}) and waits until it serves the namespace; then registers
- * the search attributes an existing database file lacks (its `--search-attribute` flags apply only to a new file).
- * @returns TEMPORAL_ADDRESS, TEMPORAL_UI_URL, the process and its stop (SIGTERM, SIGKILL after 25 s).
- * @throws Error when it exits first or is not ready within `readyTimeoutMs` (60 000); it is stopped first.
+ * Starts the dev server, waits until it serves the namespace, registers missing search attributes (an old file).
+ * @throws Error when it exits first or is not ready within `readyTimeoutMs`; it is stopped first.
  */
 export async function startDevServer(
   opts: DevServerOptions & { cliPath: string; log?: LogFn; readyTimeoutMs?: number },

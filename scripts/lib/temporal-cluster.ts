@@ -1,8 +1,6 @@
 /**
- * A real Temporal cluster on this machine, without Docker (`npm run start:cluster`, CI, the scale-out run): Temporal
- * Server 1.29.1 (what the pinned CLI embeds) on PostgreSQL with SQL visibility, and the Web UI server 2.42.1; binaries
- * found or built by scripts/lib/go-tools.ts. The server renders its module's own `config/docker.yaml` from the
- * variables below (as the docker-compose `cluster` profile does), plus scripts/temporal-cluster/dynamicconfig.yaml.
+ * A Temporal cluster without Docker (`npm run start:cluster`, CI, the scale-out run): Temporal Server 1.29.1 on
+ * PostgreSQL and the UI server 2.42.1, built by go-tools.ts, configured as the docker-compose `cluster` profile does.
  */
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
@@ -18,24 +16,17 @@ import { waitForHttp, waitForTemporal, type LogFn } from './processes.js';
 
 const SERVER = '1.29.1';
 const UI_PACKAGE = 'github.com/temporalio/ui-server/v2/cmd/server';
-/** The cluster's Go programs (scripts/lib/go-tools.ts): label, variable, package, `.tools/` folder, version. */
 const CLUSTER_TOOLS = [
   ['Temporal Server', 'TEMPORAL_SERVER_PATH', 'go.temporal.io/server/cmd/server', 'temporal-server', SERVER],
   ['Temporal sql tool', 'TEMPORAL_SQL_TOOL_PATH', 'go.temporal.io/server/cmd/tools/sql', 'temporal-server', SERVER],
   ['Temporal UI server', 'TEMPORAL_UI_SERVER_PATH', UI_PACKAGE, 'temporal-ui-server', '2.42.1'],
 ] as const;
 
-/** Absolute paths of the cluster's programs and of the server module's `config/docker.yaml` (beside the server). */
-export interface ClusterBinaries {
-  server: string;
-  sqlTool: string;
-  uiServer: string;
-  configTemplate: string;
-}
+type ClusterBinaries = { server: string; sqlTool: string; uiServer: string; configTemplate: string };
 
 /**
- * Finds or builds the server, its sql tool and the UI server, and copies the server's config template from Go's
- * module cache the first time. @throws Error when a binary cannot be built, or the module cannot be read.
+ * Finds or builds the server, its sql tool and the UI server, and the server's config template.
+ * @throws Error when a binary cannot be built or the module read.
  */
 export async function ensureClusterBinaries(log: LogFn): Promise<ClusterBinaries> {
   const found: string[] = [];
@@ -51,14 +42,7 @@ export async function ensureClusterBinaries(log: LogFn): Promise<ClusterBinaries
   return { server, sqlTool, uiServer, configTemplate };
 }
 
-/** One PostgreSQL database as the Temporal Server and its sql tool address it. */
-export interface PostgresDatabase {
-  host: string;
-  port: number;
-  user: string;
-  password: string;
-  database: string;
-}
+type PostgresDatabase = { host: string; port: number; user: string; password: string; database: string };
 
 function database(url: string, name?: string): PostgresDatabase {
   const [u, d] = [new URL(url), decodeURIComponent];
@@ -69,8 +53,8 @@ function database(url: string, name?: string): PostgresDatabase {
 }
 
 /**
- * The cluster's databases: `TEMPORAL_PERSISTENCE_URL`, else `temporal` on the server of `fallbackUrl` (the stack's
- * PostgreSQL); `TEMPORAL_VISIBILITY_URL`, else `<persistence database>_visibility` on the same server.
+ * `TEMPORAL_PERSISTENCE_URL`, else `temporal` on `fallbackUrl`'s server; `TEMPORAL_VISIBILITY_URL`, else
+ * `<persistence>_visibility`.
  */
 export function clusterDatabasesFromEnv(fallbackUrl: string): Record<'persistence' | 'visibility', PostgresDatabase> {
   const [own, vis] = [process.env.TEMPORAL_PERSISTENCE_URL?.trim(), process.env.TEMPORAL_VISIBILITY_URL?.trim()];
@@ -81,10 +65,7 @@ export function clusterDatabasesFromEnv(fallbackUrl: string): Record<'persistenc
   };
 }
 
-/**
- * Sets up or upgrades one database's schema as Temporal's admin-tools image does: `create-database`, `setup-schema -v
- * 0.0`, `update-schema` (each idempotent), the password in `SQL_PASSWORD`, not on the command line.
- */
+/** Sets up or upgrades a schema as the admin-tools image does (each step idempotent; the password not in argv). */
 async function setupSchema(sqlTool: string, db: PostgresDatabase, schema: string, log: LogFn): Promise<void> {
   const common = ['--plugin', 'postgres12', '--ep', db.host, '--port', String(db.port), '--user', db.user];
   for (const step of [['create-database'], ['setup-schema', '-v', '0.0'], ['update-schema', '--schema-name', schema]]) {
@@ -96,8 +77,7 @@ async function setupSchema(sqlTool: string, db: PostgresDatabase, schema: string
   log(`schema ${schema} is up to date in ${db.host}:${db.port}/${db.database}`);
 }
 
-/** A command line of the cluster: the file, its arguments and its whole environment. */
-export type ClusterCommand = { file: string; args: string[]; env: NodeJS.ProcessEnv };
+type ClusterCommand = { file: string; args: string[]; env: NodeJS.ProcessEnv };
 
 /** The server's ports as offsets from the frontend's gRPC port (7233 gives the upstream defaults). */
 const PORT_OFFSETS = {
@@ -107,8 +87,8 @@ const PORT_OFFSETS = {
 };
 
 /**
- * Sets up both schemas and writes the server's and the UI server's configuration under `dataDir`. Run the two
- * commands (the server first), then {@link clusterReady}. @throws Error when a schema step fails.
+ * Sets up both schemas and writes both configurations under `dataDir`. @returns the server's and the UI's commands.
+ * @throws Error when a schema step fails.
  */
 export async function prepareCluster(opts: {
   binaries: ClusterBinaries;
@@ -152,9 +132,8 @@ export async function prepareCluster(opts: {
 }
 
 /**
- * Waits until the frontend answers, registers the namespace and this project's search attributes when missing, and
- * waits until the UI serves the namespace. @returns the frontend's persistence and visibility stores (e.g.
- * `postgres12`) and server version. @throws Error when a step is not done within `timeoutMs`.
+ * Waits for the frontend, registers the namespace and search attributes when missing, waits for the UI.
+ * @returns the stores and server version. @throws Error when a step is not done within `timeoutMs`.
  */
 export async function clusterReady(opts: {
   address: string;
@@ -181,8 +160,7 @@ export async function clusterReady(opts: {
 }
 
 /**
- * Registers `namespace` (retention `retentionDays`) unless it exists, then waits until the frontend serves it (a new
- * namespace reaches the frontend's cache within ~10 s; until then calls on it answer NOT_FOUND, gRPC code 5).
+ * Registers `namespace` unless it exists, then waits until the frontend serves it (NOT_FOUND meanwhile).
  * @throws Error after `timeoutMs`, or any other gRPC error.
  */
 export async function ensureNamespace(

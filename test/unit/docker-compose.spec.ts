@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { PROVIDER_LIST } from '../../providers/index.js';
 import { isApiKeyFormat } from '../../src/auth/api-key.js';
 import { envPrefix } from '../../providers/kit/define.js';
-import { PROMETHEUS_VERSION } from '../../scripts/lib/promtool.js';
+import { PROMETHEUS_VERSION } from '../../scripts/lib/observability-check.js';
 import { DEFAULT_PORTS, STACK_PROCESSES } from '../../scripts/lib/stack-definition.js';
 
 /** The entries of every `ports:` list, as written (quotes removed). */
@@ -113,7 +113,7 @@ describe('docker-compose.yml: the observability profile (Prometheus and Grafana)
       expect(block).toMatch(/^ {4}profiles: \[observability\]$/m);
       expect(block).toMatch(/^ {4}image: [\w/.-]+:v?\d+\.\d+\.\d+$/m);
     }
-    // The Prometheus release promtool checks the rules with (scripts/lib/promtool.ts).
+    // The Prometheus release promtool checks the rules with (scripts/lib/observability-check.ts).
     expect(prometheus).toContain(`image: prom/prometheus:v${PROMETHEUS_VERSION}`);
     expect(prometheus).toContain('./observability/prometheus:/etc/prometheus:ro');
     expect(grafana).toContain('./observability/grafana/provisioning:/etc/grafana/provisioning:ro');

@@ -2,7 +2,7 @@
  * observability/ (alert rules and their unit tests, the scrape config, the Grafana dashboard) and the checks of
  * `npm run check:observability` (scripts/lib/observability-check.ts): the metric-name extraction (the official
  * PromQL grammar), the exposition parser, the SDK's lazily created metrics, and whole runs of the check on the committed files and on broken dashboards, against scrapes built from
- * src/metrics/metric-definitions.ts. promtool is found or built (scripts/lib/promtool.ts): a missing promtool fails
+ * src/metrics/metric-definitions.ts. promtool is found or built (scripts/lib/observability-check.ts): a missing promtool fails
  * these tests, it never skips them (CI builds it before `npm test`).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import {
   dashboardExpressions,
+  ensurePromtool,
   metricNames,
   nameSource,
   OBSERVABILITY_FILES,
@@ -23,7 +24,6 @@ import {
   variableExpression,
 } from '../../scripts/lib/observability-check.js';
 import { repoRoot } from '../../scripts/lib/env.js';
-import { ensurePromtool } from '../../scripts/lib/promtool.js';
 import { METRICS } from '../../src/metrics/metric-definitions.js';
 import type { PromRule } from '../../scripts/lib/observability-check.js';
 
