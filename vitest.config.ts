@@ -24,7 +24,12 @@ export default defineConfig({
       process.env.VITEST_CLUSTER === '1'
         ? ['test/cluster/**/*.spec.ts']
         : ['test/**/*.spec.ts', 'test/**/*.e2e-spec.ts'],
-    exclude: process.env.VITEST_CLUSTER === '1' ? [] : ['test/cluster/**', 'node_modules/**'],
+    // test/extending runs only in the copy scripts/check-extending.ts makes (EXTENDING_EXAMPLE_STEPS names the steps
+    // the worked examples added there), never as a skipped file here.
+    exclude:
+      process.env.VITEST_CLUSTER === '1'
+        ? []
+        : ['test/cluster/**', 'node_modules/**', ...(process.env.EXTENDING_EXAMPLE_STEPS ? [] : ['test/extending/**'])],
     globalSetup: ['test/helpers/global-setup.ts'],
     setupFiles: ['test/helpers/setup-runtime.ts'],
     testTimeout: 60_000,

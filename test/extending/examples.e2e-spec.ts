@@ -1,6 +1,6 @@
 /**
  * The worked examples' end-to-end order (scripts/check-extending.ts runs it in its copy with the steps the examples
- * added in `EXTENDING_EXAMPLE_STEPS`; skipped without them): one order through the whole stack, each added step done
+ * added in `EXTENDING_EXAMPLE_STEPS`; vitest.config.ts leaves this folder out without them): one order through the whole stack, each added step done
  * once, with one effect.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
