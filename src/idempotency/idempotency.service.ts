@@ -29,7 +29,9 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { Prisma } from '../../prisma/generated/client.js';
 import { ProblemException } from '../common/problem-details.js';
 import { APP_CONFIG, type AppConfig } from '../config/config.js';
-import { PRISMA } from '../prisma/prisma.module.js';
+import type { SqlQueries } from '../../activities/ports.js';
+import type { PgSqlClient } from '../database/sql-client.js';
+import { PRISMA, SQL } from '../prisma/prisma.module.js';
 import type { PrismaClient } from '../prisma/prisma.js';
 import { IdempotencyProblemType } from './idempotency-key.js';
 
@@ -87,7 +89,7 @@ export interface IdempotentOutcome {
  * @throws Prisma.PrismaClientKnownRequestError P2002 when a record for the key exists or another transaction
  *   holding the key commits; let it propagate so the transaction rolls back.
  */
-export type IdempotencyClaim = (tx: Prisma.TransactionClient, resourceId: string) => Promise<void>;
+export type IdempotencyClaim = (tx: SqlQueries, resourceId: string) => Promise<void>;
 
 /** The request-specific parts of {@link IdempotencyService.execute}. */
 export interface IdempotentHandler {
@@ -123,9 +125,17 @@ export class IdempotencyKeyReusedException extends ProblemException {
   }
 }
 
-/** True for Prisma's unique-constraint violation (P2002). */
+/**
+ * True for a unique-constraint violation (SQLSTATE 23505, https://www.postgresql.org/docs/current/errcodes-appendix.html):
+ * Prisma's P2002; a raw query's P2010 whose driver adapter error says `UniqueConstraintViolation` (observed on Prisma
+ * 6.19 with adapter-pg 7.10); or node-postgres's error with `code` 23505.
+ */
 export function isUniqueViolation(err: unknown): boolean {
-  return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002';
+  if (err instanceof Prisma.PrismaClientKnownRequestError) {
+    const cause = (err.meta?.driverAdapterError as { cause?: { kind?: unknown } } | undefined)?.cause;
+    return err.code === 'P2002' || (err.code === 'P2010' && cause?.kind === 'UniqueConstraintViolation');
+  }
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 }
 
 type IdempotencyRow = Prisma.IdempotencyRecordGetPayload<object>;
@@ -138,6 +148,7 @@ export class IdempotencyService {
 
   constructor(
     @Inject(PRISMA) private readonly prisma: PrismaClient,
+    @Inject(SQL) private readonly sql: PgSqlClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Optional() @Inject(IDEMPOTENCY_CLOCK) clock?: Clock,
   ) {
@@ -154,9 +165,7 @@ export class IdempotencyService {
   async execute(request: IdempotentRequest, handler: IdempotentHandler): Promise<IdempotentOutcome> {
     const { clientId, key, fingerprint } = request;
     for (let attempt = 1; ; attempt++) {
-      const existing = await this.prisma.idempotencyRecord.findUnique({
-        where: { clientId_key: { clientId, key } },
-      });
+      const existing = await this.find(clientId, key);
       if (existing) {
         const outcome = await this.answerFromRecord(existing, request, handler);
         if (outcome) return outcome;
@@ -166,18 +175,10 @@ export class IdempotencyService {
       let claimed = false;
       const claim: IdempotencyClaim = async (tx, resourceId) => {
         if (claimed) throw new Error('The idempotency claim was called twice');
-        await tx.idempotencyRecord.create({
-          data: {
-            clientId,
-            key,
-            claimId,
-            fingerprint,
-            status: IdempotencyStatus.Processing,
-            resourceId,
-            createdAt: this.now(),
-            expiresAt: null,
-          },
-        });
+        await tx.$executeRaw`
+          INSERT INTO idempotency_records (client_id, key, claim_id, fingerprint, status, resource_id, created_at)
+          VALUES (${clientId}, ${key}, ${claimId}::uuid, ${fingerprint}, ${IdempotencyStatus.Processing}, ${resourceId},
+                  ${this.now()})`;
         claimed = true;
       };
 
@@ -193,6 +194,17 @@ export class IdempotencyService {
       await this.completeQuietly({ clientId, key, claimId }, response);
       return { response, replayed: false };
     }
+  }
+
+  /** The record of (`clientId`, `key`), or null: one statement on node-postgres (the hot path of every POST). */
+  private async find(clientId: string, key: string): Promise<IdempotencyRow | null> {
+    const rows = await this.sql.$queryRaw<IdempotencyRow[]>`
+      SELECT client_id AS "clientId", key, claim_id::text AS "claimId", fingerprint, status,
+             response_status AS "responseStatus", response_body AS "responseBody",
+             response_headers AS "responseHeaders", resource_id AS "resourceId", created_at AS "createdAt",
+             completed_at AS "completedAt", expires_at AS "expiresAt"
+      FROM idempotency_records WHERE client_id = ${clientId} AND key = ${key}`;
+    return rows[0] ?? null;
   }
 
   /**
@@ -259,7 +271,7 @@ export class IdempotencyService {
     );
     await this.complete({ ...where, claimId: record.claimId }, response);
     // Whoever completed it first (its own request, late, or a concurrent recovery) stored the response to replay.
-    const completed = await this.prisma.idempotencyRecord.findUnique({ where: { clientId_key: where } });
+    const completed = await this.find(where.clientId, where.key);
     return {
       response:
         completed?.status === IdempotencyStatus.Completed && completed.claimId === record.claimId
@@ -279,7 +291,7 @@ export class IdempotencyService {
     const expiresAt = new Date(completedAt.getTime() + this.config.IDEMPOTENCY_RETENTION_MS);
     // One statement (Prisma's updateMany wraps its UPDATE in a transaction of its own). An absent body stays NULL.
     const body = response.body === undefined ? null : JSON.stringify(response.body);
-    await this.prisma.$executeRaw`
+    await this.sql.$executeRaw`
       UPDATE idempotency_records
       SET status = ${IdempotencyStatus.Completed}, response_status = ${response.status},
           response_headers = ${JSON.stringify(response.headers)}::json, response_body = ${body}::json,

@@ -58,7 +58,15 @@ export function createPrismaClient(
   options: PrismaClientOptions = {},
 ): PrismaClient {
   const onError = options.onConnectionError ?? (() => undefined);
-  const pool = createPgPool(databaseUrl, poolSize, onError);
+  return prismaOnPool(createPgPool(databaseUrl, poolSize, onError), onError);
+}
+
+/**
+ * A PrismaClient on `pool` (a pool from {@link createPgPool}), which it ends on `$disconnect()`; `onError` hears the
+ * pool's and its connections' errors outside a query. Lets the API share one pool between Prisma and the
+ * node-postgres client of its hot path (src/prisma/prisma.module.ts).
+ */
+export function prismaOnPool(pool: pg.Pool, onError: (err: Error) => void): PrismaClient {
   return new PrismaClient({
     adapter: new PrismaPg(pool, { disposeExternalPool: true, onPoolError: onError, onConnectionError: onError }),
   });

@@ -39,7 +39,7 @@ function manualClock(start = new Date('2026-12-01T10:00:00.000Z')) {
 /** A service with the minimum retention and the given clock. */
 function service(clock: () => Date): IdempotencyService {
   const config = loadConfig({ IDEMPOTENCY_RETENTION_MS: String(RETENTION_MS) });
-  return new IdempotencyService(db.prisma, config, clock);
+  return new IdempotencyService(db.prisma, db.sql, config, clock);
 }
 
 const response = (resourceId: string): StoredResponse => ({

@@ -40,7 +40,7 @@ beforeAll(async () => {
     activities: createActivities({
       db: db.sql,
       providers: fakeProviders().clients,
-      idempotencyRecords: new IdempotencyService(db.prisma, config),
+      idempotencyRecords: new IdempotencyService(db.prisma, db.sql, config),
       settings: { claimLeaseMs: 60_000 },
     }),
   });

@@ -111,7 +111,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
             {
               db: db.sql,
               providers: createProviderClients(config),
-              idempotencyRecords: new IdempotencyService(db.prisma, config),
+              idempotencyRecords: new IdempotencyService(db.prisma, db.sql, config),
               settings: { claimLeaseMs: config.CLAIM_LEASE_MS },
             },
             options.steps,

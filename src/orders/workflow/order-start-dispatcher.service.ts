@@ -23,8 +23,8 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Client } from '@temporalio/client';
 import { TERMINAL_ORDER_STATUSES } from '../../../workflows/order-fulfilment.contract.js';
-import { PRISMA } from '../../prisma/prisma.module.js';
-import type { PrismaClient } from '../../prisma/prisma.js';
+import type { PgSqlClient } from '../../database/sql-client.js';
+import { SQL } from '../../prisma/prisma.module.js';
 import { OrderWorkflowStarter } from './order-workflow-starter.service.js';
 import { isTemporalUnavailable } from '../../temporal/temporal-errors.js';
 import { TEMPORAL_CLIENT } from '../../temporal/temporal.constants.js';
@@ -77,7 +77,7 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
   private probeTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    @Inject(PRISMA) private readonly prisma: PrismaClient,
+    @Inject(SQL) private readonly sql: PgSqlClient,
     @Inject(TEMPORAL_CLIENT) private readonly client: Client,
     private readonly starter: OrderWorkflowStarter,
   ) {}
@@ -140,7 +140,7 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
    * @throws the database's error when the claim fails (a failed start is never thrown).
    */
   async dispatchOnce(): Promise<DispatchResult> {
-    const claimed = await this.prisma.$queryRaw<ClaimedIntent[]>`
+    const claimed = await this.sql.$queryRaw<ClaimedIntent[]>`
       UPDATE workflow_start_intents AS i
       SET available_at = now() + make_interval(secs => ${DISPATCH_LEASE_MS / 1000}), attempts = i.attempts + 1
       FROM orders AS o
@@ -179,7 +179,7 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
     if (deferred.length > 0) {
       result.deferred = deferred.length;
       // Released, not backed off: they go as soon as Temporal answers again.
-      await this.prisma.$executeRaw`
+      await this.sql.$executeRaw`
         UPDATE workflow_start_intents SET available_at = now(), last_error = 'Temporal unavailable'
         WHERE order_id = ANY(${deferred}::uuid[])`;
     }
@@ -192,7 +192,7 @@ export class OrderStartDispatcher implements OnApplicationBootstrap, OnModuleDes
     const delayMs = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** Math.max(0, intent.attempts - 1));
     const message = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 1000);
     this.logger.error({ err, orderId: intent.orderId, attempts: intent.attempts, delayMs }, 'Workflow start refused');
-    await this.prisma.$executeRaw`
+    await this.sql.$executeRaw`
       UPDATE workflow_start_intents
       SET available_at = now() + make_interval(secs => ${delayMs / 1000}), last_error = ${message}
       WHERE order_id = ${intent.orderId}::uuid`;

@@ -24,7 +24,8 @@ import {
 } from '../../../workflows/order-fulfilment.contract.js';
 import type { OrderPlan } from '../../../workflows/order-plan.js';
 import { APP_CONFIG, type AppConfig } from '../../config/config.js';
-import { PRISMA } from '../../prisma/prisma.module.js';
+import type { PgSqlClient } from '../../database/sql-client.js';
+import { PRISMA, SQL } from '../../prisma/prisma.module.js';
 import type { PrismaClient } from '../../prisma/prisma.js';
 import { customerSearchId } from './customer-id.js';
 import { TEMPORAL_CLIENT, WORKFLOW_START_TIMEOUT_MS } from '../../temporal/temporal.constants.js';
@@ -44,6 +45,7 @@ export class OrderWorkflowStarter {
   constructor(
     @Inject(TEMPORAL_CLIENT) private readonly client: Client,
     @Inject(PRISMA) private readonly prisma: PrismaClient,
+    @Inject(SQL) private readonly sql: PgSqlClient,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -101,7 +103,7 @@ export class OrderWorkflowStarter {
     // gone, the workflow runs; the reconciler's repeated start is a no-op that records it), so one locked order
     // never holds up the starts of the others.
     const now = new Date();
-    await this.prisma.$executeRaw`
+    await this.sql.$executeRaw`
       WITH intent AS (DELETE FROM workflow_start_intents WHERE order_id = ${orderId}::uuid),
       free AS (
         SELECT id FROM orders WHERE id = ${orderId}::uuid AND workflow_started_at IS NULL
