@@ -99,13 +99,28 @@ export function jsonBodyProblem(fault: JsonBodyFault): ProblemException {
   return ProblemException.validation(fault.errors);
 }
 
+/** Decodes UTF-8 and throws on an invalid byte sequence (a byte-order mark is kept, as `Buffer.toString` keeps it). */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** 400 `malformed-json` saying why the body cannot be read as JSON (`message` also goes into `errors`). */
+export function malformedJson(message: string): ProblemException {
+  return new ProblemException({
+    status: 400,
+    type: ProblemType.MalformedJson,
+    title: 'Malformed JSON body',
+    detail: message,
+    extensions: { errors: [{ path: '', message }] },
+  });
+}
+
 /** The charsets a JSON body may be declared in (RFC 8259 §8.1); body-parser reports `utf-8` for none. */
 const UTF8 = new Set(['utf-8', 'utf8']);
 
 /**
  * body-parser's `verify` hook for JSON bodies (runs on the raw bytes, before `JSON.parse`).
- * @throws ProblemException 415 `unsupported-media-type` for a charset other than UTF-8; 400 `validation-error` for a
- *   body nested too deep or with duplicate member names (see the file comment).
+ * @throws ProblemException 415 `unsupported-media-type` for a charset other than UTF-8; 400 `malformed-json` for bytes
+ *   that are not UTF-8; 400 `validation-error` for a body nested too deep or with duplicate member names (see the file
+ *   comment).
  */
 export function verifyJsonBody(_req: unknown, _res: unknown, body: Buffer, encoding: string): void {
   if (!UTF8.has(encoding.toLowerCase())) {
@@ -116,7 +131,13 @@ export function verifyJsonBody(_req: unknown, _res: unknown, body: Buffer, encod
       detail: `Send the body as UTF-8 JSON (RFC 8259 §8.1); got charset ${encoding}`,
     });
   }
-  const text = body.toString('utf8');
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(body);
+  } catch {
+    // `Buffer.toString` and body-parser would replace the bad bytes with U+FFFD and store those instead.
+    throw malformedJson('The request body is not valid UTF-8 (RFC 8259 §8.1)');
+  }
   if (carriesCardNumber(text)) {
     // The value itself is never echoed, stored or logged: the problem names no path and no digits.
     throw new ProblemException({

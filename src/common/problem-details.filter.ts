@@ -2,7 +2,8 @@
  * The global exception filter: renders EVERY error as `application/problem+json` (RFC 9457).
  *
  * - {@link ProblemException}: its problem document as is.
- * - A malformed JSON body (body-parser's SyntaxError, mapped by Nest to a 400): `malformed-json`.
+ * - A malformed JSON body (body-parser's SyntaxError, mapped by Nest to a 400), a body that is not UTF-8 or whose
+ *   gzip, deflate or br data is corrupt: `malformed-json`.
  * - body-parser's other refusals, mapped by Nest to an `HttpException` whose cause is body-parser's error: a body over
  *   the size limit → 413 `body-too-large`; a charset or Content-Encoding it cannot decode → 415
  *   `unsupported-media-type`; a refusal of the body's own checks (src/common/json-body.ts: depth, duplicate members,
@@ -26,6 +27,7 @@ import {
 } from '@nestjs/common';
 import type { HttpAdapterHost } from '@nestjs/core';
 import { allowedMethods } from './allowed-methods.js';
+import { malformedJson } from './json-body.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './database-errors.js';
 import { defaultTitle, PROBLEM_JSON, type ProblemDetails, ProblemException, ProblemType } from './problem-details.js';
 
@@ -145,6 +147,8 @@ export function toProblem(exception: unknown): ProblemDetails {
 /** An error of body-parser (http-errors): its `type` says which refusal it is. */
 interface BodyParserError {
   type?: unknown;
+  code?: unknown;
+  message?: unknown;
   limit?: unknown;
   length?: unknown;
   charset?: unknown;
@@ -181,6 +185,10 @@ function bodyParserProblem(cause: unknown): ProblemDetails | undefined {
       status: 415,
       detail: `Send the body as UTF-8 JSON (RFC 8259 §8.1); got charset ${String(error.charset ?? '').toUpperCase()}`,
     };
+  }
+  if (typeof error.code === 'string' && /^(Z_|ERR_BROTLI|ERR_ZLIB)/.test(error.code)) {
+    // A gzip, deflate or br body whose data is corrupt (zlib's error, which body-parser passes on as a 400).
+    return malformedJson(`The request body could not be decompressed: ${String(error.message)}`).problem;
   }
   if (error.type === 'encoding.unsupported') {
     return {

@@ -223,7 +223,9 @@ export const ProblemTypes = defineProblemTypes({
     uri: `${PROBLEM_TYPE_BASE}malformed-json`,
     title: 'Malformed JSON body',
     statuses: [400],
-    description: 'The request body is not valid JSON; `errors` holds the parser message.',
+    description:
+      'The request body is not valid JSON, not valid UTF-8, or its gzip, deflate or br data is corrupt; `errors` ' +
+      'holds the message.',
     extensions: { errors: validationErrorsSchema },
     example: {
       detail: 'The request body is not valid JSON: Unexpected end of JSON input',

@@ -203,6 +203,40 @@ describe('media types, charsets and sizes (finding 5)', () => {
     expect(res.body.detail).toMatch(/compress/);
   });
 
+  it('bytes that are not UTF-8 → 400 malformed-json, nothing stored (no U+FFFD in their place)', async () => {
+    const before = await stored();
+    // A valid order but for its customer's name: the bytes 0xFF 0xFE, which no UTF-8 text holds.
+    const [head, tail] = JSON.stringify({ ...order(), customer: { email: 'x@example.com', name: 'NAME' } }).split(
+      'NAME',
+    );
+    const body = Buffer.concat([Buffer.from(head!), Buffer.from([0xff, 0xfe]), Buffer.from(tail!)]);
+    const res = await suite
+      .http()
+      .post('/orders')
+      .set('Content-Type', 'application/json')
+      .set('Idempotency-Key', randomUUID())
+      .serialize((raw: Buffer) => raw as unknown as string) // the bytes as they are, not a Buffer as JSON
+      .send(body);
+    expect(res.status).toBe(400);
+    expect(res.headers['content-type']).toMatch(PROBLEM_JSON);
+    expect(res.body).toMatchObject({ type: `${PROBLEMS}malformed-json`, status: 400 });
+    expect(res.body.detail).toMatch(/not valid UTF-8/);
+    expect(await stored()).toEqual(before);
+  });
+
+  it('a gzip body whose data is corrupt → 400 malformed-json saying so', async () => {
+    const res = await suite
+      .http()
+      .post('/orders')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'gzip')
+      .serialize((raw: Buffer) => raw as unknown as string)
+      .send(Buffer.from('notgzip'));
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ type: `${PROBLEMS}malformed-json`, status: 400 });
+    expect(res.body.detail).toMatch(/could not be decompressed/);
+  });
+
   it('a body over the limit → 413 body-too-large with the limit', async () => {
     const body = JSON.stringify({ ...order(), pad: 'x'.repeat(JSON_BODY_LIMIT_BYTES) });
     const res = await suite.http().post('/orders').set('Content-Type', 'application/json').send(body);
