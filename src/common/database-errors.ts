@@ -12,8 +12,10 @@
  *   `53300` (too many connections), `55P03` (a lock not obtained within `lock_timeout`) or `57014` (cancelled by
  *   `statement_timeout`) — https://www.postgresql.org/docs/current/errcodes-appendix.html
  * - an error whose message says so without a code: `pg`'s "Client has encountered a connection error and is not
- *   queryable" (a query on a connection PostgreSQL ended), "Connection terminated", and PostgreSQL's "database … is
- *   not currently accepting connections" (SQLSTATE 55000, which also covers unrelated states).
+ *   queryable" (a query on a connection PostgreSQL ended), "Connection terminated", `pg-pool`'s "timeout exceeded
+ *   when trying to connect" (no connection free or made within `PG_CONNECT_TIMEOUT_MS`: the API's `POST /orders`
+ *   path runs on the pool directly), and PostgreSQL's "database … is not currently accepting connections" (SQLSTATE
+ *   55000, which also covers unrelated states).
  * Causes (`cause`) are followed, at most 5 deep.
  */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1017', 'P2024']);
@@ -33,7 +35,7 @@ const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTU
 const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '55P03', '57014']);
 /** Messages of unavailability that come without a usable code. */
 const UNAVAILABLE_MESSAGES =
-  /Client has encountered a connection error and is not queryable|Connection terminated|is not currently accepting connections/;
+  /Client has encountered a connection error and is not queryable|Connection terminated|timeout exceeded when trying to connect|is not currently accepting connections/;
 /** Prisma's P2028 when no connection was free to start an interactive transaction within `maxWait`. */
 const NO_TRANSACTION_SLOT = /Unable to start a transaction in the given time/;
 

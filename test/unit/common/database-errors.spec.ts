@@ -70,6 +70,8 @@ describe('isDatabaseUnavailable', () => {
     const notAccepting = 'database "order_fulfilment" is not currently accepting connections';
     expect(isDatabaseUnavailable(Object.assign(new Error(notAccepting), { code: '55000' }))).toBe(true);
     expect(isDatabaseUnavailable(sqlstate('55000'))).toBe(false); // object_not_in_prerequisite_state, in general
+    // pg-pool: no connection free (or made) within connectionTimeoutMillis.
+    expect(isDatabaseUnavailable(new Error('timeout exceeded when trying to connect'))).toBe(true);
   });
 
   it('is true for a lock not obtained within lock_timeout and a statement cancelled by statement_timeout', async () => {
