@@ -369,7 +369,7 @@ export const retryAnswerQuery = defineQuery<OperatorAnswer | null, [string]>('re
  * at start-up on other clusters. See https://docs.temporal.io/search-attribute
  * - `OrderId`, `OrderStatus`: upserted by the workflow (and set at start by the API).
  * - `CustomerId`: set at start by the API, never by the workflow: a pseudonymous customer id (first 16 hex digits of
- *   HMAC-SHA256 of the lower-cased email with `CUSTOMER_ID_SECRET`; src/temporal/customer-id.ts), never the email.
+ *   HMAC-SHA256 of the lower-cased email with `CUSTOMER_ID_SECRET`; src/orders/workflow/customer-id.ts), never the email.
  * - `OrderSummary`: set at start by the API, the line a person scans in the UI's workflow list (add it as a column):
  *   `Order 1a2b3c4d · Ada Lovelace · 2 lines · 39.98 EUR` (short id, the customer's name or masked email, the number
  *   of lines, the total). Never a full email address (docs/operations.md, "What the Temporal UI shows").
