@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: the service (S) against the Temporal floor (F0 / F5: bare workflows of 4 / 5 no-op activities),
- * arms interleaved ABBA, each in a fresh environment (bench/lib/env.ts); phases, checks, report: docs/benchmark.md.
+ * `npm run bench`: the service (S) against the Temporal floor (F0: bare workflows of 4 no-op activities), arms
+ * interleaved ABBA, each in a fresh environment (bench/lib/env.ts); phases, checks, report: docs/benchmark.md.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -9,29 +9,22 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { execa, execaSync } from 'execa';
-import pLimit from 'p-limit';
 import pg from 'pg';
 import { PROVIDER_LIST } from '../providers/index.js';
 import { runMain } from '../scripts/lib/env.js';
 import { checkLedger, describeLedgerCheck, readLedgers } from '../scripts/lib/ledgers.js';
 import { ORDER_WORKFLOW_TYPE } from '../workflows/order-fulfilment.contract.js';
 import { raiseStock, ROOT, startEnv, type ArmEnv } from './lib/env.js';
-import { ARMS, csv, fmt, kindOf, pct, report, unitCost } from './lib/report.js';
-import type { Arm, ArmResult, Floor, Phase, PhaseName } from './lib/report.js';
+import { ARMS, fmt, kindOf, pct, report, unitCost } from './lib/report.js';
+import type { Arm, ArmResult, Phase, PhaseName } from './lib/report.js';
 
-const USAGE = `npm run bench -- [--quick] [--cycles 1] [--arms F0,S,S,F0]
-  [--warmup 20] [--burst 200] [--flash <burst>] [--open-seconds 30] [--open-rate auto|<n>] [--backlog 5000]
-  [--backlog-concurrency 16] [--backlog-arms F0,S] [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>]`;
-const [strings, flags] = [
-  'cycles warmup burst flash open-seconds backlog backlog-arms arms card out',
-  'quick wait-quiet no-build keep profile help',
-];
+const USAGE = `npm run bench -- [--quick] [--cycles 1] [--arms F0,S,S,F0] [--warmup 20] [--burst 200]
+  [--flash <burst>] [--wait-quiet] [--no-build] [--keep] [--profile] [--card <token>] [--out <dir>]`;
+const [strings, flags] = ['cycles warmup burst flash arms card out', 'quick wait-quiet no-build keep profile help'];
 const args = parseArgs({
   options: {
     ...Object.fromEntries(strings.split(' ').map((name) => [name, { type: 'string' as const }])),
     ...Object.fromEntries(flags.split(' ').map((name) => [name, { type: 'boolean' as const }])),
-    'open-rate': { type: 'string', default: 'auto' },
-    'backlog-concurrency': { type: 'string', default: '16' },
   },
   strict: true,
 }).values as Record<string, string | boolean | undefined>;
@@ -43,16 +36,10 @@ const opt = (name: string): string | undefined => args[name] as string | undefin
 const quick = args.quick === true;
 const num = (name: string, full: number, small: number): number => Number(opt(name) ?? (quick ? small : full));
 const CYCLES = num('cycles', 1, 1);
-const FLOORS: Floor[] = quick ? ['F5'] : ['F0', 'F5'];
 const WARMUP = num('warmup', 20, 5);
 const BURST = num('burst', 200, 20);
 const FLASH = Number(opt('flash') ?? BURST);
-const OPEN_SECONDS = num('open-seconds', 30, 4);
-const BACKLOG = num('backlog', 5000, 30);
-const BACKLOG_ARMS = opt('backlog-arms')?.split(',');
-const OPEN_RATE = args['open-rate'] === 'auto' ? undefined : Number(args['open-rate']);
 
-const FLOOR_TYPES: Record<Floor, string> = { F0: 'floor4', F5: 'floor5' };
 const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
 const OUT = path.resolve(opt('out') ?? path.join(ROOT, '.data', 'bench', stamp));
 const t0 = Date.now();
@@ -67,22 +54,16 @@ const loads = (): string =>
 interface Sender {
   workflowType: string;
   send(sku?: string): Promise<string>;
-  probe(): Promise<string>;
   repeated: Map<number, number>;
-  close(): Promise<void>;
 }
 
-function floorSender(env: ArmEnv, floor: Floor): Sender {
-  const workflowType = FLOOR_TYPES[floor];
-  const probeDb = new pg.Pool({ connectionString: env.databaseUrl, max: 10 });
+function floorSender(env: ArmEnv): Sender {
   const send = async (): Promise<string> => {
-    const id = `${floor}-${randomUUID()}`;
-    await env.client.workflow.start(workflowType, { taskQueue: env.taskQueue, workflowId: id });
+    const id = `F0-${randomUUID()}`;
+    await env.client.workflow.start('floor4', { taskQueue: env.taskQueue, workflowId: id });
     return id;
   };
-  // The raw probe of the open loop: one INSERT + one workflow start.
-  const probe = () => probeDb.query('INSERT INTO bench_probe (id) VALUES ($1)', [randomUUID()]).then(() => send());
-  return { workflowType, send, probe, repeated: new Map(), close: () => probeDb.end() };
+  return { workflowType: 'floor4', send, repeated: new Map() };
 }
 
 function serviceSender(env: ArmEnv, skus: string[]): Sender {
@@ -107,7 +88,7 @@ function serviceSender(env: ArmEnv, skus: string[]): Sender {
       await sleep(250 * attempt);
     }
   };
-  return { workflowType: ORDER_WORKFLOW_TYPE, send, probe: () => send(), repeated, close: async () => undefined };
+  return { workflowType: ORDER_WORKFLOW_TYPE, send, repeated };
 }
 
 async function burst(s: Sender, n: number, sku?: string): Promise<{ ids: string[]; latencies: number[] }> {
@@ -181,23 +162,17 @@ async function finishPhase(
   };
 }
 
-let serviceRate: number | undefined;
-
 async function runArm(arm: Arm, position: number): Promise<ArmResult> {
   const kind = kindOf(arm);
   const dir = path.join(OUT, `${position}-${arm}`);
   const loadBefore = load();
   say(`arm ${position} ${arm}: starting a fresh environment (load ${loadBefore.toFixed(2)})`);
-  const env = await startEnv({
-    ...{ kind, dir, profileDir: args.profile ? path.join(dir, 'profiles') : undefined },
-    log: (line) => say(`  ${line}`),
-  });
+  const env = await startEnv({ kind, dir, profileDir: args.profile ? path.join(dir, 'profiles') : undefined });
   const phases: ArmResult['phases'] = {};
-  let s: Sender | undefined;
   try {
     // Enough stock on every SKU for every phase, the flash SKU's whole sale on top.
-    const skus = kind === 'service' ? await raiseStock(env.databaseUrl, WARMUP + BURST + FLASH + 1000 + BACKLOG) : [];
-    const sender = (s = kind === 'service' ? serviceSender(env, skus) : floorSender(env, arm as Floor));
+    const skus = kind === 'service' ? await raiseStock(env, WARMUP + BURST + FLASH + 1000) : [];
+    const sender = kind === 'service' ? serviceSender(env, skus) : floorSender(env);
     let total = (await burst(sender, WARMUP)).ids.length;
     await waitClosed(env, sender.workflowType, total, 300_000);
     const measure = async (name: PhaseName, n: number, sku?: string): Promise<Phase> => {
@@ -207,54 +182,21 @@ async function runArm(arm: Arm, position: number): Promise<ArmResult> {
       total += n;
       return (phases[name] = await finishPhase(env, sender, b.ids, firstSend, before, total, b.latencies));
     };
-    const cost = (p: Phase, name: PhaseName) => fmt(unitCost(kind, p, name), 0);
+    const cost = (p: Phase) => fmt(unitCost(kind, p), 0);
     const b = await measure('burst', BURST);
-    if (arm === 'S') serviceRate = b.rate;
     say(
-      `  burst: ${BURST} units, ${fmt(b.rate, 2)}/s, CPU ${cost(b, 'burst')} ms/unit, send p50 ${fmt(pct(b.latencies, 50), 0)} ms`,
+      `  burst: ${BURST} units, ${fmt(b.rate, 2)}/s, CPU ${cost(b)} ms/unit, send p50 ${fmt(pct(b.latencies, 50), 0)} ms`,
     );
     if (FLASH > 0) {
       const f = await measure('flash', FLASH, skus[0]);
       const what = skus[0] ? ` for ${skus[0]}` : ' (floor: a second burst)';
-      say(`  flash sale: ${FLASH} units${what}, ${fmt(f.rate, 2)}/s, CPU ${cost(f, 'flash')} ms/unit`);
-    }
-    const target = OPEN_RATE ?? (serviceRate ? serviceRate / 2 : undefined);
-    if (OPEN_SECONDS > 0 && target) {
-      await sleep(1000);
-      const n = Math.max(1, Math.round(target * OPEN_SECONDS));
-      const [before, firstSend, start] = [await sampleCpu(env), Date.now(), performance.now()];
-      const sends: Array<Promise<{ id: string; latency: number }>> = [];
-      for (let i = 0; i < n; i++) {
-        const intended = start + (i * 1000) / target;
-        if (intended > performance.now()) await sleep(intended - performance.now());
-        sends.push(sender.probe().then((id) => ({ id, latency: performance.now() - intended })));
-      }
-      const sent = await Promise.all(sends);
-      total += n;
-      const [ids, latencies] = [sent.map((x) => x.id), sent.map((x) => x.latency)];
-      const p = await finishPhase(env, sender, ids, firstSend, before, total, latencies);
-      phases.open = { ...p, targetRate: target };
-      const [p50, p99] = [fmt(pct(p.latencies, 50), 1), fmt(pct(p.latencies, 99), 1)];
-      say(`  open loop: ${n} at ${fmt(target, 2)}/s, p50 ${p50} ms, p99 ${p99} ms`);
-    } else say('  open loop: skipped (no service rate yet; --open-rate sets one)');
-    if (BACKLOG > 0 && (!BACKLOG_ARMS || BACKLOG_ARMS.includes(arm))) {
-      await env.stopWorker();
-      const ids = await pLimit(Number(args['backlog-concurrency'])).map(Array(BACKLOG).fill(0), () => sender.send());
-      total += ids.length;
-      const before = await sampleCpu(env);
-      const { spawnedAt } = env.startWorker();
-      const p = await finishPhase(env, sender, ids, spawnedAt, before, total, []);
-      phases.backlog = { ...p, drainSeconds: (p.lastClose - spawnedAt) / 1000 };
-      say(
-        `  backlog: ${BACKLOG} drained in ${fmt(phases.backlog.drainSeconds, 1)} s, CPU ${cost(p, 'backlog')} ms/unit`,
-      );
+      say(`  flash sale: ${FLASH} units${what}, ${fmt(f.rate, 2)}/s, CPU ${cost(f)} ms/unit`);
     }
     const checks = await check(env, sender, total, skus[0]);
     for (const c of checks) say(`  check: ${c}`);
     const ok = checks.every((c) => !c.startsWith('FAIL'));
     return { arm, position, phases, checks, ok, load: [loadBefore, load()] };
   } finally {
-    await s?.close().catch(() => undefined);
     await env.stop();
     if (!args.keep)
       for (const sub of ['postgres', 'temporal']) await rm(path.join(dir, sub), { recursive: true, force: true });
@@ -307,7 +249,7 @@ async function main(): Promise<void> {
     for (let quietSince = 0; !(quietSince && Date.now() - quietSince >= 60_000); await sleep(5000))
       quietSince = load() < 1 ? quietSince || Date.now() : 0;
   }
-  const cycle = (opt('arms')?.split(',') ?? [...FLOORS, 'S', 'S', ...[...FLOORS].reverse()]) as Arm[];
+  const cycle = (opt('arms')?.split(',') ?? ['F0', 'S', 'S', 'F0']) as Arm[];
   for (const arm of cycle) if (!ARMS.includes(arm)) throw new Error(`unknown arm ${arm} (${ARMS.join(', ')})`);
   const order = Array.from({ length: CYCLES }, () => cycle).flat();
   const git = (...a: string[]): string => {
@@ -321,19 +263,18 @@ async function main(): Promise<void> {
     machine: `${cpus.length} × ${cpus[0]?.model ?? '?'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}`,
     commit: `${git('rev-parse', '--short', 'HEAD')}${changes}`,
     'load average at start': loads(),
-    arms: `${order.join(' ')} (${CYCLES} cycle(s), each arm a fresh dev server + PostgreSQL)`,
-    phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}, open loop ${OPEN_SECONDS} s, backlog ${BACKLOG}`,
+    arms: `${order.join(' ')} (${CYCLES} cycle(s), each arm npm start's stack on fresh data)`,
+    phases: `warm-up ${WARMUP}, burst ${BURST}, flash sale ${FLASH || 'skipped'}`,
   };
   say(`bench → ${path.relative(process.cwd(), OUT) || OUT}; arms ${order.join(' ')}`);
   const results: ArmResult[] = [];
   for (const [i, arm] of order.entries()) results.push(await runArm(arm, i + 1));
   meta['load average at end'] = loads();
   meta.duration = `${((Date.now() - t0) / 60_000).toFixed(1)} min`;
-  const text = report(results, meta, { flash: FLASH, backlog: BACKLOG });
+  const text = report(results, meta, FLASH);
   console.log(`\n${text}\n`);
   await writeFile(path.join(OUT, 'report.txt'), `${text}\n`);
-  await writeFile(path.join(OUT, 'results.csv'), csv(results));
-  say(`wrote report.txt and results.csv in ${path.relative(process.cwd(), OUT)}`);
+  say(`wrote report.txt in ${path.relative(process.cwd(), OUT)}`);
   if (results.some((r) => !r.ok)) process.exit(1);
 }
 

@@ -2,7 +2,8 @@
  * `npm start` / `npm run start:cluster`: PostgreSQL, Temporal (dev server, or `--cluster`), then the stack definition's
  * processes from `dist/`, each under concurrently and waited for; stopped in reverse on Ctrl-C / SIGTERM. The worker
  * and the API restart on exit (5 times a minute at most); any other exit stops the stack. `--only temporal`: Temporal
- * alone; `STACK_EXIT_AFTER_READY=1`: stop after the banner. docs/development.md.
+ * alone; `STACK_EXIT_AFTER_READY=1`: stop after the banner; `STACK_DATA_DIR`: the data folder (`.data/`);
+ * `STACK_PROFILE_DIR`: the worker and the API under `--cpu-prof` into it. docs/development.md.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -31,6 +32,8 @@ const env = process.env;
 const namespace = env.TEMPORAL_NAMESPACE?.trim() || 'default';
 const taskQueue = env.TEMPORAL_TASK_QUEUE?.trim() || ORDER_TASK_QUEUE;
 const say = (line: string): void => console.log(`[stack     ] ${line}`);
+/** Databases, pid files and keys: `.data/`, or `STACK_DATA_DIR` (the bench's arms: a new one each). */
+const DATA = path.resolve(env.STACK_DATA_DIR?.trim() || path.join(ROOT, '.data'));
 
 /** A supervised process: its command, whether it restarts, its stop signal and grace (ms). */
 type Supervised = { name: string; command: Command; restart: boolean; stopSignal: string; stopMs: number };
@@ -66,7 +69,7 @@ function run(
   const proc: Supervised = { name, command: commands[0]!, ...defaults, ...opts };
   started.push(proc);
   const deaths: number[] = [];
-  const pidFile = path.join(ROOT, '.data', 'run', `${name}.pid`);
+  const pidFile = path.join(DATA, 'run', `${name}.pid`);
   const writePid = (): Promise<void> =>
     mkdir(path.dirname(pidFile), { recursive: true }).then(() => writeFile(pidFile, `${proc.command.pid}\n`));
   void writePid();
@@ -102,7 +105,7 @@ function shutdown(code: number): Promise<never> {
       p.command.kill(p.stopSignal);
       await closed;
     }
-    await rm(path.join(ROOT, '.data', 'run'), { recursive: true, force: true });
+    await rm(path.join(DATA, 'run'), { recursive: true, force: true });
     say(code === 0 ? 'stopped cleanly' : `stopped (exit code ${code})`);
     process.exit(code);
   })();
@@ -114,7 +117,8 @@ async function startPostgres(migrate: boolean): Promise<string> {
   let url = env.DATABASE_URL?.trim();
   if (!url) {
     const cmd = await preparePostgres({
-      ...{ dataDir: path.join(ROOT, '.data', 'postgres'), checkout: ROOT, port: ports.embeddedPostgres },
+      ...{ dataDir: path.join(DATA, 'postgres'), checkout: env.STACK_DATA_DIR?.trim() ? DATA : ROOT },
+      port: ports.embeddedPostgres,
       ...{ user: 'postgres', password: 'postgres', log: (line: string) => say(`postgres: ${line}`) },
     });
     const { env: pgEnv, runAs } = cmd;
@@ -147,7 +151,7 @@ async function startTemporal(postgres: Promise<string>): Promise<{ address: stri
   const log = (line: string): void => say(`temporal: ${line}`);
   if (!args.cluster) {
     const cli = await ensureTemporalCli({ log });
-    const dbFilename = path.join(ROOT, '.data', 'temporal', 'dev.db');
+    const dbFilename = path.join(DATA, 'temporal', 'dev.db');
     await mkdir(path.dirname(dbFilename), { recursive: true });
     const devServer = devServerArgs({ dbFilename, port: ports.temporal, uiPort: ports.temporalUi, namespace });
     run('temporal', 'magenta', cli, devServer);
@@ -156,7 +160,7 @@ async function startTemporal(postgres: Promise<string>): Promise<{ address: stri
   }
   const binaries = await cluster.ensureClusterBinaries(log);
   const { persistence, visibility } = cluster.clusterDatabasesFromEnv(await postgres);
-  const dataDir = path.join(ROOT, '.data', 'temporal-cluster');
+  const dataDir = path.join(DATA, 'temporal-cluster');
   const cmds = await cluster.prepareCluster({
     ...{ binaries, persistence, visibility, dataDir, port: ports.temporal, uiPort: ports.temporalUi, namespace, log },
   });
@@ -206,7 +210,7 @@ async function main(): Promise<void> {
     );
     return;
   }
-  const keys = await ensureDevApiKeys({ databaseUrl });
+  const keys = await ensureDevApiKeys({ databaseUrl, file: path.join(DATA, 'api-keys.json') });
   // The simulated warehouse reports orders packed to our API with the warehouse's development key.
   await configureWarehouseCallback(simulatorUrl, def.localUrl(ports.api), keys);
   const services = { databaseUrl, temporalAddress: temporal.address, taskQueue, simulatorUrl, providerApiKeys };
@@ -216,7 +220,8 @@ async function main(): Promise<void> {
     WORKER_METRICS_PORT: String(ports.workerMetrics),
     LOG_FORMAT: env.LOG_FORMAT ?? 'pretty',
   };
-  const node = (entry: string): string[] => ['--enable-source-maps', entry];
+  const profile = env.STACK_PROFILE_DIR?.trim() ? ['--cpu-prof', `--cpu-prof-dir=${env.STACK_PROFILE_DIR}`] : [];
+  const node = (entry: string): string[] => [...profile, '--enable-source-maps', entry];
   const seed = npx(databaseUrl, 'tsx', 'prisma/seed.ts');
   seed.catch(() => undefined); // awaited below, once the worker polls
   const workerOpts = { env: serviceEnv, restart: true, stopMs: 30_000 };
@@ -239,7 +244,7 @@ async function main(): Promise<void> {
       `  Simulators    ${simulatorUrl}   (SIMULATOR_URL)`,
       ...ledgers,
       `  PostgreSQL    ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}`,
-      `  Processes     .data/run/<name>.pid (kill the worker's or the API's to restart it on a new build)`,
+      `  Processes     ${path.relative(ROOT, DATA) || DATA}/run/<name>.pid (kill the worker's or the API's to restart it on a new build)`,
       '',
       ...devApiKeysBanner(apiUrl, keys, (s) => s),
       '  Then: npm run demo places a batch of orders and prints what happened to each. Ctrl-C stops everything.',

@@ -1,13 +1,12 @@
-/** The bench's statistics (percentiles from hdr-histogram-js), its report tables and its CSV files. */
+/** The bench's statistics (percentiles from hdr-histogram-js) and its report's tables. */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as hdr from 'hdr-histogram-js';
 import { markdownTable } from 'markdown-table';
 import { ROOT, type ArmKind } from './env.js';
 
-export type Floor = 'F0' | 'F5';
-export type Arm = Floor | 'S';
-export const ARMS: readonly Arm[] = ['F0', 'F5', 'S'];
+export type Arm = 'F0' | 'S';
+export const ARMS: readonly Arm[] = ['F0', 'S'];
 export const kindOf = (arm: Arm): ArmKind => (arm === 'S' ? 'service' : 'floor');
 
 /** The `p`th percentile of `values`, from an HDR histogram (µs resolution, 3 significant digits); NaN for none. */
@@ -29,7 +28,7 @@ const mode = (values: readonly number[]): number => {
   const counts = values.reduce((m, v) => m.set(v, (m.get(v) ?? 0) + 1), new Map<number, number>());
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? NaN;
 };
-export type PhaseName = 'burst' | 'flash' | 'open' | 'backlog';
+export type PhaseName = 'burst' | 'flash';
 export interface Phase {
   units: number;
   firstSend: number;
@@ -37,23 +36,19 @@ export interface Phase {
   rate: number;
   /** CPU ms per process over the phase. */
   cpu: Record<string, number>;
-  /** Start / POST latencies, ms (open loop: from the intended send time). */
+  /** Start / POST latencies, ms. */
   latencies: number[];
   /** Close time of each unit, s since firstSend. */
   closeOffsets: number[];
   events: number[];
-  targetRate?: number;
-  drainSeconds?: number;
 }
 
-/** The processes an arm's CPU per unit counts (floor: its starter, and PostgreSQL in the open loop). */
-const costParts = (kind: ArmKind, phase?: PhaseName): string[] =>
-  kind === 'service'
-    ? ['server', 'worker', 'api', 'postgres']
-    : ['server', 'worker', 'client', ...(phase === 'open' ? ['postgres'] : [])];
+/** The processes an arm's CPU per unit counts (floor: its starter). */
+const costParts = (kind: ArmKind): string[] =>
+  kind === 'service' ? ['server', 'worker', 'api', 'postgres'] : ['server', 'worker', 'client'];
 
-export function unitCost(kind: ArmKind, p: Phase, phase: PhaseName): number {
-  return costParts(kind, phase).reduce((sum, k) => sum + (p.cpu[k] ?? 0), 0) / p.units;
+export function unitCost(kind: ArmKind, p: Phase): number {
+  return costParts(kind).reduce((sum, k) => sum + (p.cpu[k] ?? 0), 0) / p.units;
 }
 
 export interface ArmResult {
@@ -77,32 +72,26 @@ function designEvents(): number {
   return (JSON.parse(readFileSync(path.join(dir, newest), 'utf8')) as { events: unknown[] }).events.length;
 }
 
-export function report(
-  results: ArmResult[],
-  meta: Record<string, string>,
-  sizes: { flash: number; backlog: number },
-): string {
+export function report(results: ArmResult[], meta: Record<string, string>, flash: number): string {
   const per = (r: ArmResult, k: string): number => (r.phases.burst!.cpu[k] ?? NaN) / r.phases.burst!.units;
   const headers = '#,arm,completions/s,CPU ms/unit (parts),flash /s: CPU,client,sims,events,send p50/p99 ms';
   const perArm = table(
-    `${headers},open R/s: p50/p99 ms,backlog drain s,checks,load`.split(','),
+    `${headers},checks,load`.split(','),
     results.map((r) => {
       const kind = kindOf(r.arm);
-      const { burst: b, flash: f, open: o, backlog: g } = r.phases;
+      const { burst: b, flash: f } = r.phases;
       return [
         String(r.position),
         r.arm,
         fmt(b!.rate, 2),
-        `${fmt(unitCost(kind, b!, 'burst'), 0)} (${costParts(kind)
+        `${fmt(unitCost(kind, b!), 0)} (${costParts(kind)
           .map((k) => fmt(per(r, k), 0))
           .join(' / ')})`,
-        f ? `${fmt(f.rate, 2)}, ${fmt(unitCost(kind, f, 'flash'), 0)}` : '–',
+        f ? `${fmt(f.rate, 2)}, ${fmt(unitCost(kind, f), 0)}` : '–',
         fmt(per(r, 'client'), 1),
         fmt(per(r, 'sims'), 1),
         String(mode(b!.events)),
         `${fmt(pct(b!.latencies, 50), 0)}/${fmt(pct(b!.latencies, 99), 0)}`,
-        o ? `${fmt(o.targetRate, 2)}: ${fmt(pct(o.latencies, 50), 1)}/${fmt(pct(o.latencies, 99), 1)}` : '–',
-        g ? fmt(g.drainSeconds, 1) : '–',
         r.ok ? (r.checks.some((c) => c.startsWith('WARN')) ? 'ok*' : 'ok') : 'FAIL',
         `${fmt(r.load[0], 2)}→${fmt(r.load[1], 2)}`,
       ];
@@ -116,9 +105,9 @@ export function report(
     mean(results.filter((r) => r.arm === a).map((r) => get(r) ?? NaN));
   const figures: Array<[string, (r: ArmResult) => number | undefined, number, string?]> = [
     ['completions/s (burst)', (r) => r.phases.burst!.rate, 2, 'S/F0 ≥ 0.8'],
-    ['CPU ms per unit (burst)', (r) => unitCost(kindOf(r.arm), r.phases.burst!, 'burst'), 0, 'S/F0 ≤ 1.5'],
+    ['CPU ms per unit (burst)', (r) => unitCost(kindOf(r.arm), r.phases.burst!), 0, 'S/F0 ≤ 1.5'],
     ['completions/s (flash sale: one SKU)', (r) => r.phases.flash?.rate, 2],
-    ['CPU ms per unit (flash sale)', (r) => r.phases.flash && unitCost(kindOf(r.arm), r.phases.flash, 'flash'), 0],
+    ['CPU ms per unit (flash sale)', (r) => r.phases.flash && unitCost(kindOf(r.arm), r.phases.flash), 0],
     ...['server', 'worker', 'api', 'postgres'].map((k): [string, (r: ArmResult) => number, number] => [
       `  ${k === 'api' ? 'api (floor: its starter)' : k}`,
       (r) => per(r, k === 'api' && kindOf(r.arm) === 'floor' ? 'client' : k),
@@ -127,11 +116,8 @@ export function report(
     ['burst POST/start p50 ms', (r) => pct(r.phases.burst!.latencies, 50), 0],
     ['burst POST/start p99 ms', (r) => pct(r.phases.burst!.latencies, 99), 0],
     ['burst unit close p50 s (send→close)', (r) => pct(r.phases.burst!.closeOffsets, 50), 2],
-    ['open loop POST / raw probe p50 ms', (r) => r.phases.open && pct(r.phases.open.latencies, 50), 1, 'S/F0 ≤ 1.5'],
-    ['open loop POST / raw probe p99 ms', (r) => r.phases.open && pct(r.phases.open.latencies, 99), 1, 'S ≤ 25 ms'],
-    [`backlog drain s (${sizes.backlog} units)`, (r) => r.phases.backlog?.drainSeconds, 1, 'S/F0 ≤ 1.25'],
   ];
-  const expected: Record<Arm, number> = { F0: 29, F5: 35, S: designEvents() };
+  const expected: Record<Arm, number> = { F0: 29, S: designEvents() };
   const means = table(
     ['figure', ...kinds, ...pairs.map(([a, b]) => `${a}/${b}`), 'target'],
     [
@@ -158,7 +144,7 @@ export function report(
     'Per arm (burst unless named). CPU ms per unit: floor (dev server / worker / starter), service (dev server / worker / api / postgres).',
     perArm,
     '',
-    `Mean per kind (${kinds.map((k) => `${k}: ${results.filter((r) => r.arm === k).length} arm(s)`).join(', ')}); the flash sale: ${sizes.flash} units at once, every order for one SKU (a floor: a second burst)`,
+    `Mean per kind (${kinds.map((k) => `${k}: ${results.filter((r) => r.arm === k).length} arm(s)`).join(', ')}); the flash sale: ${flash} units at once, every order for one SKU (a floor: a second burst)`,
     means,
     ...results.flatMap((r) =>
       r.checks.filter((c) => c.startsWith('WARN')).map((c) => `arm ${r.position} ${r.arm}: ${c}`),
@@ -168,22 +154,4 @@ export function report(
       ? `CHECKS FAILED in arm(s) ${failed.map((r) => `${r.position}-${r.arm}: ${r.checks.filter((c) => c.startsWith('FAIL')).join('; ')}`).join(', ')}`
       : 'checks: every unit completed once in every arm; the service: every order completed, one per POST, 1 effect per key in every ledger, stock = the sums of its movements',
   ].join('\n');
-}
-
-export function csv(results: ArmResult[]): string {
-  const procs = ['server', 'worker', 'api', 'postgres', 'client', 'sims'];
-  const head = `position,arm,phase,units,seconds,rate_per_s,${procs.map((p) => `cpu_${p}_ms_per_unit`).join(',')},\
-cpu_total_ms_per_unit,latency_p50_ms,latency_p90_ms,latency_p99_ms,latency_max_ms,close_p50_s,target_rate_per_s,checks_ok`;
-  const cell = (v: number): string => (Number.isFinite(v) ? String(Math.round(v * 1000) / 1000) : '');
-  const rows = results.flatMap((r) =>
-    Object.entries(r.phases).map(([phase, p]) => {
-      const seconds = p.drainSeconds ?? (p.lastClose - p.firstSend) / 1000;
-      const cpu = procs.map((k) => (p.cpu[k] ?? NaN) / p.units);
-      const latencies = [50, 90, 99, 100].map((q) => pct(p.latencies, q));
-      const figures = [p.units, seconds, p.rate, ...cpu, unitCost(kindOf(r.arm), p, phase as PhaseName), ...latencies];
-      const cells = [...figures, pct(p.closeOffsets, 50), p.targetRate ?? NaN].map(cell);
-      return [r.position, r.arm, phase, ...cells, r.ok].join(',');
-    }),
-  );
-  return `${[head, ...rows].join('\n')}\n`;
 }

@@ -11,7 +11,7 @@ import { CLIENT_SCOPES, Scope } from '../../src/auth/scopes.js';
 import { createPrismaClient } from '../../src/prisma/prisma.js';
 import { repoRoot } from './env.js';
 
-type DevApiKey = { client: string; key: string; scopes: string[] };
+export type DevApiKey = { client: string; key: string; scopes: string[] };
 
 const API_KEYS_FILE = path.join(repoRoot(), '.data', 'api-keys.json');
 
