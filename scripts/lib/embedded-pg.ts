@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
-import { pollUntil, spawnChild, stop, type LogFn, type Proc } from './processes.js';
+import { pollUntil, type LogFn, type Proc } from './processes.js';
 
 /** The uid/gid the server runs as: `{}` (this process's) unless we are root. */
 export type RunAs = { uid?: number; gid?: number };
@@ -161,23 +161,6 @@ export async function waitForPostgres(cmd: PostgresCommand, timeoutMs: number, c
   const dir = await pollUntil(what, dataDirectory, { timeoutMs, child });
   if (path.resolve(dir) !== path.resolve(cmd.dataDir))
     throw new PreconditionError(`the port is taken by another PostgreSQL (data directory ${dir}): choose another port`);
-}
-
-/** {@link preparePostgres}, then starts and waits for the server; `stop()` is a fast shutdown (SIGINT). */
-export async function startEmbeddedPostgres(
-  opts: EmbeddedPostgresOptions & { logFile?: string; readyTimeoutMs?: number },
-): Promise<{ child: Proc; adminUrl: string; stop(): Promise<void> }> {
-  const cmd = await preparePostgres(opts);
-  const child = spawnChild(cmd.file, cmd.args, { ...cmd.runAs, env: cmd.env }, opts.logFile);
-  const stopServer = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
-    await stop(child);
-  };
-  await waitForPostgres(cmd, opts.readyTimeoutMs ?? 60_000, child).catch(async (error: unknown) => {
-    await stopServer();
-    throw error;
-  });
-  return { child, adminUrl: cmd.adminUrl, stop: stopServer };
 }
 
 /** Creates the database `url` names unless it exists. */

@@ -5,27 +5,12 @@
 import { Connection } from '@temporalio/client';
 import { execa, type Options, type ResultPromise } from 'execa';
 import waitOn from 'wait-on';
-import { workerTaskQueues, type StackProcess } from './stack-definition.js';
+import { workerTaskQueues } from './stack-definition.js';
 
 export type LogFn = (line: string) => void;
 
 /** A child process (execa): awaiting it waits for its exit and never rejects; `kill()` escalates to SIGKILL. */
 export type Proc = ResultPromise<{ reject: false; all: true; buffer: false }>;
-
-/** Starts `node [nodeArgs] --enable-source-maps <entry>` (a `.ts` entry through tsx). */
-export function spawnStackProcess(
-  proc: StackProcess,
-  opts: { env: NodeJS.ProcessEnv; root: string; logFile: string; entry?: string; nodeArgs?: readonly string[] },
-): Proc {
-  const entry = opts.entry ?? proc.entry;
-  const args = [
-    ...(opts.nodeArgs ?? []),
-    ...(entry.endsWith('.ts') ? ['--import', 'tsx'] : []),
-    '--enable-source-maps',
-    entry,
-  ];
-  return spawnChild(process.execPath, args, { cwd: opts.root, env: opts.env, extendEnv: false }, opts.logFile);
-}
 
 /** Spawns a child: no stdin, never rejecting, killed with us, SIGKILL 25 s after a stop; output to `logFile`. */
 export function spawnChild(file: string, args: readonly string[], options: Options, logFile?: string): Proc {

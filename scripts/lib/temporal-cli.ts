@@ -1,15 +1,14 @@
-/** The Temporal CLI without Docker: found, downloaded (checksum-verified) or built with Go; its dev server. */
+/** The Temporal CLI without Docker: found, downloaded (checksum-verified) or built with Go; its dev server's arguments. */
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
 import type { EphemeralServerExecutable } from '@temporalio/testing';
 import { execa } from 'execa';
-import { ensureSearchAttributes, projectSearchAttributes } from '../../src/worker/order-worker.js';
+import { projectSearchAttributes } from '../../src/worker/order-worker.js';
 import { SEARCH_ATTRIBUTE_TYPE_LABELS, type SearchAttributeDefinition } from '../../src/worker/order-worker.js';
 import { errorMessage } from './env.js';
 import { ensureGoTool, findGoTool, findOnPath, goToolPath, type GoToolSpec } from './go-tools.js';
-import { spawnChild, stop, waitForTemporal, type LogFn, type Proc } from './processes.js';
+import type { LogFn } from './processes.js';
 
 const VERSION = '1.5.1';
 const CLI_TOOL: GoToolSpec = {
@@ -122,40 +121,4 @@ export function devServerArgs(opts: DevServerOptions): string[] {
     ...attributes,
     ...['--log-level', 'warn'],
   ];
-}
-
-/**
- * Starts the dev server, waits until it serves the namespace, registers missing search attributes (an old file).
- * @throws Error when it exits first or is not ready within `readyTimeoutMs`; it is stopped first.
- */
-export async function startDevServer(
-  opts: DevServerOptions & { cliPath: string; log?: LogFn; readyTimeoutMs?: number },
-): Promise<{ address: string; uiUrl: string; child: Proc; stop(): Promise<void> }> {
-  const log = opts.log ?? log2stderr;
-  const [address, namespace] = [`127.0.0.1:${opts.port}`, opts.namespace ?? 'default'];
-  await mkdir(path.dirname(path.resolve(opts.dbFilename)), { recursive: true });
-  const child = spawnChild(opts.cliPath, devServerArgs(opts), {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    all: true,
-    buffer: false,
-  });
-  child.all?.on('data', (chunk: Buffer) => chunk.toString().split('\n').filter(Boolean).forEach(log));
-  const server = { address, uiUrl: `http://127.0.0.1:${opts.uiPort}`, child, stop: () => stop(child) };
-  try {
-    const timeoutMs = opts.readyTimeoutMs ?? 60_000;
-    await waitForTemporal({ address, namespace, timeoutMs, child });
-    const connection = await Connection.connect({ address });
-    try {
-      const attributes = opts.searchAttributes ?? projectSearchAttributes();
-      const added = await ensureSearchAttributes(connection, namespace, { attributes, timeoutMs });
-      if (added.length > 0) log(`registered search attributes new to ${opts.dbFilename}: ${added.join(', ')}`);
-    } finally {
-      await connection.close();
-    }
-  } catch (error) {
-    await server.stop();
-    throw error;
-  }
-  return server;
 }

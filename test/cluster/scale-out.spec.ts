@@ -35,7 +35,7 @@ import { repoRoot } from '../../scripts/lib/env.js';
 import { checkLedger, readLedgers } from '../../scripts/lib/ledgers.js';
 import {
   pollUntil,
-  spawnStackProcess,
+  spawnChild,
   stop,
   waitForHttp,
   waitForWorkerPollers,
@@ -75,7 +75,13 @@ const all: Named[] = [];
 function start(name: string, proc: def.StackProcess, env: NodeJS.ProcessEnv): Named {
   const started = {
     name,
-    child: spawnStackProcess(proc, { root: ROOT, env, logFile: path.join(LOG_DIR, `${name}.log`) }),
+    // The built entry as npm start runs it: `node --enable-source-maps <entry>`, with only `env`.
+    child: spawnChild(
+      process.execPath,
+      ['--enable-source-maps', proc.entry],
+      { cwd: ROOT, env, extendEnv: false },
+      path.join(LOG_DIR, `${name}.log`),
+    ),
   };
   all.push(started);
   return started;

@@ -8,7 +8,8 @@ import path from 'node:path';
 import getPort from 'get-port';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { startEmbeddedPostgres } from '../../scripts/lib/embedded-pg.js';
+import { preparePostgres, waitForPostgres } from '../../scripts/lib/embedded-pg.js';
+import { spawnChild, stop } from '../../scripts/lib/processes.js';
 import { createSqlClient, type PgSqlClient } from '../../src/database/sql-client.js';
 import { createPrismaClient, type PrismaClient } from '../../src/prisma/prisma.js';
 
@@ -41,18 +42,22 @@ export async function startTestPostgres(): Promise<{ adminUrl: string; stop(): P
   const port = await getPort();
   const dir = path.resolve('.data', 'test-postgres');
   await mkdir(path.dirname(dir), { recursive: true });
-  const server = await startEmbeddedPostgres({
-    dataDir: dir,
-    checkout: dir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    log: () => {},
-    fresh: true,
+  const cmd = await preparePostgres({
+    ...{ dataDir: dir, checkout: dir, port, user: 'postgres', password: 'postgres' },
+    ...{ log: () => {}, fresh: true },
+  });
+  const child = spawnChild(cmd.file, cmd.args, { ...cmd.runAs, env: cmd.env });
+  const stopServer = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT'); // a fast shutdown
+    await stop(child);
+  };
+  await waitForPostgres(cmd, 60_000, child).catch(async (error: unknown) => {
+    await stopServer();
+    throw error;
   });
   return {
     adminUrl: `postgresql://postgres:postgres@127.0.0.1:${port}/postgres`,
-    stop: async () => void (await server.stop()),
+    stop: stopServer,
   };
 }
 
