@@ -150,16 +150,8 @@ async function finishPhase(
   const lastClose = Math.max(...mine.map((c) => c.close));
   const rate = ids.length / ((lastClose - firstSend) / 1000);
   const closeOffsets = mine.map((c) => (c.close - firstSend) / 1000);
-  return {
-    units: ids.length,
-    firstSend,
-    lastClose,
-    rate,
-    cpu,
-    latencies,
-    closeOffsets,
-    events: mine.map((c) => c.events),
-  };
+  const events = mine.map((c) => c.events);
+  return { units: ids.length, firstSend, lastClose, rate, cpu, latencies, closeOffsets, events };
 }
 
 async function runArm(arm: Arm, position: number): Promise<ArmResult> {

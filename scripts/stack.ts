@@ -124,7 +124,7 @@ async function startPostgres(migrate: boolean): Promise<string> {
     const { env: pgEnv, runAs } = cmd;
     run('postgres', 'blue', cmd.file, cmd.args, { env: pgEnv, runAs, stopSignal: 'SIGINT', stopMs: 25_000 });
     await waitForPostgres(cmd, 60_000);
-    url = cmd.adminUrl.replace(/\/postgres$/, '/order_fulfilment');
+    url = def.embeddedDatabaseUrl(ports.embeddedPostgres);
   }
   await ensureDatabase(url, say);
   if (!migrate) return url;

@@ -12,6 +12,7 @@ import type { DevApiKey } from '../../scripts/lib/dev-api-keys.js';
 import { repoRoot } from '../../scripts/lib/env.js';
 import { spawnChild, stop, waitForHttp, waitForTemporal, waitForWorkerPollers } from '../../scripts/lib/processes.js';
 import {
+  embeddedDatabaseUrl,
   localUrl,
   PORT_VARIABLES,
   withoutProviderVariables,
@@ -127,7 +128,7 @@ export async function startEnv(opts: { kind: ArmKind; dir: string; profileDir?: 
       const keys = JSON.parse(await readFile(path.join(dir, 'api-keys.json'), 'utf8')) as DevApiKey[];
       const apiKey = keys.find((k) => k.scopes.includes('orders:write'))?.key;
       const operatorKey = keys.find((k) => k.scopes.includes('operator'))?.key;
-      const databaseUrl = `postgresql://postgres:postgres@127.0.0.1:${ports.embeddedPostgres}/order_fulfilment`;
+      const databaseUrl = embeddedDatabaseUrl(ports.embeddedPostgres);
       Object.assign(arm, { apiUrl, simulatorUrl, apiKey, operatorKey, databaseUrl });
     }
     meters.push({ name: 'client', read: async () => (process.cpuUsage().user + process.cpuUsage().system) / 1000 });

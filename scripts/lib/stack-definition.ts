@@ -42,6 +42,10 @@ export const STACK_PROCESSES = {
   api: { name: 'api', entry: 'dist/src/main.js', readyPath: '/health' },
 } as const satisfies Record<string, StackProcess>;
 
+/** `npm start`'s embedded database on `port` (user and password `postgres`, database `order_fulfilment`). */
+export const embeddedDatabaseUrl = (port: number): string =>
+  `postgresql://postgres:postgres@127.0.0.1:${port}/order_fulfilment`;
+
 /** `http://<host>:<port>`: the base URL of a local process. */
 export const localUrl = (port: number, host = '127.0.0.1'): string => `http://${host}:${port}`;
 
